@@ -1,0 +1,170 @@
+// Typed shell over the C++ addon (native/addon). The interfaces below list exactly what the
+// `.node` file exports; keep them in step with native/addon/*.cpp.
+import * as path from 'node:path';
+
+/** What the data plane answers by itself (no control plane, deadline passed, detach). */
+export type NativeDefaultAction = { kind: 'continue' } | { kind: 'error'; errno: number };
+
+/** A control plane's decision as the native side applies it. */
+export type NativeDecision =
+  | { kind: 'continue' }
+  | { kind: 'error'; errno: number }
+  | { kind: 'value'; value: bigint };
+
+/** Why the native side answered a notification by itself. */
+export type NativeAnsweredBy = 'no-control-plane' | 'deadline' | 'detached';
+
+export interface NativeEngineOptions {
+  /** Receives batches of events on the JS thread. Must not throw. */
+  onEvents: (events: NativeEvent[]) => void;
+  defaultAction: NativeDefaultAction;
+  /** Forwarded notifications not answered within this many ms get the default action. */
+  decisionTimeoutMs: number;
+  /** How long events that need no reaction (default answers) may wait to be batched, in µs. */
+  batchDelayUs?: number;
+  /** Ingest: a runtime connection that has not reached EOF by then is dropped, in ms. */
+  ingestTimeoutMs?: number;
+  /** Ingest: largest runtime message accepted, in bytes (1 MiB). */
+  ingestMaxBytes?: number;
+  /** Upper bound of queued events; past it events are dropped and counted (never blocks). */
+  maxQueuedEvents?: number;
+}
+
+export interface PeerCredentials {
+  pid: number;
+  uid: number;
+  gid: number;
+}
+
+/** A runtime connection read to EOF, waiting for JS to adopt one of its fds or reject it. */
+export interface ConnectionEvent {
+  type: 'connection';
+  conn: number;
+  /** The message bytes as UTF-8 text. */
+  json: string;
+  /** One entry per fd received, in order: whether it is a seccomp notify fd. */
+  fds: Array<{ seccomp: boolean }>;
+  peer: PeerCredentials;
+}
+
+/** A runtime connection the native side refused by itself; every fd it sent is closed. */
+export interface IngestErrorEvent {
+  type: 'ingest-error';
+  /** 'too-large' | 'timeout' | 'read-error' | 'too-many-fds' */
+  code: string;
+  message: string;
+  peer: PeerCredentials;
+}
+
+export interface NotificationEvent {
+  type: 'notification';
+  handle: number;
+  id: bigint;
+  pid: number;
+  nr: number;
+  arch: number;
+  ip: bigint;
+  args: bigint[];
+  /** Path-like arguments read from the target (then NOTIF_ID_VALID), by argument index. */
+  strings: Array<{ index: number; value: string; truncated: boolean }>;
+  /** True: waiting for respond(); false: already answered natively (an 'answered' follows). */
+  forwarded: boolean;
+  /** CLOCK_MONOTONIC ns at receipt. */
+  receivedNs: bigint;
+}
+
+export interface AnsweredEvent {
+  type: 'answered';
+  handle: number;
+  id: bigint;
+  by: NativeAnsweredBy;
+  action: NativeDefaultAction;
+  /** True when the target was gone (SEND said ENOENT). */
+  gone: boolean;
+  latencyNs: bigint;
+}
+
+/** The notify fd hung up (no task left in the filter); the fd is closed. */
+export interface RemovedEvent {
+  type: 'removed';
+  handle: number;
+}
+
+/** The native thread hit a problem it survived. */
+export interface ErrorEvent {
+  type: 'error';
+  message: string;
+}
+
+export type NativeEvent =
+  | ConnectionEvent
+  | IngestErrorEvent
+  | NotificationEvent
+  | AnsweredEvent
+  | RemovedEvent
+  | ErrorEvent;
+
+export type RespondStatus = 'ok' | 'unknown' | 'gone';
+
+export interface RespondResult {
+  status: RespondStatus;
+  latencyNs: bigint;
+}
+
+export interface NativeStats {
+  containers: number;
+  pending: number;
+  pendingConnections: number;
+  eventsDropped: number;
+  syncWakeUp: boolean;
+}
+
+export interface NativeEngine {
+  /** Starts the epoll thread; returns once it runs. */
+  start(): void;
+  /** Creates the listener socket (removes a stale socket file first), chmod `mode`. Returns its fd. */
+  listen(socketPath: string, mode: number): number;
+  /** Uses an already bound and listening socket (systemd, handoff). */
+  listenFd(fd: number): void;
+  /** Keeps fd `fdIndex` of connection `conn` as a container notify fd; closes its other fds. */
+  adopt(conn: number, fdIndex: number): number;
+  /** Closes every fd of connection `conn`. */
+  reject(conn: number): void;
+  /** on: notifications wait for respond(); off: answered natively, pending ones now ('detached'). */
+  setForwarding(on: boolean): void;
+  setDefaultAction(action: NativeDefaultAction): void;
+  setDecisionTimeout(ms: number): void;
+  /** Answers a forwarded notification. 'unknown': not pending (never, already, or past deadline). */
+  respond(handle: number, id: bigint, decision: NativeDecision): RespondResult;
+  stats(): NativeStats;
+  /** Stops the thread and closes every fd it owns. Idempotent. */
+  stop(): void;
+}
+
+export interface NativeAddon {
+  Engine: new (options: NativeEngineOptions) => NativeEngine;
+  /** x86_64 syscall names by number (sparse array). */
+  syscallNames(): string[];
+  /** Opens fds the process holds: for leak checks in tests and GetStatus. */
+  openFdCount(): number;
+  AUDIT_ARCH_X86_64: number;
+}
+
+/** Loads the addon; the error lists every path tried. */
+export function loadNative(): NativeAddon {
+  const root = path.resolve(__dirname, '..', '..');
+  const candidates = [
+    path.join(root, 'build', 'Release', 'seccomp_agent.node'),
+    path.join(root, 'build', 'Debug', 'seccomp_agent.node'),
+  ];
+  const failures: string[] = [];
+  for (const candidate of candidates) {
+    try {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      return require(candidate) as NativeAddon;
+    } catch (err) {
+      failures.push(`${candidate}: ${(err as Error).message.split('\n')[0]}`);
+    }
+  }
+  throw new Error(`cannot load the native addon; tried:\n  ${failures.join('\n  ')}\nrun "npm ci" (node-gyp) to build it`);
+}

@@ -1,0 +1,3 @@
+#include "emulator_binding.hpp"
+// Placeholder until the emulator lands.
+void RegisterEmulator(Napi::Env, Napi::Object) {}

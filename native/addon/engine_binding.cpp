@@ -1,0 +1,3 @@
+#include "engine_binding.hpp"
+// Placeholder until the engine lands.
+void RegisterEngine(Napi::Env, Napi::Object) {}

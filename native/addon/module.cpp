@@ -1,0 +1,14 @@
+// The addon's entry point: registers each JS-visible part. Per-addon state lives in the parts'
+// own instance data, so the addon can be loaded in several threads of one process.
+#include <napi.h>
+
+#include "engine_binding.hpp"
+#include "emulator_binding.hpp"
+
+static Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  RegisterEngine(env, exports);
+  RegisterEmulator(env, exports);
+  return exports;
+}
+
+NODE_API_MODULE(seccomp_agent, Init)

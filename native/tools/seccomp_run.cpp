@@ -1,0 +1,2 @@
+// Placeholder until seccomp-run lands.
+int main() { return 1; }

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs from Debian's packages when it is missing: runc and a static
+# busybox for the end-to-end tests. Fails loudly instead of letting a test skip.
+set -euo pipefail
+need=()
+command -v runc >/dev/null 2>&1 || need+=(runc)
+dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "test/ensure-deps.sh: need root to install ${need[*]} (the tests run real seccomp filters and runc as root)" >&2
+    exit 1
+  fi
+  echo "test/ensure-deps.sh: installing ${need[*]} from Debian's packages" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+command -v runc >/dev/null || { echo "runc still missing after install" >&2; exit 1; }
+[ -x /bin/busybox ] || { echo "busybox still missing after install" >&2; exit 1; }
