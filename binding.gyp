@@ -1,21 +1,75 @@
 {
   "target_defaults": {
-    "cflags_cc": ["-std=c++17", "-Wall", "-Wextra", "-O2", "-fno-exceptions"],
-    "cflags_cc!": ["-fno-exceptions", "-std=gnu++17"],
-    "include_dirs": ["native/common"]
+    "cflags_cc": [
+      "-std=c++17",
+      "-Wall",
+      "-Wextra",
+      "-O2",
+      "-fno-exceptions"
+    ],
+    "cflags_cc!": [
+      "-fno-exceptions",
+      "-std=gnu++17"
+    ],
+    "include_dirs": [
+      "native/common"
+    ]
   },
   "targets": [
     {
       "target_name": "seccomp_agent",
-      "sources": ["<!@(ls -1 native/addon/*.cpp)"],
-      "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")", "native/common"],
-      "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS", "NODE_ADDON_API_DISABLE_DEPRECATED"],
-      "cflags_cc": ["-fno-exceptions"]
+      "sources": [
+        "<!@(ls -1 native/addon/*.cpp)"
+      ],
+      "include_dirs": [
+        "<!(node -p \"require('node-addon-api').include_dir\")",
+        "native/common"
+      ],
+      "defines": [
+        "NAPI_VERSION=8",
+        "NAPI_DISABLE_CPP_EXCEPTIONS",
+        "NODE_ADDON_API_DISABLE_DEPRECATED"
+      ],
+      "cflags_cc": [
+        "-fno-exceptions"
+      ]
     },
     {
       "target_name": "seccomp-run",
       "type": "executable",
-      "sources": ["native/tools/seccomp_run.cpp"]
+      "sources": [
+        "native/tools/seccomp_run.cpp"
+      ]
+    },
+    {
+      "target_name": "seccomp-nshelper",
+      "type": "executable",
+      "sources": [
+        "native/tools/nshelper.cpp"
+      ],
+      "libraries": [
+        "-lpthread"
+      ]
+    },
+    {
+      "target_name": "seccomp-bench-responder",
+      "type": "executable",
+      "sources": [
+        "native/tools/bench_responder.cpp"
+      ],
+      "libraries": [
+        "-lpthread"
+      ]
+    },
+    {
+      "target_name": "seccomp-bench-workload",
+      "type": "executable",
+      "sources": [
+        "native/tools/bench_workload.cpp"
+      ],
+      "libraries": [
+        "-lpthread"
+      ]
     }
   ]
 }

@@ -1,0 +1,73 @@
+// The data plane's options: flag, environment variable, default and meaning side by side.
+import { AgentError, parseErrno } from '../common/errors';
+import { LOG_LEVELS } from '../common/logger';
+import { parseChoice, parseDurationMs, parseString, type OptionTable } from '../common/options';
+import type { NativeDefaultAction } from './native';
+
+export const DEFAULT_LISTENER_SOCKET = '/run/seccomp-agent.socket';
+export const DEFAULT_GRPC_SOCKET = '/run/seccomp-agent/dataplane.sock';
+
+/** "continue", "errno:EPERM", "error:EACCES", "errno:13". */
+export function parseDefaultAction(text: string, flag: string): NativeDefaultAction {
+  if (text === 'continue') return { kind: 'continue' };
+  const match = /^(?:errno|error):(.+)$/.exec(text);
+  if (!match) {
+    throw new AgentError('EBAD_OPTION', `--${flag}: "${text}" is not an action: use continue or errno:NAME (errno:EPERM)`);
+  }
+  return { kind: 'error', errno: parseErrno(match[1]) };
+}
+
+/** "0600", "660": an octal file mode for the sockets. */
+export function parseSocketMode(text: string, flag: string): number {
+  if (!/^0?[0-7]{3}$/.test(text)) throw new AgentError('EBAD_OPTION', `--${flag}: "${text}" is not an octal mode such as 0600`);
+  return parseInt(text, 8);
+}
+
+/** Optional "HOST:PORT" for Prometheus metrics; "" turns them off. */
+export function parseListenAddress(text: string, flag: string): { host: string; port: number } | null {
+  if (text === '') return null;
+  const match = /^(.*):(\d+)$/.exec(text);
+  const port = match ? Number(match[2]) : NaN;
+  if (!match || port > 65535) throw new AgentError('EBAD_OPTION', `--${flag}: "${text}" is not HOST:PORT (127.0.0.1:9464)`);
+  return { host: match[1] === '' ? '127.0.0.1' : match[1], port };
+}
+
+/** Optional group name or gid owning the sockets (mode then usually 0660). */
+export function parseGroup(text: string): string | null {
+  return text === '' ? null : text;
+}
+
+export const DATAPLANE_OPTIONS = {
+  listenerSocket: {
+    flag: 'listener-socket', env: 'SECCOMP_AGENT_LISTENER_SOCKET', default: DEFAULT_LISTENER_SOCKET, parse: parseString,
+    description: 'Unix socket the OCI runtime sends notify fds to (listenerPath of the profiles)',
+  },
+  grpcSocket: {
+    flag: 'grpc-socket', env: 'SECCOMP_AGENT_GRPC_SOCKET', default: DEFAULT_GRPC_SOCKET, parse: parseString,
+    description: 'Unix socket of the gRPC API (control plane, seccompctl, grpcurl)',
+  },
+  socketMode: {
+    flag: 'socket-mode', env: 'SECCOMP_AGENT_SOCKET_MODE', default: '0600', parse: parseSocketMode,
+    description: 'File mode of both sockets',
+  },
+  socketGroup: {
+    flag: 'socket-group', env: 'SECCOMP_AGENT_SOCKET_GROUP', default: '', parse: parseGroup,
+    description: 'Group owning both sockets (with --socket-mode 0660)',
+  },
+  defaultAction: {
+    flag: 'default-action', env: 'SECCOMP_AGENT_DEFAULT_ACTION', default: 'continue', parse: parseDefaultAction,
+    description: 'Answer while no control plane decides: continue or errno:NAME',
+  },
+  decisionTimeoutMs: {
+    flag: 'decision-timeout', env: 'SECCOMP_AGENT_DECISION_TIMEOUT', default: '2s', parse: parseDurationMs,
+    description: 'How long a control plane may take to decide before the default action answers',
+  },
+  metricsAddr: {
+    flag: 'metrics-addr', env: 'SECCOMP_AGENT_METRICS_ADDR', default: '', parse: parseListenAddress,
+    description: 'HOST:PORT for Prometheus /metrics (off when empty)',
+  },
+  logLevel: {
+    flag: 'log-level', env: 'SECCOMP_AGENT_LOG_LEVEL', default: 'info', parse: parseChoice(LOG_LEVELS),
+    description: 'Log level',
+  },
+} satisfies OptionTable;
