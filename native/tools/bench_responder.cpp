@@ -1,2 +1,311 @@
-// Placeholder until this tool lands.
-int main() { return 1; }
+// seccomp-bench-responder: the bare C reference agent of `npm run bench`.
+//
+//   seccomp-bench-responder SOCKET_PATH
+//
+// Accepts runtime connections on SOCKET_PATH the way the data plane does (notify fd by
+// SCM_RIGHTS in the first sendmsg, JSON until EOF, `fds` naming "seccompFd") and answers every
+// notification of every fd with SECCOMP_USER_NOTIF_FLAG_CONTINUE from one thread: epoll, RECV,
+// SEND, nothing else. SYNC_WAKE_UP is turned on as the data plane does, so the two are compared
+// on equal kernel terms. Prints {"listening":PATH} once ready and {"answered":N,...} on SIGTERM.
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "seccomp_compat.h"
+
+namespace {
+
+constexpr size_t kMaxMessage = 1 << 20;  // as the data plane: a runtime message is small
+constexpr int kMaxFdsPerMessage = 8;
+
+enum class Kind { kListener, kSignal, kConnection, kNotify };
+
+// What an epoll entry stands for; epoll_data.ptr points at one of these.
+struct Source {
+  Kind kind;
+  int fd;
+  std::string message;    // kConnection: JSON so far
+  std::vector<int> fds;   // kConnection: fds received so far
+};
+
+struct Stats {
+  uint64_t answered = 0;
+  uint64_t target_gone = 0;
+  uint64_t containers = 0;
+  uint64_t rejected = 0;
+};
+
+int g_epoll = -1;
+Stats g_stats;
+
+bool Watch(Source* source, uint32_t events) {
+  struct epoll_event ev;
+  memset(&ev, 0, sizeof ev);
+  ev.events = events;
+  ev.data.ptr = source;
+  if (epoll_ctl(g_epoll, EPOLL_CTL_ADD, source->fd, &ev) != 0) {
+    fprintf(stderr, "seccomp-bench-responder: epoll_ctl add fd %d: %s\n", source->fd, strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+void Forget(Source* source) {
+  epoll_ctl(g_epoll, EPOLL_CTL_DEL, source->fd, nullptr);
+  close(source->fd);
+  delete source;
+}
+
+bool IsNotifyFd(int fd) {
+  char link[64], target[64];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  const ssize_t n = readlink(link, target, sizeof target - 1);
+  if (n < 0) return false;
+  target[n] = '\0';
+  return strcmp(target, "anon_inode:seccomp notify") == 0;
+}
+
+// Index of "seccompFd" in the message's `fds` array, or -1. A scan, not a JSON parser: the
+// reference only needs what runc and crun put there.
+int SeccompFdIndex(const std::string& json) {
+  size_t pos = json.find("\"fds\"");
+  if (pos == std::string::npos) return -1;
+  pos = json.find('[', pos);
+  const size_t end = pos == std::string::npos ? pos : json.find(']', pos);
+  if (end == std::string::npos) return -1;
+  int index = 0;
+  for (size_t at = pos + 1; at < end; at++) {
+    if (json[at] != '"') continue;
+    const size_t close_quote = json.find('"', at + 1);
+    if (close_quote == std::string::npos || close_quote > end) return -1;
+    if (json.compare(at + 1, close_quote - at - 1, "seccompFd") == 0) return index;
+    index++;
+    at = close_quote;
+  }
+  return -1;
+}
+
+void AddNotifyFd(int fd) {
+  // Same kernel fast path as the data plane: wake the target on this CPU (6.6+).
+  if (ioctl(fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP) != 0) {
+    fprintf(stderr, "seccomp-bench-responder: NOTIF_SET_FLAGS(SYNC_WAKE_UP): %s (continuing without)\n",
+            strerror(errno));
+  }
+  Source* source = new Source{Kind::kNotify, fd, {}, {}};
+  if (!Watch(source, EPOLLIN)) {
+    close(fd);
+    delete source;
+    return;
+  }
+  g_stats.containers++;
+}
+
+// The runtime closed its end: keep the seccomp fd it named, close everything else.
+void FinishConnection(Source* conn) {
+  const int index = SeccompFdIndex(conn->message);
+  int keep = -1;
+  if (index >= 0 && static_cast<size_t>(index) < conn->fds.size() && IsNotifyFd(conn->fds[index])) {
+    keep = conn->fds[index];
+  }
+  for (int fd : conn->fds) {
+    if (fd != keep) close(fd);
+  }
+  conn->fds.clear();
+  if (keep >= 0) {
+    AddNotifyFd(keep);
+  } else {
+    g_stats.rejected++;
+    fprintf(stderr, "seccomp-bench-responder: connection without a seccomp notify fd named seccompFd: closed\n");
+  }
+  Forget(conn);
+}
+
+void ReadConnection(Source* conn) {
+  for (;;) {
+    char data[16384];
+    char control[CMSG_SPACE(sizeof(int) * kMaxFdsPerMessage)];
+    struct iovec iov = {data, sizeof data};
+    struct msghdr msg;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t n = recvmsg(conn->fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    for (struct cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+      const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      const int* fds = reinterpret_cast<const int*>(CMSG_DATA(c));
+      for (size_t i = 0; i < count; i++) conn->fds.push_back(fds[i]);
+    }
+    if (n < 0 || (msg.msg_flags & MSG_CTRUNC) != 0 || conn->message.size() + static_cast<size_t>(n) > kMaxMessage) {
+      fprintf(stderr, "seccomp-bench-responder: bad runtime connection (%s): closed\n",
+              n < 0 ? strerror(errno) : "truncated or too large");
+      for (int fd : conn->fds) close(fd);
+      g_stats.rejected++;
+      Forget(conn);
+      return;
+    }
+    if (n == 0) {
+      FinishConnection(conn);
+      return;
+    }
+    conn->message.append(data, static_cast<size_t>(n));
+  }
+}
+
+void AcceptConnections(Source* listener) {
+  for (;;) {
+    const int fd = accept4(listener->fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        fprintf(stderr, "seccomp-bench-responder: accept: %s\n", strerror(errno));
+      }
+      return;
+    }
+    Source* conn = new Source{Kind::kConnection, fd, {}, {}};
+    if (!Watch(conn, EPOLLIN | EPOLLRDHUP)) {
+      close(fd);
+      delete conn;
+    }
+  }
+}
+
+// One notification: receive it and let the syscall run. Nothing else is on this path.
+void Answer(Source* notify) {
+  struct seccomp_notif req;
+  memset(&req, 0, sizeof req);  // the kernel refuses a buffer that is not zeroed
+  if (ioctl(notify->fd, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) {
+    // ENOENT: the caller died between the wake-up and the RECV.
+    if (errno != ENOENT && errno != EINTR) {
+      fprintf(stderr, "seccomp-bench-responder: NOTIF_RECV: %s\n", strerror(errno));
+    }
+    return;
+  }
+  struct seccomp_notif_resp resp;
+  memset(&resp, 0, sizeof resp);
+  resp.id = req.id;
+  resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+  if (ioctl(notify->fd, SECCOMP_IOCTL_NOTIF_SEND, &resp) != 0) {
+    if (errno == ENOENT) {
+      g_stats.target_gone++;  // normal: the target is gone
+    } else {
+      fprintf(stderr, "seccomp-bench-responder: NOTIF_SEND: %s\n", strerror(errno));
+    }
+    return;
+  }
+  g_stats.answered++;
+}
+
+int Listen(const char* path) {
+  struct sockaddr_un addr;
+  memset(&addr, 0, sizeof addr);
+  addr.sun_family = AF_UNIX;
+  if (strlen(path) >= sizeof addr.sun_path) {
+    fprintf(stderr, "seccomp-bench-responder: socket path too long: %s\n", path);
+    return -1;
+  }
+  strcpy(addr.sun_path, path);
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    fprintf(stderr, "seccomp-bench-responder: socket: %s\n", strerror(errno));
+    return -1;
+  }
+  if (unlink(path) != 0 && errno != ENOENT) {
+    fprintf(stderr, "seccomp-bench-responder: unlink %s: %s\n", path, strerror(errno));
+  }
+  if (bind(fd, reinterpret_cast<struct sockaddr*>(&addr), sizeof addr) != 0 || chmod(path, 0600) != 0 ||
+      listen(fd, 4096) != 0) {
+    fprintf(stderr, "seccomp-bench-responder: listen on %s: %s\n", path, strerror(errno));
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2 || argv[1][0] == '-') {
+    fprintf(stderr, "usage: seccomp-bench-responder SOCKET_PATH\n");
+    return 2;
+  }
+  const char* path = argv[1];
+  signal(SIGPIPE, SIG_IGN);
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  if (sigprocmask(SIG_BLOCK, &stop, nullptr) != 0) {
+    perror("seccomp-bench-responder: sigprocmask");
+    return 1;
+  }
+  const int sfd = signalfd(-1, &stop, SFD_CLOEXEC | SFD_NONBLOCK);
+  g_epoll = epoll_create1(EPOLL_CLOEXEC);
+  if (sfd < 0 || g_epoll < 0) {
+    perror("seccomp-bench-responder: signalfd/epoll_create1");
+    return 1;
+  }
+  const int lfd = Listen(path);
+  if (lfd < 0) return 1;
+  Source listener{Kind::kListener, lfd, {}, {}};
+  Source signals{Kind::kSignal, sfd, {}, {}};
+  if (!Watch(&listener, EPOLLIN) || !Watch(&signals, EPOLLIN)) return 1;
+  printf("{\"listening\":\"%s\"}\n", path);
+  fflush(stdout);
+
+  struct epoll_event events[64];
+  for (;;) {
+    const int n = epoll_wait(g_epoll, events, 64, -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      perror("seccomp-bench-responder: epoll_wait");
+      return 1;
+    }
+    for (int i = 0; i < n; i++) {
+      Source* source = static_cast<Source*>(events[i].data.ptr);
+      const uint32_t ev = events[i].events;
+      switch (source->kind) {
+        case Kind::kListener:
+          AcceptConnections(source);
+          break;
+        case Kind::kSignal:
+          unlink(path);
+          printf("{\"answered\":%llu,\"targetGone\":%llu,\"containers\":%llu,\"rejected\":%llu}\n",
+                 static_cast<unsigned long long>(g_stats.answered),
+                 static_cast<unsigned long long>(g_stats.target_gone),
+                 static_cast<unsigned long long>(g_stats.containers),
+                 static_cast<unsigned long long>(g_stats.rejected));
+          fflush(stdout);
+          return 0;
+        case Kind::kConnection:
+          ReadConnection(source);
+          break;
+        case Kind::kNotify:
+          // Readable means a notification waits; HUP alone means the filter has no task left.
+          if (ev & EPOLLIN) {
+            Answer(source);
+          } else if (ev & (EPOLLHUP | EPOLLERR)) {
+            Forget(source);
+          }
+          break;
+      }
+    }
+  }
+}
