@@ -1,0 +1,47 @@
+// The containers (one per notify fd) the data plane serves, by native handle.
+import type { Container, PeerCredentials } from '../proto/gen/seccompagent/v1/dataplane';
+import type { RuntimeContainerState } from './runtime-message';
+
+export class ContainerTable {
+  private readonly byHandle = new Map<number, Container>();
+
+  get size(): number {
+    return this.byHandle.size;
+  }
+
+  add(handle: number, state: RuntimeContainerState, peer: PeerCredentials): Container {
+    const container: Container = {
+      handle: BigInt(handle),
+      containerId: state.containerId,
+      status: state.status,
+      pid: state.pid,
+      bundle: state.bundle,
+      annotations: state.annotations,
+      metadata: state.metadata,
+      ociVersion: state.ociVersion,
+      peer,
+      registeredAt: new Date(),
+    };
+    this.byHandle.set(handle, container);
+    return container;
+  }
+
+  get(handle: number): Container | undefined {
+    return this.byHandle.get(handle);
+  }
+
+  /** OCI id of a handle, "" when unknown. */
+  containerIdOf(handle: number): string {
+    return this.byHandle.get(handle)?.containerId ?? '';
+  }
+
+  remove(handle: number): Container | undefined {
+    const container = this.byHandle.get(handle);
+    this.byHandle.delete(handle);
+    return container;
+  }
+
+  list(): Container[] {
+    return [...this.byHandle.values()];
+  }
+}

@@ -1,0 +1,146 @@
+// The data plane's gRPC API on a local Unix socket: DataPlane, server reflection and
+// grpc.health.v1, so grpcurl (or `buf curl`) works with no .proto file at hand.
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { ReflectionService } from '@grpc/reflection';
+import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
+import { AgentError } from '../common/errors';
+import type { Logger } from '../common/logger';
+import {
+  DataPlaneService,
+  type AttachRequest,
+  type AttachResponse,
+  type DataPlaneServer,
+  type Event,
+  type WatchRequest,
+} from '../proto/gen/seccompagent/v1/dataplane';
+import { AttachSession } from './attach-session';
+import type { DataPlane } from './dataplane';
+
+export const DATAPLANE_SERVICE_NAME = 'seccompagent.v1.DataPlane';
+const PROTO_DIR = path.resolve(__dirname, '..', '..', 'proto');
+
+/** True when something accepts connections on the socket path. */
+function socketIsLive(socketPath: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = net.connect(socketPath);
+    probe.once('connect', () => {
+      probe.destroy();
+      resolve(true);
+    });
+    probe.once('error', () => resolve(false));
+  });
+}
+
+/** Removes a stale socket file; refuses when another process still serves it. */
+export async function claimSocketPath(socketPath: string, what: string): Promise<void> {
+  fs.mkdirSync(path.dirname(socketPath), { recursive: true, mode: 0o755 });
+  let stat: fs.Stats;
+  try {
+    stat = fs.lstatSync(socketPath);
+  } catch {
+    return;
+  }
+  if (!stat.isSocket()) {
+    throw new AgentError('ESOCKET_PATH', `${what} ${socketPath} exists and is not a socket; refusing to replace it`);
+  }
+  if (await socketIsLive(socketPath)) {
+    throw new AgentError('ESOCKET_BUSY', `${what} ${socketPath} is served by another process (another data plane?); stop it or use another path`);
+  }
+  fs.unlinkSync(socketPath);
+}
+
+/** Applies owner root, the optional group and the mode to a socket file. */
+export function secureSocket(socketPath: string, mode: number, group: string | null): void {
+  let gid = 0;
+  if (group !== null) {
+    if (/^\d+$/.test(group)) gid = Number(group);
+    else {
+      const line = fs.readFileSync('/etc/group', 'utf8').split('\n').find((l) => l.split(':')[0] === group);
+      if (!line) throw new AgentError('EBAD_OPTION', `--socket-group: no group named "${group}" in /etc/group`);
+      gid = Number(line.split(':')[2]);
+    }
+  }
+  fs.chownSync(socketPath, 0, gid);
+  fs.chmodSync(socketPath, mode);
+}
+
+export interface GrpcServerHandle {
+  server: grpc.Server;
+  health: HealthImplementation;
+  close(): Promise<void>;
+}
+
+function implementation(dataplane: DataPlane): DataPlaneServer {
+  return {
+    attach(call: grpc.ServerDuplexStream<AttachRequest, AttachResponse>) {
+      new AttachSession(call, {
+        onHello: (session) => dataplane.onHello(session),
+        onDecisions: (session, decisions) => dataplane.onDecisions(session, decisions),
+        onEnded: (session, reason) => dataplane.onSessionEnded(session, reason),
+      });
+    },
+    watch(call: grpc.ServerWritableStream<WatchRequest, Event>) {
+      dataplane.hub.add(call);
+    },
+    listContainers(_call, callback) {
+      callback(null, { containers: dataplane.listContainers() });
+    },
+    getStatus(_call, callback) {
+      callback(null, dataplane.status());
+    },
+  };
+}
+
+/** Starts the gRPC server on `socketPath` (mode applied before anyone can connect). */
+export async function startGrpcServer(
+  dataplane: DataPlane,
+  socketPath: string,
+  mode: number,
+  group: string | null,
+  log: Logger,
+): Promise<GrpcServerHandle> {
+  await claimSocketPath(socketPath, 'gRPC socket');
+  const server = new grpc.Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024 });
+  server.addService(DataPlaneService, implementation(dataplane));
+  const health = new HealthImplementation({ '': 'SERVING', [DATAPLANE_SERVICE_NAME]: 'SERVING' });
+  health.addToServer(server);
+  const definitions = protoLoader.loadSync(['seccompagent/v1/dataplane.proto', healthProtoPath], {
+    includeDirs: [PROTO_DIR, path.dirname(healthProtoPath)],
+    keepCase: false,
+    longs: String,
+    enums: String,
+    defaults: true,
+    oneofs: true,
+  });
+  new ReflectionService(definitions).addToServer(server);
+  // The socket is created by bind: a tight umask closes the window before chmod.
+  const previousUmask = process.umask(0o177);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.bindAsync(`unix://${socketPath}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve()));
+    });
+  } finally {
+    process.umask(previousUmask);
+  }
+  secureSocket(socketPath, mode, group);
+  log.info({ socket: socketPath, mode: mode.toString(8) }, 'gRPC API serving (DataPlane, reflection, health)');
+  return {
+    server,
+    health,
+    close: () =>
+      new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, 2000);
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      }).finally(() => fs.rmSync(socketPath, { force: true })),
+  };
+}
