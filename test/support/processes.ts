@@ -1,0 +1,74 @@
+// Child processes of a test: started with their output captured, killed when the test ends.
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import type { TestContext } from 'node:test';
+
+export interface Started {
+  child: ChildProcess;
+  /** stdout + stderr so far. */
+  output(): string;
+  /** Resolves with the exit code (or signal name) when the process ends. */
+  exited: Promise<number | string>;
+  /** Resolves once a line matching `pattern` was printed. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<string>;
+}
+
+export function start(t: TestContext | null, command: string, args: string[], options: SpawnOptions = {}): Started {
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...options });
+  let output = '';
+  const waiters: Array<() => void> = [];
+  const onData = (chunk: Buffer) => {
+    output += chunk.toString();
+    for (const w of waiters.splice(0)) w();
+  };
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+  const exited = new Promise<number | string>((resolve) => {
+    child.on('exit', (code, signal) => {
+      resolve(code ?? signal ?? -1);
+      for (const w of waiters.splice(0)) w();
+    });
+  });
+  child.on('error', (err) => {
+    output += `\nspawn error: ${err.message}\n`;
+  });
+  t?.after(() => stop(child));
+  const waitFor = (pattern: RegExp, timeoutMs = 10_000) =>
+    new Promise<string>((resolve, reject) => {
+      const deadline = setTimeout(() => reject(new Error(`timed out waiting for ${pattern} from ${command}; output:\n${output}`)), timeoutMs);
+      const check = () => {
+        const match = pattern.exec(output);
+        if (match) {
+          clearTimeout(deadline);
+          resolve(match[0]);
+        } else if (child.exitCode !== null || child.signalCode !== null) {
+          clearTimeout(deadline);
+          reject(new Error(`${command} exited (${child.exitCode ?? child.signalCode}) before printing ${pattern}; output:\n${output}`));
+        } else waiters.push(check);
+      };
+      check();
+    });
+  return { child, output: () => output, exited, waitFor };
+}
+
+/** SIGTERM, then SIGKILL after a grace period; resolves when the process is gone. */
+export async function stop(child: ChildProcess, graceMs = 3000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await gone;
+  clearTimeout(timer);
+}
+
+/** Runs a command to completion; returns code and output. */
+export function run(command: string, args: string[], options: SpawnOptions = {}): Promise<{ code: number | string; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...options });
+    let stdout = '';
+    let stderr = '';
+    child.stdout?.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('error', (err) => (stderr += err.message));
+    child.on('close', (code, signal) => resolve({ code: code ?? signal ?? -1, stdout, stderr }));
+  });
+}
