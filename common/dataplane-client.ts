@@ -1,7 +1,11 @@
 // A gRPC client of the data plane's Unix socket, shared by the control plane, seccompctl, tests
 // and benchmarks.
 import * as grpc from '@grpc/grpc-js';
-import { DataPlaneClient } from '../proto/gen/seccompagent/v1/dataplane';
+import {
+  DataPlaneClient,
+  type GetStatusResponse,
+  type ListContainersResponse,
+} from '../proto/gen/seccompagent/v1/dataplane';
 
 export function createDataPlaneClient(socketPath: string): DataPlaneClient {
   return new DataPlaneClient(`unix://${socketPath}`, grpc.credentials.createInsecure(), {
@@ -12,12 +16,11 @@ export function createDataPlaneClient(socketPath: string): DataPlaneClient {
   });
 }
 
-/** Calls a unary method as a promise. */
-export function unary<Req, Res>(
-  method: (request: Req, callback: (err: grpc.ServiceError | null, response: Res) => void) => unknown,
-  request: Req,
-): Promise<Res> {
-  return new Promise((resolve, reject) => {
-    method(request, (err, response) => (err ? reject(err) : resolve(response)));
-  });
+
+export function getStatus(client: DataPlaneClient): Promise<GetStatusResponse> {
+  return new Promise((resolve, reject) => client.getStatus({}, (err, res) => (err ? reject(err) : resolve(res))));
+}
+
+export function listContainers(client: DataPlaneClient): Promise<ListContainersResponse> {
+  return new Promise((resolve, reject) => client.listContainers({}, (err, res) => (err ? reject(err) : resolve(res))));
 }

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
-import { unary } from '../../common/dataplane-client';
+import { listContainers } from '../../common/dataplane-client';
 import { AnsweredBy } from '../../proto/gen/seccompagent/v1/dataplane';
 import { eventually, startDataPlane, watchEvents } from '../support/dataplane';
 import { makeBundle, runContainer, runcExec } from '../support/runc';
@@ -38,7 +38,7 @@ test('runc + seccomp-dataplane: a busybox container notifying on mkdir is seen a
   const exec = await runcExec(bundle, id, ['/bin/mkdir', '/made-by-exec']);
   assert.equal(exec.code, 0, exec.stderr);
   assert.ok(fs.statSync(path.join(bundle.rootfs, 'made-by-exec')).isDirectory());
-  const { containers } = await unary(dp.client.listContainers.bind(dp.client), {});
+  const { containers } = await listContainers(dp.client);
   const mine = containers.filter((c) => c.containerId === id);
   // The exec's fd is gone once its process exited; it must have arrived as "running" with its own handle.
   const execAdded = await watch.waitFor((e) => e.event?.$case === 'containerAdded' && e.event.containerAdded.containerId === id && e.event.containerAdded.status === 'running');

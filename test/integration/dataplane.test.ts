@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
-import { unary } from '../../common/dataplane-client';
+import { listContainers } from '../../common/dataplane-client';
 import { AnsweredBy } from '../../proto/gen/seccompagent/v1/dataplane';
 import { eventually, startDataPlane, watchEvents } from '../support/dataplane';
 import { TEST_CONTROL_PLANE } from '../support/paths';
@@ -153,7 +153,7 @@ test('seccomp-dataplane ListContainers: lists a live container with its annotati
     annotations: { 'io.kubernetes.pod.name': 'p1' },
   }, ['/bin/sleep', '30']);
   await eventually(async () => (await dp.status()).containers === 1, 5000, 'the container to register');
-  const { containers } = await unary(dp.client.listContainers.bind(dp.client), {});
+  const { containers } = await listContainers(dp.client);
   assert.equal(containers.length, 1);
   assert.equal(containers[0].containerId, 'c-listed');
   assert.equal(containers[0].metadata, 'MKDIR_TMPL=-x');

@@ -1,7 +1,7 @@
 // Starts a real seccomp-dataplane process on sockets in a scratch folder, for integration tests.
 import * as path from 'node:path';
 import type { TestContext } from 'node:test';
-import { createDataPlaneClient, unary } from '../../common/dataplane-client';
+import { createDataPlaneClient, getStatus } from '../../common/dataplane-client';
 import type { DataPlaneClient, Event, GetStatusResponse } from '../../proto/gen/seccompagent/v1/dataplane';
 import { DATAPLANE_MAIN } from './paths';
 import { start, type Started } from './processes';
@@ -25,7 +25,7 @@ export async function startDataPlane(t: TestContext, extraArgs: string[] = [], d
   await proc.waitFor(/data plane ready/, 15_000);
   const client = createDataPlaneClient(grpcSocket);
   t.after(() => client.close());
-  return { proc, dir, listenerSocket, grpcSocket, client, status: () => unary(client.getStatus.bind(client), {}) };
+  return { proc, dir, listenerSocket, grpcSocket, client, status: () => getStatus(client) };
 }
 
 /** Collects Watch events until the test ends. */
