@@ -86,6 +86,10 @@ export class DataPlane {
   /** Wall-clock ns minus monotonic ns: turns the engine's CLOCK_MONOTONIC stamps into dates. */
   private readonly wallOffsetNs = BigInt(Date.now()) * 1_000_000n - process.hrtime.bigint();
   private stopped = false;
+  /** Notifications received by syscall name, for metrics. */
+  readonly notificationsBySyscall = new Map<string, number>();
+  /** Called with every answer's latency (metrics). */
+  observeLatency: ((by: AnsweredBy, latencyNs: bigint) => void) | null = null;
 
   constructor(
     private readonly config: DataPlaneConfig,
@@ -126,6 +130,10 @@ export class DataPlane {
 
   get attached(): AttachSession | null {
     return this.active;
+  }
+
+  get pendingCount(): number {
+    return this.pending.size;
   }
 
   // ---- engine events (JS thread) --------------------------------------------------------------
@@ -220,6 +228,7 @@ export class DataPlane {
     this.counters.notifications++;
     const containerId = this.containers.containerIdOf(event.handle);
     const syscall = this.syscallName(event.nr, event.arch);
+    this.notificationsBySyscall.set(syscall, (this.notificationsBySyscall.get(syscall) ?? 0) + 1);
     const session = event.forwarded ? this.active : null;
     const needed = session !== null || this.hub.active;
     const notification = needed ? this.toNotification(event, containerId, syscall) : null;
@@ -257,6 +266,7 @@ export class DataPlane {
   ): void {
     if (gone) this.counters.targetGone++;
     else this.counters[COUNTER_BY_ANSWER[by]!]++;
+    this.observeLatency?.(by, latencyNs);
     if (!this.hub.active) return;
     const kind = gone ? AnswerKind.ANSWER_KIND_TARGET_GONE
       : action.kind === 'continue' ? AnswerKind.ANSWER_KIND_CONTINUE

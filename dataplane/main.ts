@@ -6,6 +6,8 @@ import { helpText, parseCommandLine } from '../common/options';
 import { VERSION } from '../common/version';
 import { DataPlane } from './dataplane';
 import { startGrpcServer } from './grpc-server';
+import { DataPlaneMetrics } from './metrics';
+import { startMetricsServer } from '../common/metrics-server';
 import { loadNative } from './native';
 import { DATAPLANE_OPTIONS } from './options';
 
@@ -43,6 +45,7 @@ async function main(): Promise<void> {
   try {
     dataplane.start();
     grpcServer = await startGrpcServer(dataplane, options.grpcSocket, options.socketMode, options.socketGroup, log);
+    if (options.metricsAddr) await startMetricsServer(new DataPlaneMetrics(dataplane).registry, options.metricsAddr, log);
   } catch (err) {
     const code = err instanceof AgentError ? err.code : 'ESTART';
     log.fatal({ err, code }, `cannot start: ${(err as Error).message}`);

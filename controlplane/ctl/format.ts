@@ -1,0 +1,117 @@
+// Human-readable views of the data plane's answers for seccompctl.
+import { errnoName } from '../../common/errors';
+import { durationToMs } from '../../common/duration';
+import {
+  AnswerKind,
+  AnsweredBy,
+  type Container,
+  type DefaultAction,
+  type Event,
+  type GetStatusResponse,
+} from '../../proto/gen/seccompagent/v1/dataplane';
+
+/** Aligns rows of cells into columns under a header. */
+export function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]))).join('  ');
+  return [line(header), ...rows.map(line)].join('\n');
+}
+
+export function describeDefaultAction(action: DefaultAction | undefined): string {
+  const a = action?.action;
+  if (a?.$case === 'error') return `errno:${errnoName(a.error.errno)}`;
+  return 'continue';
+}
+
+const ANSWERED_BY_TEXT: Record<number, string> = {
+  [AnsweredBy.ANSWERED_BY_CONTROL_PLANE]: 'control-plane',
+  [AnsweredBy.ANSWERED_BY_DEFAULT_NO_CONTROL_PLANE]: 'default(no control plane)',
+  [AnsweredBy.ANSWERED_BY_DEFAULT_DEADLINE]: 'default(deadline)',
+  [AnsweredBy.ANSWERED_BY_DEFAULT_DETACHED]: 'default(detached)',
+  [AnsweredBy.ANSWERED_BY_FAST_PATH]: 'fast-path',
+};
+
+const KIND_TEXT: Record<number, string> = {
+  [AnswerKind.ANSWER_KIND_CONTINUE]: 'continue',
+  [AnswerKind.ANSWER_KIND_ERROR]: 'error',
+  [AnswerKind.ANSWER_KIND_VALUE]: 'value',
+  [AnswerKind.ANSWER_KIND_MKDIR]: 'mkdir',
+  [AnswerKind.ANSWER_KIND_MOUNT]: 'mount',
+  [AnswerKind.ANSWER_KIND_KILL]: 'kill',
+  [AnswerKind.ANSWER_KIND_FREEZE]: 'freeze',
+  [AnswerKind.ANSWER_KIND_TARGET_GONE]: 'target-gone',
+};
+
+export function formatStatus(s: GetStatusResponse): string {
+  const c = s.counters;
+  const cp = s.controlPlane ? `${s.controlPlane.name} ${s.controlPlane.version} (session ${s.controlPlane.sessionId})` : 'none: the default action answers';
+  const rows: Array<[string, string]> = [
+    ['version', s.version],
+    ['uptime', `${Math.round(durationToMs(s.uptime) / 1000)} s`],
+    ['listener socket', s.listenerSocket],
+    ['control plane', cp],
+    ['default action', describeDefaultAction(s.defaultAction)],
+    ['decision timeout', `${durationToMs(s.decisionTimeout)} ms`],
+    ['sync wake-up', s.syncWakeUp ? 'yes' : 'no (kernel < 6.6)'],
+    ['containers', String(s.containers)],
+    ['pending', String(s.pending)],
+    ['watchers', String(s.watchers)],
+  ];
+  if (c) {
+    rows.push(
+      ['notifications', String(c.notifications)],
+      ['answered by control plane', String(c.answeredControlPlane)],
+      ['answered by default', `${c.answeredDefaultNoControlPlane} no control plane, ${c.answeredDefaultDeadline} deadline, ${c.answeredDefaultDetached} detached`],
+      ['target gone', String(c.targetGone)],
+      ['decisions dropped', `${c.decisionsLate} late, ${c.decisionsUnknown} unknown, ${c.decisionsInvalid} invalid`],
+      ['ingest rejected', String(c.ingestRejected)],
+    );
+  }
+  const width = Math.max(...rows.map(([k]) => k.length));
+  return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n');
+}
+
+export function formatContainers(containers: Container[]): string {
+  const pod = (c: Container) => {
+    const a = c.annotations;
+    const ns = a['io.kubernetes.cri.sandbox-namespace'] ?? a['io.kubernetes.pod.namespace'];
+    const name = a['io.kubernetes.cri.sandbox-name'] ?? a['io.kubernetes.pod.name'];
+    return ns && name ? `${ns}/${name}` : '-';
+  };
+  return table(
+    ['HANDLE', 'CONTAINER', 'STATUS', 'PID', 'POD', 'SINCE'],
+    containers.map((c) => [String(c.handle), c.containerId, c.status === 'running' ? 'exec' : 'init', String(c.pid), pod(c), c.registeredAt?.toISOString() ?? '']),
+  );
+}
+
+/** One line per event for `seccompctl watch`. */
+export function formatEvent(event: Event): string {
+  const time = event.time?.toISOString().slice(11, 23) ?? '';
+  const e = event.event;
+  switch (e?.$case) {
+    case 'notification': {
+      const n = e.notification;
+      const strings = n.stringArgs.map((s) => JSON.stringify(s.value)).join(' ');
+      return `${time} notify   ${n.containerId} pid=${n.pid} ${n.syscall || `#${n.syscallNr}`} ${strings} id=${n.id}`;
+    }
+    case 'answer': {
+      const a = e.answer;
+      const what = a.kind === AnswerKind.ANSWER_KIND_ERROR ? `error ${errnoName(a.errno)}` : KIND_TEXT[a.kind] ?? 'unknown';
+      return `${time} answer   ${a.containerId} ${a.syscall} id=${a.id} ${what} by ${ANSWERED_BY_TEXT[a.answeredBy] ?? 'unknown'} in ${(durationToMs(a.latency) * 1000).toFixed(0)} µs`;
+    }
+    case 'containerAdded':
+      return `${time} added    ${e.containerAdded.containerId} handle=${e.containerAdded.handle} ${e.containerAdded.status} pid=${e.containerAdded.pid}`;
+    case 'containerRemoved':
+      return `${time} removed  ${e.containerRemoved.containerId} handle=${e.containerRemoved.handle} (${e.containerRemoved.reason})`;
+    case 'controlPlaneAttached':
+      return `${time} attached control plane ${e.controlPlaneAttached.name} ${e.controlPlaneAttached.version} session=${e.controlPlaneAttached.sessionId}`;
+    case 'controlPlaneDetached':
+      return `${time} detached control plane session=${e.controlPlaneDetached.sessionId} (${e.controlPlaneDetached.reason}), ${e.controlPlaneDetached.answeredByDefault} answered by default`;
+    case 'decisionDropped':
+      return `${time} dropped  decision id=${e.decisionDropped.id} (${e.decisionDropped.reason})`;
+    case 'ingestRejected':
+      return `${time} refused  runtime connection from pid ${e.ingestRejected.peer?.pid ?? '?'}: ${e.ingestRejected.reason}`;
+    default:
+      return `${time} event`;
+  }
+}

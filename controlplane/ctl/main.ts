@@ -1,0 +1,123 @@
+// seccompctl: status, containers, watch and health of the data plane, for people (tables, a live
+// event view) and scripts (--json).
+import * as grpc from '@grpc/grpc-js';
+import { service as healthService } from 'grpc-health-check';
+import { createDataPlaneClient, getStatus, listContainers } from '../../common/dataplane-client';
+import { AgentError } from '../../common/errors';
+import { helpText, parseBoolean, parseCommandLine, parseString, type OptionTable } from '../../common/options';
+import { DEFAULT_GRPC_SOCKET } from '../../dataplane/options';
+import { Event, GetStatusResponse, ListContainersResponse } from '../../proto/gen/seccompagent/v1/dataplane';
+import { formatContainers, formatEvent, formatStatus } from './format';
+
+const CTL_OPTIONS = {
+  grpcSocket: {
+    flag: 'grpc-socket', env: 'SECCOMP_AGENT_GRPC_SOCKET', default: DEFAULT_GRPC_SOCKET, parse: parseString,
+    description: 'Unix socket of the data plane gRPC API',
+  },
+  json: { flag: 'json', default: 'false', boolean: true, parse: parseBoolean, description: 'Machine-readable output (one JSON object per line for watch)' },
+  container: { flag: 'container', default: '', parse: parseString, description: 'watch: only this container id' },
+  syscall: { flag: 'syscall', default: '', parse: parseString, description: 'watch: only this syscall name' },
+  timeout: { flag: 'timeout', default: '5', parse: (t: string) => Number(t), description: 'Seconds to wait for the data plane (status, containers, health)' },
+} satisfies OptionTable;
+
+const SUMMARY = `Inspect the seccomp agent's data plane.
+
+Commands:
+  status       version, control plane, default action, counters
+  containers   the containers (notify fds) served now
+  watch        live events: notifications, answers, containers, control planes
+  health       exit 0 when the data plane serves (grpc.health.v1), 1 otherwise`;
+
+function deadline(seconds: number): Date {
+  return new Date(Date.now() + seconds * 1000);
+}
+
+async function waitReady(client: grpc.Client, seconds: number): Promise<void> {
+  await new Promise<void>((resolve, reject) => client.waitForReady(deadline(seconds), (err) => (err ? reject(err) : resolve())));
+}
+
+function unreachable(socket: string, err: unknown): AgentError {
+  return new AgentError('EDATAPLANE_UNREACHABLE', `cannot reach the data plane at ${socket}: ${(err as Error).message}`);
+}
+
+async function health(socket: string, seconds: number): Promise<string> {
+  const Health = grpc.makeGenericClientConstructor(healthService, 'Health');
+  const client = new Health(`unix://${socket}`, grpc.credentials.createInsecure());
+  try {
+    await waitReady(client, seconds);
+    const response = await new Promise<{ status: string }>((resolve, reject) =>
+      (client as unknown as { check: (req: object, opts: object, cb: (e: Error | null, r: { status: string }) => void) => void })
+        .check({ service: '' }, { deadline: deadline(seconds) }, (err, res) => (err ? reject(err) : resolve(res))));
+    if (response.status !== 'SERVING') throw new AgentError('ENOT_SERVING', `data plane at ${socket} is ${response.status}`);
+    return response.status;
+  } finally {
+    client.close();
+  }
+}
+
+async function main(): Promise<number> {
+  const parsed = parseCommandLine(CTL_OPTIONS, process.argv.slice(2));
+  const command = parsed.positional[0];
+  if (parsed.help || !command) {
+    process.stdout.write(`${helpText('seccompctl <command>', SUMMARY, CTL_OPTIONS)}\n`);
+    return parsed.help ? 0 : 2;
+  }
+  const { grpcSocket, json, timeout } = parsed.options;
+  const out = (text: string) => process.stdout.write(`${text}\n`);
+  if (command === 'health') {
+    try {
+      const status = await health(grpcSocket, timeout);
+      out(json ? JSON.stringify({ status }) : `data plane at ${grpcSocket}: ${status}`);
+      return 0;
+    } catch (err) {
+      process.stderr.write(`seccompctl health: ${(err as Error).message}\n`);
+      return 1;
+    }
+  }
+  const client = createDataPlaneClient(grpcSocket);
+  try {
+    await waitReady(client, timeout).catch((err) => {
+      throw unreachable(grpcSocket, err);
+    });
+    switch (command) {
+      case 'status': {
+        const status = await getStatus(client);
+        out(json ? JSON.stringify(GetStatusResponse.toJSON(status)) : formatStatus(status));
+        return 0;
+      }
+      case 'containers': {
+        const list = await listContainers(client);
+        out(json ? JSON.stringify(ListContainersResponse.toJSON(list)) : formatContainers(list.containers));
+        return 0;
+      }
+      case 'watch': {
+        const { container, syscall } = parsed.options;
+        const call = client.watch({ containerIds: container ? [container] : [], syscalls: syscall ? [syscall] : [] });
+        call.on('data', (event: Event) => out(json ? JSON.stringify(Event.toJSON(event)) : formatEvent(event)));
+        process.on('SIGINT', () => call.cancel());
+        return await new Promise<number>((resolve) => {
+          call.on('error', (err: grpc.ServiceError) => {
+            if (err.code === grpc.status.CANCELLED) resolve(0);
+            else {
+              process.stderr.write(`seccompctl watch: stream ended: ${err.details || err.message}\n`);
+              resolve(1);
+            }
+          });
+          call.on('end', () => resolve(0));
+        });
+      }
+      default:
+        throw new AgentError('EUNKNOWN_COMMAND', `unknown command "${command}": use status, containers, watch or health`);
+    }
+  } finally {
+    client.close();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: Error) => {
+    process.stderr.write(`seccompctl: ${err.message}\n`);
+    process.exit(err instanceof AgentError && err.code === 'EDATAPLANE_UNREACHABLE' ? 3 : 2);
+  },
+);

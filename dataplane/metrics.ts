@@ -1,0 +1,117 @@
+// The data plane's Prometheus metrics. Counters are read from the data plane when scraped, so
+// the notification path pays for one histogram observation per answer and nothing else.
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { AnsweredBy, type Counters } from '../proto/gen/seccompagent/v1/dataplane';
+import type { DataPlane } from './dataplane';
+
+const ANSWER_COUNTERS: Array<[keyof Counters, string]> = [
+  ['answeredControlPlane', 'control_plane'],
+  ['answeredDefaultNoControlPlane', 'default_no_control_plane'],
+  ['answeredDefaultDeadline', 'default_deadline'],
+  ['answeredDefaultDetached', 'default_detached'],
+  ['answeredFastPath', 'fast_path'],
+  ['targetGone', 'target_gone'],
+];
+
+export class DataPlaneMetrics {
+  readonly registry = new Registry();
+  /** Seconds from receipt to answer, by who answered. */
+  readonly latency: Histogram<'answered_by'>;
+
+  constructor(dataplane: DataPlane) {
+    const registry = this.registry;
+    this.latency = new Histogram({
+      name: 'seccomp_agent_decision_latency_seconds',
+      help: 'Time from receiving a notification to answering it',
+      labelNames: ['answered_by'],
+      buckets: [0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.01, 0.1, 1, 5],
+      registers: [registry],
+    });
+    const labels: Partial<Record<AnsweredBy, string>> = {
+      [AnsweredBy.ANSWERED_BY_CONTROL_PLANE]: 'control_plane',
+      [AnsweredBy.ANSWERED_BY_DEFAULT_NO_CONTROL_PLANE]: 'default_no_control_plane',
+      [AnsweredBy.ANSWERED_BY_DEFAULT_DEADLINE]: 'default_deadline',
+      [AnsweredBy.ANSWERED_BY_DEFAULT_DETACHED]: 'default_detached',
+      [AnsweredBy.ANSWERED_BY_FAST_PATH]: 'fast_path',
+    };
+    const children = new Map<AnsweredBy, ReturnType<Histogram<'answered_by'>['labels']>>();
+    dataplane.observeLatency = (by, latencyNs) => {
+      let child = children.get(by);
+      if (!child) children.set(by, (child = this.latency.labels(labels[by] ?? 'unknown')));
+      child.observe(Number(latencyNs) / 1e9);
+    };
+    new Counter({
+      name: 'seccomp_agent_notifications_total',
+      help: 'Notifications received, by syscall',
+      labelNames: ['syscall'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [syscall, n] of dataplane.notificationsBySyscall) this.inc({ syscall }, n);
+      },
+    });
+    new Counter({
+      name: 'seccomp_agent_answers_total',
+      help: 'Notifications answered, by who answered',
+      labelNames: ['answered_by'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [key, label] of ANSWER_COUNTERS) this.inc({ answered_by: label }, dataplane.counters[key] as number);
+      },
+    });
+    new Counter({
+      name: 'seccomp_agent_decisions_dropped_total',
+      help: 'Control plane decisions not applied, by reason',
+      labelNames: ['reason'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc({ reason: 'late' }, dataplane.counters.decisionsLate as number);
+        this.inc({ reason: 'unknown' }, dataplane.counters.decisionsUnknown as number);
+        this.inc({ reason: 'invalid' }, dataplane.counters.decisionsInvalid as number);
+      },
+    });
+    new Counter({
+      name: 'seccomp_agent_ingest_rejected_total',
+      help: 'Runtime connections refused (bad message, wrong fd, too large, timeout)',
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(dataplane.counters.ingestRejected as number);
+      },
+    });
+    new Gauge({
+      name: 'seccomp_agent_containers',
+      help: 'Live containers (notify fds) served',
+      registers: [registry],
+      collect() {
+        this.set(dataplane.containers.size);
+      },
+    });
+    new Gauge({
+      name: 'seccomp_agent_pending_notifications',
+      help: 'Notifications waiting for the control plane',
+      registers: [registry],
+      collect() {
+        this.set(dataplane.pendingCount);
+      },
+    });
+    new Gauge({
+      name: 'seccomp_agent_control_plane_attached',
+      help: '1 while a control plane is attached',
+      registers: [registry],
+      collect() {
+        this.set(dataplane.attached ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'seccomp_agent_watchers',
+      help: 'Watch streams open',
+      registers: [registry],
+      collect() {
+        this.set(dataplane.hub.size);
+      },
+    });
+  }
+}
