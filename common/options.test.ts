@@ -1,0 +1,51 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { AgentError } from './errors';
+import { parseCommandLine, parseDurationMs } from './options';
+import { DATAPLANE_OPTIONS } from '../dataplane/options';
+
+function errorCode(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (err) {
+    assert.ok(err instanceof AgentError);
+    return err.code;
+  }
+  return 'none';
+}
+
+test('options: defaults, then environment, then command line', () => {
+  const defaults = parseCommandLine(DATAPLANE_OPTIONS, [], {}).options;
+  assert.equal(defaults.listenerSocket, '/run/seccomp-agent.socket');
+  assert.equal(defaults.grpcSocket, '/run/seccomp-agent/dataplane.sock');
+  assert.equal(defaults.decisionTimeoutMs, 2000);
+  assert.deepEqual(defaults.defaultAction, { kind: 'continue' });
+  const env = parseCommandLine(DATAPLANE_OPTIONS, [], { SECCOMP_AGENT_GRPC_SOCKET: '/tmp/g.sock' }).options;
+  assert.equal(env.grpcSocket, '/tmp/g.sock');
+  const cli = parseCommandLine(DATAPLANE_OPTIONS, ['--grpc-socket=/tmp/c.sock', '--default-action', 'errno:EACCES'], { SECCOMP_AGENT_GRPC_SOCKET: '/tmp/g.sock' }).options;
+  assert.equal(cli.grpcSocket, '/tmp/c.sock');
+  assert.deepEqual(cli.defaultAction, { kind: 'error', errno: 13 });
+  assert.ok(Object.isFrozen(cli));
+});
+
+test('options: a misspelled flag suggests the right one', () => {
+  assert.throws(() => parseCommandLine(DATAPLANE_OPTIONS, ['--grpc-sockt', 'x'], {}), /unknown option --grpc-sockt \(did you mean --grpc-socket\?\)/);
+  assert.equal(errorCode(() => parseCommandLine(DATAPLANE_OPTIONS, ['--zzzzzzzzzz'], {})), 'EUNKNOWN_FLAG');
+});
+
+test('options: bad values are refused with EBAD_OPTION', () => {
+  assert.equal(errorCode(() => parseCommandLine(DATAPLANE_OPTIONS, ['--default-action', 'explode'], {})), 'EBAD_OPTION');
+  assert.equal(errorCode(() => parseCommandLine(DATAPLANE_OPTIONS, ['--default-action', 'errno:EWHAT'], {})), 'EINVAL_ERRNO');
+  assert.equal(errorCode(() => parseCommandLine(DATAPLANE_OPTIONS, ['--socket-mode', '999'], {})), 'EBAD_OPTION');
+  assert.equal(errorCode(() => parseCommandLine(DATAPLANE_OPTIONS, ['--log-level', 'loud'], {})), 'EBAD_OPTION');
+  assert.equal(errorCode(() => parseCommandLine(DATAPLANE_OPTIONS, ['--decision-timeout'], {})), 'EMISSING_VALUE');
+});
+
+test('options: durations', () => {
+  assert.equal(parseDurationMs('250ms', 'x'), 250);
+  assert.equal(parseDurationMs('2s', 'x'), 2000);
+  assert.equal(parseDurationMs('1m', 'x'), 60000);
+  assert.equal(parseDurationMs('15', 'x'), 15);
+  assert.throws(() => parseDurationMs('0s', 'x'), /greater than zero/);
+  assert.throws(() => parseDurationMs('soon', 'x'), /not a duration/);
+});
