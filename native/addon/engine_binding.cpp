@@ -1,3 +1,410 @@
+// The JS face of the engine (see NativeEngine in dataplane/native.ts): argument checking and
+// conversion only; every method runs on the JS thread. Bad arguments throw TypeError/RangeError;
+// no C++ exception is involved (NAPI_DISABLE_CPP_EXCEPTIONS).
 #include "engine_binding.hpp"
-// Placeholder until the engine lands.
-void RegisterEngine(Napi::Env, Napi::Object) {}
+
+#include <dirent.h>
+#include <node_api.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "engine.hpp"
+#include "seccomp_compat.h"
+#include "syscall_table_x86_64.h"
+
+namespace seccomp_agent {
+namespace {
+
+void ThrowType(Napi::Env env, const std::string& message) {
+  Napi::TypeError::New(env, message).ThrowAsJavaScriptException();
+}
+void ThrowRange(Napi::Env env, const std::string& message) {
+  Napi::RangeError::New(env, message).ThrowAsJavaScriptException();
+}
+
+// Reads an optional non-negative number property; false (exception pending) when malformed.
+bool OptionalNumber(Napi::Object obj, const char* name, double min, double* out) {
+  Napi::Env env = obj.Env();
+  Napi::Value v = obj.Get(name);
+  if (env.IsExceptionPending()) return false;
+  if (v.IsUndefined()) return true;
+  if (!v.IsNumber() || !std::isfinite(v.As<Napi::Number>().DoubleValue()) || v.As<Napi::Number>().DoubleValue() < min) {
+    ThrowRange(env, std::string("option ") + name + " must be a finite number >= " + std::to_string(static_cast<long long>(min)));
+    return false;
+  }
+  *out = v.As<Napi::Number>().DoubleValue();
+  return true;
+}
+
+bool ParseErrno(Napi::Env env, Napi::Value v, int32_t* out) {
+  if (!v.IsNumber()) {
+    ThrowType(env, "errno must be a number");
+    return false;
+  }
+  double d = v.As<Napi::Number>().DoubleValue();
+  if (!(d >= 1 && d <= 4095) || d != std::floor(d)) {
+    ThrowRange(env, "errno must be an integer from 1 to 4095, got " + v.ToString().Utf8Value());
+    return false;
+  }
+  *out = static_cast<int32_t>(d);
+  return true;
+}
+
+// {kind:'continue'} | {kind:'error', errno} | (allow_value) {kind:'value', value: bigint}
+bool ParseAnswer(Napi::Env env, Napi::Value v, bool allow_value, Answer* out) {
+  if (!v.IsObject()) {
+    ThrowType(env, allow_value ? "decision must be an object" : "defaultAction must be an object");
+    return false;
+  }
+  Napi::Object obj = v.As<Napi::Object>();
+  Napi::Value kind = obj.Get("kind");
+  if (env.IsExceptionPending()) return false;
+  std::string k = kind.IsString() ? kind.As<Napi::String>().Utf8Value() : "";
+  if (k == "continue") {
+    out->kind = Answer::kContinue;
+    return true;
+  }
+  if (k == "error") {
+    out->kind = Answer::kError;
+    Napi::Value e = obj.Get("errno");
+    if (env.IsExceptionPending()) return false;
+    return ParseErrno(env, e, &out->error);
+  }
+  if (k == "value" && allow_value) {
+    out->kind = Answer::kValue;
+    Napi::Value val = obj.Get("value");
+    if (env.IsExceptionPending()) return false;
+    if (val.IsBigInt()) {
+      bool lossless = false;
+      int64_t s = val.As<Napi::BigInt>().Int64Value(&lossless);
+      if (!lossless) {
+        uint64_t u = val.As<Napi::BigInt>().Uint64Value(&lossless);
+        s = static_cast<int64_t>(u);
+      }
+      if (!lossless) {
+        ThrowRange(env, "decision value must fit in 64 bits");
+        return false;
+      }
+      out->value = s;
+      return true;
+    }
+    if (val.IsNumber() && std::isfinite(val.As<Napi::Number>().DoubleValue()) &&
+        val.As<Napi::Number>().DoubleValue() == std::floor(val.As<Napi::Number>().DoubleValue())) {
+      out->value = val.As<Napi::Number>().Int64Value();
+      return true;
+    }
+    ThrowType(env, "decision value must be a bigint");
+    return false;
+  }
+  ThrowType(env, std::string("unknown ") + (allow_value ? "decision" : "default action") + " kind \"" + k +
+                     "\" (expected continue, error" + (allow_value ? ", value)" : ")"));
+  return false;
+}
+
+bool ParseUint32(Napi::Env env, Napi::Value v, const char* what, uint32_t* out) {
+  if (!v.IsNumber()) {
+    ThrowType(env, std::string(what) + " must be a number");
+    return false;
+  }
+  double d = v.As<Napi::Number>().DoubleValue();
+  if (!(d >= 0 && d <= 4294967295.0) || d != std::floor(d)) {
+    ThrowRange(env, std::string(what) + " must be an integer from 0 to 2^32-1");
+    return false;
+  }
+  *out = static_cast<uint32_t>(d);
+  return true;
+}
+
+class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "Engine",
+                       {
+                           InstanceMethod<&EngineWrap::JsStart>("start"),
+                           InstanceMethod<&EngineWrap::JsListen>("listen"),
+                           InstanceMethod<&EngineWrap::JsListenFd>("listenFd"),
+                           InstanceMethod<&EngineWrap::JsAdopt>("adopt"),
+                           InstanceMethod<&EngineWrap::JsReject>("reject"),
+                           InstanceMethod<&EngineWrap::JsSetForwarding>("setForwarding"),
+                           InstanceMethod<&EngineWrap::JsSetDefaultAction>("setDefaultAction"),
+                           InstanceMethod<&EngineWrap::JsSetDecisionTimeout>("setDecisionTimeout"),
+                           InstanceMethod<&EngineWrap::JsRespond>("respond"),
+                           InstanceMethod<&EngineWrap::JsStats>("stats"),
+                           InstanceMethod<&EngineWrap::JsStop>("stop"),
+                       });
+  }
+
+  // JS thread: new Engine(options).
+  explicit EngineWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<EngineWrap>(info) {
+    Napi::Env env = info.Env();
+    env_ = env;
+    if (!info.IsConstructCall()) return;  // ObjectWrap already threw
+    if (info.Length() < 1 || !info[0].IsObject()) {
+      ThrowType(env, "Engine needs an options object");
+      return;
+    }
+    Napi::Object opts = info[0].As<Napi::Object>();
+    Napi::Value on_events = opts.Get("onEvents");
+    if (env.IsExceptionPending()) return;
+    if (!on_events.IsFunction()) {
+      ThrowType(env, "option onEvents must be a function");
+      return;
+    }
+    Engine::Options o;
+    Napi::Value action = opts.Get("defaultAction");
+    if (env.IsExceptionPending() || !ParseAnswer(env, action, false, &o.default_action)) return;
+    double timeout_ms = -1;
+    if (!OptionalNumber(opts, "decisionTimeoutMs", 0, &timeout_ms)) return;
+    if (timeout_ms < 0) {
+      ThrowType(env, "option decisionTimeoutMs is required");
+      return;
+    }
+    o.decision_timeout_ns = static_cast<uint64_t>(timeout_ms * 1e6);
+    double v = static_cast<double>(o.batch_delay_ns) / 1e3;
+    if (!OptionalNumber(opts, "batchDelayUs", 0, &v)) return;
+    o.batch_delay_ns = static_cast<uint64_t>(v * 1e3);
+    v = static_cast<double>(o.ingest_timeout_ns) / 1e6;
+    if (!OptionalNumber(opts, "ingestTimeoutMs", 1, &v)) return;
+    o.ingest_timeout_ns = static_cast<uint64_t>(v * 1e6);
+    v = static_cast<double>(o.ingest_max_bytes);
+    if (!OptionalNumber(opts, "ingestMaxBytes", 1, &v)) return;
+    o.ingest_max_bytes = static_cast<size_t>(v);
+    v = static_cast<double>(o.max_queued_events);
+    if (!OptionalNumber(opts, "maxQueuedEvents", 1, &v)) return;
+    o.max_queued_events = static_cast<size_t>(v);
+
+    engine_ = std::make_unique<Engine>(o);
+    std::string error;
+    if (!engine_->Init(env, on_events.As<Napi::Function>(), &error)) {
+      if (!env.IsExceptionPending()) Napi::Error::New(env, error).ThrowAsJavaScriptException();
+      engine_.reset();
+      return;
+    }
+    // Registered after the TSFN: hooks run last-in first-out, so Stop() still finds it alive.
+    if (napi_add_env_cleanup_hook(env, &EngineWrap::CleanupHook, this) == napi_ok) hook_ = true;
+  }
+
+  // JS thread (GC finalizer).
+  ~EngineWrap() override {
+    if (hook_) napi_remove_env_cleanup_hook(env_, &EngineWrap::CleanupHook, this);
+    if (engine_ != nullptr) engine_->Stop();
+  }
+
+ private:
+  // JS thread, at environment teardown (process exit, worker end): never hangs.
+  static void CleanupHook(void* arg) {
+    EngineWrap* self = static_cast<EngineWrap*>(arg);
+    self->hook_ = false;
+    if (self->engine_ != nullptr) self->engine_->Stop();
+  }
+
+  bool Usable(Napi::Env env) {
+    if (engine_ == nullptr) {
+      Napi::Error::New(env, "engine was not constructed").ThrowAsJavaScriptException();
+      return false;
+    }
+    return true;
+  }
+
+  Napi::Value JsStart(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    std::string error;
+    if (!engine_->Start(&error)) Napi::Error::New(env, error).ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+
+  Napi::Value JsListen(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    if (info.Length() < 2 || !info[0].IsString()) {
+      ThrowType(env, "listen(socketPath, mode): socketPath must be a string");
+      return env.Undefined();
+    }
+    uint32_t mode;
+    if (!ParseUint32(env, info[1], "mode", &mode)) return env.Undefined();
+    if (engine_->stopped()) {
+      Napi::Error::New(env, "the engine is stopped").ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    std::string error;
+    int fd = engine_->ingest()->Listen(info[0].As<Napi::String>().Utf8Value(), mode & 07777, &error);
+    if (fd < 0) {
+      Napi::Error::New(env, error).ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    return Napi::Number::New(env, fd);
+  }
+
+  Napi::Value JsListenFd(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    uint32_t fd;
+    if (!ParseUint32(env, info[0], "fd", &fd)) return env.Undefined();
+    if (engine_->stopped()) {
+      Napi::Error::New(env, "the engine is stopped").ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    std::string error;
+    if (!engine_->ingest()->ListenFd(static_cast<int>(fd), &error)) Napi::Error::New(env, error).ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+
+  Napi::Value JsAdopt(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    uint32_t conn, index;
+    if (!ParseUint32(env, info[0], "conn", &conn) || !ParseUint32(env, info[1], "fdIndex", &index)) return env.Undefined();
+    std::string error;
+    bool range = false;
+    uint32_t handle = engine_->Adopt(conn, index, &error, &range);
+    if (handle == 0) {
+      if (range) {
+        ThrowRange(env, error);
+      } else {
+        Napi::Error::New(env, error).ThrowAsJavaScriptException();
+      }
+      return env.Undefined();
+    }
+    return Napi::Number::New(env, handle);
+  }
+
+  Napi::Value JsReject(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    uint32_t conn;
+    if (!ParseUint32(env, info[0], "conn", &conn)) return env.Undefined();
+    // Unknown (already expired) connections are fine: there is nothing left to close.
+    if (!engine_->stopped()) engine_->ingest()->Reject(conn);
+    return env.Undefined();
+  }
+
+  Napi::Value JsSetForwarding(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    if (info.Length() < 1 || !info[0].IsBoolean()) {
+      ThrowType(env, "setForwarding(on): on must be a boolean");
+      return env.Undefined();
+    }
+    engine_->SetForwarding(info[0].As<Napi::Boolean>().Value());
+    return env.Undefined();
+  }
+
+  Napi::Value JsSetDefaultAction(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    Answer action;
+    if (!ParseAnswer(env, info[0], false, &action)) return env.Undefined();
+    engine_->SetDefaultAction(action);
+    return env.Undefined();
+  }
+
+  Napi::Value JsSetDecisionTimeout(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    if (info.Length() < 1 || !info[0].IsNumber()) {
+      ThrowType(env, "setDecisionTimeout(ms): ms must be a number");
+      return env.Undefined();
+    }
+    double ms = info[0].As<Napi::Number>().DoubleValue();
+    if (!std::isfinite(ms) || ms < 0) {
+      ThrowRange(env, "setDecisionTimeout(ms): ms must be a finite number >= 0");
+      return env.Undefined();
+    }
+    engine_->SetDecisionTimeoutNs(static_cast<uint64_t>(ms * 1e6));
+    return env.Undefined();
+  }
+
+  Napi::Value JsRespond(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    uint32_t handle;
+    if (!ParseUint32(env, info[0], "handle", &handle)) return env.Undefined();
+    uint64_t id = 0;
+    if (info[1].IsBigInt()) {
+      bool lossless = false;
+      id = info[1].As<Napi::BigInt>().Uint64Value(&lossless);
+      if (!lossless) {
+        ThrowRange(env, "respond: id must be an unsigned 64-bit bigint");
+        return env.Undefined();
+      }
+    } else if (info[1].IsNumber() && info[1].As<Napi::Number>().DoubleValue() >= 0) {
+      id = static_cast<uint64_t>(info[1].As<Napi::Number>().DoubleValue());
+    } else {
+      ThrowType(env, "respond: id must be a bigint");
+      return env.Undefined();
+    }
+    Answer answer;
+    if (!ParseAnswer(env, info[2], true, &answer)) return env.Undefined();
+    uint64_t latency = 0;
+    Engine::RespondStatus status = engine_->Respond(handle, id, answer, &latency);
+    Napi::Object result = Napi::Object::New(env);
+    result.Set("status", status == Engine::RespondStatus::kOk     ? "ok"
+                         : status == Engine::RespondStatus::kGone ? "gone"
+                                                                  : "unknown");
+    result.Set("latencyNs", Napi::BigInt::New(env, latency));
+    return result;
+  }
+
+  Napi::Value JsStats(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    Engine::Stats s = engine_->GetStats();
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("containers", Napi::Number::New(env, static_cast<double>(s.containers)));
+    o.Set("pending", Napi::Number::New(env, static_cast<double>(s.pending)));
+    o.Set("pendingConnections", Napi::Number::New(env, static_cast<double>(s.pending_connections)));
+    o.Set("eventsDropped", Napi::Number::New(env, static_cast<double>(s.events_dropped)));
+    o.Set("syncWakeUp", Napi::Boolean::New(env, s.sync_wake_up));
+    return o;
+  }
+
+  Napi::Value JsStop(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (engine_ != nullptr) engine_->Stop();
+    return env.Undefined();
+  }
+
+  napi_env env_ = nullptr;
+  bool hook_ = false;
+  std::unique_ptr<Engine> engine_;
+};
+
+// JS thread: x86_64 syscall names by number (sparse array).
+Napi::Value SyscallNames(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Array names = Napi::Array::New(env);
+#define SECCOMP_AGENT_SYSCALL_NAME(nr, name) names.Set(static_cast<uint32_t>(nr), Napi::String::New(env, #name));
+  SECCOMP_AGENT_SYSCALLS_X86_64(SECCOMP_AGENT_SYSCALL_NAME)
+#undef SECCOMP_AGENT_SYSCALL_NAME
+  return names;
+}
+
+// JS thread: entries of /proc/self/fd, minus the one the listing itself opens.
+Napi::Value OpenFdCount(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) {
+    Napi::Error::New(env, "cannot list /proc/self/fd").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  int count = 0;
+  while (struct dirent* entry = readdir(dir)) {
+    if (entry->d_name[0] != '.') count++;
+  }
+  closedir(dir);
+  return Napi::Number::New(env, count - 1);
+}
+
+}  // namespace
+}  // namespace seccomp_agent
+
+void RegisterEngine(Napi::Env env, Napi::Object exports) {
+  using namespace seccomp_agent;
+  exports.Set("Engine", EngineWrap::Define(env));
+  exports.Set("syscallNames", Napi::Function::New(env, SyscallNames, "syscallNames"));
+  exports.Set("openFdCount", Napi::Function::New(env, OpenFdCount, "openFdCount"));
+  exports.Set("AUDIT_ARCH_X86_64", Napi::Number::New(env, static_cast<double>(AUDIT_ARCH_X86_64)));
+}

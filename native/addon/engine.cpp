@@ -1,0 +1,454 @@
+#include "engine.hpp"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <limits>
+
+#include "path_args.h"
+#include "seccomp_compat.h"
+
+namespace seccomp_agent {
+namespace {
+
+constexpr int kMaxEpollEvents = 64;
+constexpr uint32_t kMaxRecvFailures = 1000;  // consecutive unexpected RECV errors before giving up a fd
+
+uint64_t PackAnswer(const Answer& a) {
+  return (static_cast<uint64_t>(a.kind) << 32) | static_cast<uint32_t>(a.error);
+}
+
+Answer UnpackAnswer(uint64_t packed) {
+  Answer a;
+  a.kind = static_cast<Answer::Kind>(packed >> 32);
+  a.error = static_cast<int32_t>(packed & 0xffffffffu);
+  return a;
+}
+
+std::string ErrnoText(int err) { return std::string(strerror(err)); }
+
+}  // namespace
+
+Engine::Engine(const Options& options)
+    : options_(options),
+      default_action_(PackAnswer(options.default_action)),
+      decision_timeout_ns_(options.decision_timeout_ns) {}
+
+Engine::~Engine() { Stop(); }
+
+bool Engine::Init(Napi::Env env, Napi::Function on_events, std::string* error) {
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_fd_ < 0) {
+    *error = "epoll_create1: " + ErrnoText(errno);
+    return false;
+  }
+  wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd_ < 0) {
+    *error = "eventfd: " + ErrnoText(errno);
+    return false;
+  }
+  struct epoll_event ev;
+  memset(&ev, 0, sizeof ev);
+  ev.events = EPOLLIN;
+  ev.data.ptr = &wake_source_;
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev) != 0) {
+    *error = "epoll_ctl(ADD) of the wake eventfd: " + ErrnoText(errno);
+    return false;
+  }
+  queue_ = std::make_unique<EventQueue>(options_.max_queued_events, options_.batch_delay_ns);
+  if (!queue_->Init(env, on_events)) {
+    *error = "cannot create the thread-safe function for events";
+    return false;
+  }
+  ingest_ = std::make_unique<Ingest>(epoll_fd_, queue_.get(),
+                                     Ingest::Options{options_.ingest_timeout_ns, options_.ingest_max_bytes});
+  return true;
+}
+
+bool Engine::Start(std::string* error) {
+  if (stopped_) {
+    *error = "the engine is stopped; make a new one";
+    return false;
+  }
+  if (thread_started_) return true;
+  // The engine thread takes no signals: they belong to Node's main thread.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int rc = pthread_create(&thread_, nullptr, &Engine::ThreadMain, this);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (rc != 0) {
+    *error = "pthread_create: " + ErrnoText(rc);
+    return false;
+  }
+  thread_started_ = true;
+  std::unique_lock<std::mutex> lock(start_mu_);
+  start_cv_.wait(lock, [this] { return running_; });
+  return true;
+}
+
+void* Engine::ThreadMain(void* self) {
+  pthread_setname_np(pthread_self(), "seccomp-engine");
+  static_cast<Engine*>(self)->Run();
+  return nullptr;
+}
+
+void Engine::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (thread_started_) {
+    stop_requested_.store(true);
+    uint64_t one = 1;
+    while (write(wake_fd_, &one, sizeof one) < 0 && errno == EINTR) {
+    }
+    pthread_join(thread_, nullptr);
+    thread_started_ = false;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    forwarding_.store(false);
+    if (queue_ != nullptr) AnswerAllPendingLocked(AnsweredBy::kDetached, &js_buffers_);
+    for (auto& entry : containers_) close(entry.second->fd);
+    containers_.clear();
+  }
+  if (ingest_ != nullptr) ingest_->CloseAll();
+  if (wake_fd_ >= 0) close(wake_fd_);
+  if (epoll_fd_ >= 0) close(epoll_fd_);
+  wake_fd_ = -1;
+  epoll_fd_ = -1;
+  if (queue_ != nullptr) queue_->Close();
+}
+
+// Engine thread: the loop. Every fd it touches is non-blocking except the notify fds, which it
+// RECVs only after epoll said readable.
+void Engine::Run() {
+  {
+    std::lock_guard<std::mutex> lock(start_mu_);
+    running_ = true;
+  }
+  start_cv_.notify_all();
+  struct epoll_event events[kMaxEpollEvents];
+  while (!stop_requested_.load(std::memory_order_relaxed)) {
+    uint64_t now = MonotonicNs();
+    uint64_t wake = NextWakeNs();
+    int n;
+    if (use_pwait2_) {
+      struct timespec ts;
+      struct timespec* timeout = nullptr;
+      if (wake != std::numeric_limits<uint64_t>::max()) {
+        uint64_t wait = wake > now ? wake - now : 0;
+        ts.tv_sec = static_cast<time_t>(wait / 1000000000ull);
+        ts.tv_nsec = static_cast<long>(wait % 1000000000ull);
+        timeout = &ts;
+      }
+      n = epoll_pwait2(epoll_fd_, events, kMaxEpollEvents, timeout, nullptr);
+      if (n < 0 && errno == ENOSYS) {
+        use_pwait2_ = false;
+        continue;
+      }
+    } else {
+      int ms = -1;
+      if (wake != std::numeric_limits<uint64_t>::max()) {
+        uint64_t wait = wake > now ? wake - now : 0;
+        ms = static_cast<int>(std::min<uint64_t>((wait + 999999) / 1000000, 60000));
+      }
+      n = epoll_wait(epoll_fd_, events, kMaxEpollEvents, ms);
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      queue_->PushError("epoll_wait failed: " + ErrnoText(errno) + "; retrying in 10 ms");
+      usleep(10000);
+      continue;
+    }
+    for (int i = 0; i < n; i++) {
+      EpollSource* source = static_cast<EpollSource*>(events[i].data.ptr);
+      switch (source->kind) {
+        case EpollSource::Kind::kContainer:
+          OnNotifyReady(static_cast<Container*>(source), events[i].events);
+          break;
+        case EpollSource::Kind::kListener:
+        case EpollSource::Kind::kConnection:
+          ingest_->OnReady(source, events[i].events, MonotonicNs());
+          break;
+        case EpollSource::Kind::kWake: {
+          uint64_t value;
+          while (read(wake_fd_, &value, sizeof value) < 0 && errno == EINTR) {
+          }
+          break;
+        }
+      }
+    }
+    now = MonotonicNs();
+    if (!deadlines_.empty() && deadlines_.top().at <= now) ExpireDeadlines(now);
+    if (ingest_->NextDeadline() <= now) ingest_->OnTimer(now);
+    queue_->Flush(now);
+  }
+}
+
+uint64_t Engine::NextWakeNs() {
+  uint64_t wake = queue_->DueNs();
+  if (!deadlines_.empty() && deadlines_.top().at < wake) wake = deadlines_.top().at;
+  if (ingest_->NextDeadline() < wake) wake = ingest_->NextDeadline();
+  return wake;
+}
+
+Answer Engine::DefaultAction() const { return UnpackAnswer(default_action_.load(std::memory_order_relaxed)); }
+
+// Engine thread: the hot path. RECV -> (strings, ID_VALID) -> SEND or pend -> event.
+void Engine::OnNotifyReady(Container* container, uint32_t events) {
+  if ((events & EPOLLIN) != 0) {
+    if (!NotifyRecv(container->fd, &engine_buffers_)) {
+      int err = errno;
+      // ENOENT: the task went away between readiness and RECV. EINTR: retry on next readiness.
+      if (err != ENOENT && err != EINTR && ++container->recv_failures >= kMaxRecvFailures) {
+        queue_->PushError("NOTIF_RECV on container " + std::to_string(container->handle) + " failed " +
+                          std::to_string(kMaxRecvFailures) + " times in a row (" + ErrnoText(err) +
+                          "); closing its notify fd: its notified syscalls now fail with ENOSYS");
+        RemoveContainer(container);
+      }
+      return;
+    }
+    container->recv_failures = 0;
+    const uint64_t received = MonotonicNs();
+    const struct seccomp_notif* notif = engine_buffers_.notif();
+    Event event;
+    event.type = EventType::kNotification;
+    event.handle = container->handle;
+    event.id = notif->id;
+    event.pid = notif->pid;
+    event.nr = static_cast<uint32_t>(notif->data.nr);
+    event.arch = notif->data.arch;
+    event.ip = notif->data.instruction_pointer;
+    for (int i = 0; i < 6; i++) event.args[i] = notif->data.args[i];
+    event.ns = received;
+    size_t blob = 0;
+    if (notif->data.arch == AUDIT_ARCH_X86_64) {
+      uint8_t mask = PathArgMask(notif->data.nr);
+      if (mask != 0) {
+        for (uint8_t i = 0; i < 6; i++) {
+          if (((mask >> i) & 1u) == 0) continue;
+          TargetString read;
+          if (!ReadTargetString(static_cast<pid_t>(notif->pid), notif->data.args[i], strings_ + blob, &read)) continue;
+          StringArg& arg = event.strings[event.string_count++];
+          arg.index = i;
+          arg.truncated = read.truncated;
+          arg.text.offset = static_cast<uint32_t>(blob);
+          arg.text.length = static_cast<uint32_t>(read.length);
+          blob += read.length;
+        }
+        // What was read may belong to another process if the target died and its pid was reused.
+        if (!NotifyIdValid(container->fd, event.id)) return;
+      }
+    }
+    if (forwarding_.load(std::memory_order_acquire)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      // Re-checked under mu_: setForwarding(false) answers everything pending under the same lock.
+      if (forwarding_.load(std::memory_order_relaxed) && !queue_->Full()) {
+        uint64_t deadline = received + decision_timeout_ns_.load(std::memory_order_relaxed);
+        pending_.emplace(Key{container->handle, event.id}, PendingEntry{container, received, deadline});
+        container->pending_count++;
+        deadlines_.push(Deadline{deadline, container->handle, event.id});
+        if (deadlines_.size() > 2 * pending_.size() + 4096) CompactDeadlinesLocked();
+        event.forwarded = true;
+        queue_->Push(event, strings_, blob, true);
+        return;
+      }
+    }
+    // Nobody to ask (or no room to ask): the default action, now, on this thread.
+    Answer action = DefaultAction();
+    int err = 0;
+    SendResult result = NotifySend(container->fd, &engine_buffers_, event.id, action, &err);
+    uint64_t latency = MonotonicNs() - received;
+    queue_->Push(event, strings_, blob, false);
+    PushAnswered(container->handle, event.id, AnsweredBy::kNoControlPlane, action, result, latency);
+    if (result == SendResult::kFailed) {
+      queue_->PushError("NOTIF_SEND of the default action for notification " + std::to_string(event.id) +
+                        " of container " + std::to_string(container->handle) + " failed: " + ErrnoText(err));
+    }
+  }
+  if ((events & (EPOLLHUP | EPOLLERR)) != 0) RemoveContainer(container);
+}
+
+void Engine::PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, SendResult result,
+                          uint64_t latency_ns) {
+  Event event;
+  event.type = EventType::kAnswered;
+  event.handle = handle;
+  event.id = id;
+  event.by = by;
+  event.action = action;
+  event.gone = result == SendResult::kGone;
+  event.ns = latency_ns;
+  queue_->Push(event, by != AnsweredBy::kNoControlPlane);
+}
+
+// Engine thread: no task is left in the filter (or the fd failed): forget it and its pendings.
+void Engine::RemoveContainer(Container* container) {
+  uint32_t handle = container->handle;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, container->fd, nullptr);
+    close(container->fd);
+    if (container->pending_count > 0) {
+      for (auto it = pending_.begin(); it != pending_.end();) {
+        if (it->first.handle == handle) {
+          it = pending_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    containers_.erase(handle);  // frees container
+  }
+  Event event;
+  event.type = EventType::kRemoved;
+  event.handle = handle;
+  queue_->Push(event, true);
+}
+
+// Engine thread: forwarded notifications past their deadline get the default action.
+void Engine::ExpireDeadlines(uint64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Answer action = DefaultAction();
+  while (!deadlines_.empty() && deadlines_.top().at <= now_ns) {
+    Deadline d = deadlines_.top();
+    deadlines_.pop();
+    auto it = pending_.find(Key{d.handle, d.id});
+    if (it == pending_.end() || it->second.deadline_ns != d.at) continue;  // answered already
+    PendingEntry entry = it->second;
+    pending_.erase(it);
+    entry.container->pending_count--;
+    SendResult result = NotifySend(entry.container->fd, &engine_buffers_, d.id, action, nullptr);
+    PushAnswered(d.handle, d.id, AnsweredBy::kDeadline, action, result, MonotonicNs() - entry.received_ns);
+  }
+}
+
+// Engine thread, under mu_: answered entries leave stale heap items behind (dropped lazily when
+// their time comes); rebuilt when they outnumber the live ones, so memory stays bounded.
+void Engine::CompactDeadlinesLocked() {
+  std::vector<Deadline> live;
+  live.reserve(pending_.size());
+  for (const auto& entry : pending_) live.push_back(Deadline{entry.second.deadline_ns, entry.first.handle, entry.first.id});
+  deadlines_ = std::priority_queue<Deadline, std::vector<Deadline>, std::greater<Deadline>>(
+      std::greater<Deadline>(), std::move(live));
+}
+
+void Engine::AnswerAllPendingLocked(AnsweredBy by, NotifyBuffers* buffers) {
+  Answer action = DefaultAction();
+  uint64_t now = MonotonicNs();
+  for (auto& entry : pending_) {
+    SendResult result = NotifySend(entry.second.container->fd, buffers, entry.first.id, action, nullptr);
+    entry.second.container->pending_count--;
+    PushAnswered(entry.first.handle, entry.first.id, by, action, result, now - entry.second.received_ns);
+  }
+  pending_.clear();
+}
+
+uint32_t Engine::Adopt(uint32_t conn, uint32_t index, std::string* error, bool* range_error) {
+  *range_error = false;
+  if (stopped_) {
+    *error = "the engine is stopped";
+    return 0;
+  }
+  int fd = -1;
+  switch (ingest_->Take(conn, index, &fd)) {
+    case Ingest::TakeResult::kOk:
+      break;
+    case Ingest::TakeResult::kUnknownConn:
+      *range_error = true;
+      *error = "connection " + std::to_string(conn) + " is not pending (adopted, rejected or expired)";
+      return 0;
+    case Ingest::TakeResult::kBadIndex:
+      *range_error = true;
+      *error = "connection " + std::to_string(conn) + " has no fd " + std::to_string(index);
+      return 0;
+    case Ingest::TakeResult::kNotSeccomp:
+      *range_error = true;
+      *error = "fd " + std::to_string(index) + " of connection " + std::to_string(conn) +
+               " is not a seccomp notify fd; reject the connection";
+      return 0;
+  }
+  bool sync = NotifySetSyncWakeUp(fd);
+  if (sync || errno == EINVAL || errno == ENOTTY) sync_wake_up_.store(sync);
+  auto container = std::make_unique<Container>();
+  container->fd = fd;
+  container->handle = next_handle_++;
+  Container* raw = container.get();
+  std::lock_guard<std::mutex> lock(mu_);
+  containers_.emplace(raw->handle, std::move(container));
+  struct epoll_event ev;
+  memset(&ev, 0, sizeof ev);
+  ev.events = EPOLLIN;
+  ev.data.ptr = static_cast<EpollSource*>(raw);
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    *error = "epoll_ctl(ADD) of a notify fd: " + ErrnoText(errno) + "; closed it";
+    containers_.erase(raw->handle);
+    close(fd);
+    return 0;
+  }
+  return raw->handle;
+}
+
+void Engine::SetForwarding(bool on) {
+  if (stopped_) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (on) {
+      forwarding_.store(true, std::memory_order_release);
+      return;
+    }
+    forwarding_.store(false, std::memory_order_release);
+    AnswerAllPendingLocked(AnsweredBy::kDetached, &js_buffers_);
+  }
+  queue_->Flush();
+}
+
+void Engine::SetDefaultAction(const Answer& action) { default_action_.store(PackAnswer(action)); }
+
+void Engine::SetDecisionTimeoutNs(uint64_t ns) { decision_timeout_ns_.store(ns); }
+
+Engine::RespondStatus Engine::Respond(uint32_t handle, uint64_t id, const Answer& answer, uint64_t* latency_ns) {
+  *latency_ns = 0;
+  SendResult result;
+  int err = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find(Key{handle, id});
+    if (it == pending_.end()) return RespondStatus::kUnknown;
+    PendingEntry entry = it->second;
+    pending_.erase(it);
+    entry.container->pending_count--;
+    result = NotifySend(entry.container->fd, &js_buffers_, id, answer, &err);
+    if (result == SendResult::kFailed) {
+      // The kernel refused this answer; the target must not hang: give it the default action.
+      NotifySend(entry.container->fd, &js_buffers_, id, DefaultAction(), nullptr);
+    }
+    *latency_ns = MonotonicNs() - entry.received_ns;
+  }
+  if (result == SendResult::kOk) return RespondStatus::kOk;
+  if (result == SendResult::kGone) return RespondStatus::kGone;
+  queue_->PushError("NOTIF_SEND of a decision for notification " + std::to_string(id) + " of container " +
+                    std::to_string(handle) + " failed: " + ErrnoText(err) + "; answered it with the default action");
+  queue_->Flush();
+  return RespondStatus::kUnknown;
+}
+
+Engine::Stats Engine::GetStats() {
+  Stats stats;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats.containers = containers_.size();
+    stats.pending = pending_.size();
+  }
+  stats.pending_connections = ingest_ != nullptr ? ingest_->PendingConnections() : 0;
+  stats.events_dropped = queue_ != nullptr ? queue_->dropped() : 0;
+  stats.sync_wake_up = sync_wake_up_.load();
+  return stats;
+}
+
+}  // namespace seccomp_agent

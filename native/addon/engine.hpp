@@ -1,0 +1,148 @@
+// The engine: one epoll thread that owns every container's notify fd, receives notifications,
+// reads their path arguments, and either answers them with the default action on the spot or
+// forwards them to JS and keeps them pending (with a deadline) until respond() answers them.
+// Pure C++: JS sees it through engine_binding.cpp and the EventQueue.
+#pragma once
+#include <pthread.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <queue>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "epoll_source.hpp"
+#include "event_queue.hpp"
+#include "ingest.hpp"
+#include "notify_fd.hpp"
+#include "target_memory.hpp"
+
+namespace seccomp_agent {
+
+class Engine {
+ public:
+  struct Options {
+    Answer default_action;  // kContinue or kError
+    uint64_t decision_timeout_ns = 2000000000ull;
+    uint64_t batch_delay_ns = 1000000ull;
+    uint64_t ingest_timeout_ns = 5000000000ull;
+    size_t ingest_max_bytes = 1024 * 1024;
+    size_t max_queued_events = 65536;
+  };
+  enum class RespondStatus { kOk, kUnknown, kGone };
+  struct Stats {
+    size_t containers = 0;
+    size_t pending = 0;
+    size_t pending_connections = 0;
+    uint64_t events_dropped = 0;
+    bool sync_wake_up = false;
+  };
+
+  explicit Engine(const Options& options);
+  ~Engine();  // Stop()
+
+  // JS thread. Creates the epoll set, the wake eventfd and the event queue. False with *error
+  // set (and maybe a JS exception pending from the TSFN creation).
+  bool Init(Napi::Env env, Napi::Function on_events, std::string* error);
+  // JS thread. Starts the epoll thread; returns once it runs.
+  bool Start(std::string* error);
+  // JS thread. Stops and joins the thread, answers what is pending with the default action,
+  // closes every fd, releases the TSFN. Idempotent.
+  void Stop();
+  bool stopped() const { return stopped_; }
+
+  // JS thread.
+  Ingest* ingest() { return ingest_.get(); }
+  // JS thread. Adopts fd `index` of pending connection `conn`: returns the container handle, or
+  // 0 with *error set (*range_error: a bad conn or index, not a system failure).
+  uint32_t Adopt(uint32_t conn, uint32_t index, std::string* error, bool* range_error);
+  // JS thread.
+  void SetForwarding(bool on);
+  void SetDefaultAction(const Answer& action);
+  void SetDecisionTimeoutNs(uint64_t ns);
+  RespondStatus Respond(uint32_t handle, uint64_t id, const Answer& answer, uint64_t* latency_ns);
+  // Any thread.
+  Stats GetStats();
+
+ private:
+  struct Container : EpollSource {
+    Container() : EpollSource(Kind::kContainer) {}
+    int fd = -1;
+    uint32_t handle = 0;
+    uint32_t pending_count = 0;  // guarded by mu_
+    uint32_t recv_failures = 0;  // engine thread: consecutive unexpected RECV errors
+  };
+  struct Key {
+    uint32_t handle;
+    uint64_t id;
+    bool operator==(const Key& o) const { return handle == o.handle && id == o.id; }
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const { return std::hash<uint64_t>()(k.id ^ (uint64_t(k.handle) << 40)); }
+  };
+  struct PendingEntry {
+    Container* container;
+    uint64_t received_ns;
+    uint64_t deadline_ns;
+  };
+  struct Deadline {
+    uint64_t at;
+    uint32_t handle;
+    uint64_t id;
+    bool operator>(const Deadline& o) const { return at > o.at; }
+  };
+
+  static void* ThreadMain(void* self);
+  void Run();  // engine thread
+  void OnNotifyReady(Container* container, uint32_t events);  // engine thread
+  void RemoveContainer(Container* container);                 // engine thread
+  void ExpireDeadlines(uint64_t now_ns);                       // engine thread
+  uint64_t NextWakeNs();                                       // engine thread
+  void CompactDeadlinesLocked();                               // engine thread, under mu_
+  // Under mu_: answers every pending notification with the default action, 'by' reason.
+  void AnswerAllPendingLocked(AnsweredBy by, NotifyBuffers* buffers);
+  Answer DefaultAction() const;
+  void PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, SendResult result,
+                    uint64_t latency_ns);
+
+  Options options_;
+  std::unique_ptr<EventQueue> queue_;
+  std::unique_ptr<Ingest> ingest_;
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
+  EpollSource wake_source_{EpollSource::Kind::kWake};
+
+  pthread_t thread_{};
+  bool thread_started_ = false;
+  bool stopped_ = false;
+  std::atomic<bool> stop_requested_{false};
+  std::mutex start_mu_;
+  std::condition_variable start_cv_;
+  bool running_ = false;  // guarded by start_mu_
+
+  std::atomic<bool> forwarding_{false};
+  std::atomic<uint64_t> default_action_;  // packed Answer (kind, errno)
+  std::atomic<uint64_t> decision_timeout_ns_;
+  std::atomic<bool> sync_wake_up_{false};
+  uint32_t next_handle_ = 1;  // JS thread
+
+  // Guards containers_, pending_ and every Container::pending_count; held across a NOTIF_SEND of
+  // a pending notification, so its fd cannot be closed under it.
+  std::mutex mu_;
+  std::unordered_map<uint32_t, std::unique_ptr<Container>> containers_;
+  std::unordered_map<Key, PendingEntry, KeyHash> pending_;
+
+  // Engine thread only.
+  std::priority_queue<Deadline, std::vector<Deadline>, std::greater<Deadline>> deadlines_;
+  NotifyBuffers engine_buffers_;
+  char strings_[6 * kTargetPathMax];
+  bool use_pwait2_ = true;
+
+  NotifyBuffers js_buffers_;  // JS thread (respond, setForwarding, stop)
+};
+
+}  // namespace seccomp_agent

@@ -1,0 +1,129 @@
+// Events from the native side to JS, in batches through ONE thread-safe function. Producers (the
+// engine thread, and the JS thread when it answers by itself) append fixed-size records under a
+// short lock; text (paths, JSON, messages) goes to one arena per batch, so an event costs no
+// allocation of its own. Nothing here ever blocks on JS: past maxQueuedEvents events are dropped
+// and counted.
+#pragma once
+#include <napi.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "notify_fd.hpp"
+
+namespace seccomp_agent {
+
+enum class EventType : uint8_t { kConnection, kIngestError, kNotification, kAnswered, kRemoved, kError };
+enum class AnsweredBy : uint8_t { kNoControlPlane, kDeadline, kDetached };
+
+// Bytes [offset, offset + length) of the blob passed to Push, later of the batch arena.
+struct TextRef {
+  uint32_t offset = 0;
+  uint32_t length = 0;
+};
+
+struct StringArg {
+  uint8_t index = 0;
+  bool truncated = false;
+  TextRef text;
+};
+
+struct Peer {
+  int32_t pid = 0;
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+};
+
+// One record; which fields matter depends on `type` (see NativeEvent in dataplane/native.ts).
+struct Event {
+  EventType type = EventType::kError;
+  // notification, answered, removed
+  uint32_t handle = 0;
+  uint64_t id = 0;
+  // notification
+  uint32_t pid = 0;
+  uint32_t nr = 0;
+  uint32_t arch = 0;
+  uint64_t ip = 0;
+  uint64_t args[6] = {0, 0, 0, 0, 0, 0};
+  uint8_t string_count = 0;
+  bool forwarded = false;
+  StringArg strings[6];
+  // notification: receivedNs; answered: latencyNs
+  uint64_t ns = 0;
+  // answered
+  AnsweredBy by = AnsweredBy::kNoControlPlane;
+  Answer action;
+  bool gone = false;
+  // connection, ingest-error, error
+  uint32_t conn = 0;
+  TextRef text;                // connection: json; ingest-error, error: message
+  const char* code = nullptr;  // ingest-error: static string
+  uint8_t fd_count = 0;        // connection
+  uint32_t seccomp_mask = 0;   // connection: bit i set when fd i is a seccomp notify fd
+  Peer peer;
+};
+
+struct Batch {
+  std::vector<Event> events;
+  std::string arena;
+};
+
+// Counters shared with the JS-side callback; outlives the queue until the TSFN finalizer.
+struct EventSink {
+  std::atomic<size_t> in_flight{0};  // events handed to the TSFN, not yet converted
+};
+
+class EventQueue {
+ public:
+  EventQueue(size_t max_queued, uint64_t batch_delay_ns);
+  ~EventQueue();
+
+  // JS thread. Creates the thread-safe function calling `on_events(events[])`; unref'd so it never
+  // keeps the process alive. Returns false with a JS exception pending on failure.
+  bool Init(Napi::Env env, Napi::Function on_events);
+
+  // Any thread. Copies `event`, rebasing its TextRefs from `blob` into the batch arena. `urgent`:
+  // JS must react (forwarded notification, connection...): the batch is due at once. Returns false
+  // when the queue is full (the event is dropped and counted).
+  bool Push(const Event& event, const char* blob, size_t blob_len, bool urgent);
+  bool Push(const Event& event, bool urgent) { return Push(event, nullptr, 0, urgent); }
+  // Any thread. Pushes an 'error' event with `message`.
+  void PushError(const std::string& message);
+
+  // Any thread. CLOCK_MONOTONIC ns at which the current batch must go (UINT64_MAX: nothing queued).
+  uint64_t DueNs();
+  // Any thread. Hands the current batch to JS if it is due at `now_ns` (0: unconditionally).
+  void Flush(uint64_t now_ns = 0);
+  // Whether a new event would be dropped: engine thread, before it commits to forwarding.
+  bool Full();
+
+  // JS thread (Stop). Flushes and releases the thread-safe function; later pushes are dropped.
+  void Close();
+
+  uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+
+ private:
+  static void CallJs(Napi::Env env, Napi::Function on_events, EventSink* sink, Batch* batch);
+  using Tsfn = Napi::TypedThreadSafeFunction<EventSink, Batch, EventQueue::CallJs>;
+  void FlushLocked();
+
+  const size_t max_queued_;
+  const uint64_t batch_delay_ns_;
+  std::mutex mu_;
+  Batch* current_ = nullptr;  // guarded by mu_
+  bool urgent_ = false;       // guarded by mu_
+  uint64_t first_ns_ = 0;     // guarded by mu_: when the first event of current_ arrived
+  bool open_ = false;         // guarded by mu_
+  Tsfn tsfn_;
+  EventSink* sink_ = nullptr;  // owned by the TSFN once Init succeeded
+  std::atomic<uint64_t> dropped_{0};
+};
+
+// CLOCK_MONOTONIC in ns.
+uint64_t MonotonicNs();
+
+}  // namespace seccomp_agent

@@ -1,0 +1,369 @@
+#include "ingest.hpp"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "notify_fd.hpp"
+
+namespace seccomp_agent {
+namespace {
+
+constexpr size_t kMaxFds = 16;                           // more than this: 'too-many-fds'
+constexpr size_t kScmMaxFd = 253;                        // kernel SCM_MAX_FD: one message never carries more
+constexpr uint64_t kPendingTimeoutNs = 10000000000ull;   // adopt or reject within 10 s
+constexpr uint64_t kAcceptPauseNs = 100000000ull;        // after EMFILE, retry accept in 100 ms
+constexpr size_t kReadChunk = 64 * 1024;
+
+std::string ErrnoText(int err) { return std::string(strerror(err)); }
+
+void CloseFds(std::vector<int>* fds) {
+  for (int fd : *fds) close(fd);
+  fds->clear();
+}
+
+std::string PeerText(const Peer& peer) {
+  return "runtime connection from pid " + std::to_string(peer.pid) + " (uid " + std::to_string(peer.uid) + ")";
+}
+
+std::string FdsText(size_t count) {
+  if (count == 0) return "it sent no fd";
+  return "closed the " + std::to_string(count) + (count == 1 ? " fd it sent" : " fds it sent");
+}
+
+}  // namespace
+
+Ingest::Ingest(int epoll_fd, EventQueue* queue, Options options)
+    : epoll_fd_(epoll_fd), queue_(queue), options_(options), read_buf_(kReadChunk) {}
+
+Ingest::~Ingest() { CloseAll(); }
+
+int Ingest::Listen(const std::string& path, unsigned mode, std::string* error) {
+  struct sockaddr_un addr;
+  memset(&addr, 0, sizeof addr);
+  addr.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof addr.sun_path) {
+    *error = "listener socket path \"" + path + "\" is empty or longer than " +
+             std::to_string(sizeof addr.sun_path - 1) + " bytes";
+    return -1;
+  }
+  memcpy(addr.sun_path, path.data(), path.size());
+  struct stat st;
+  if (lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      *error = "listener socket path " + path + " exists and is not a socket; not removing it";
+      return -1;
+    }
+    if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+      *error = "cannot remove stale socket " + path + ": " + ErrnoText(errno);
+      return -1;
+    }
+  }
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    *error = "socket(AF_UNIX): " + ErrnoText(errno);
+    return -1;
+  }
+  const char* step = nullptr;
+  if (bind(fd, reinterpret_cast<struct sockaddr*>(&addr), sizeof addr) != 0) {
+    step = "bind";
+  } else if (chmod(path.c_str(), mode) != 0) {
+    step = "chmod";
+  } else if (listen(fd, SOMAXCONN) != 0) {
+    step = "listen";
+  }
+  if (step != nullptr) {
+    *error = std::string(step) + " " + path + ": " + ErrnoText(errno);
+    close(fd);
+    return -1;
+  }
+  if (!AddListener(fd, error)) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool Ingest::ListenFd(int fd, std::string* error) {
+  int accepting = 0;
+  socklen_t len = sizeof accepting;
+  if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) != 0 || !accepting) {
+    *error = "fd " + std::to_string(fd) + " is not a listening socket";
+    return false;
+  }
+  int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
+    *error = "fcntl on listener fd " + std::to_string(fd) + ": " + ErrnoText(errno);
+    return false;
+  }
+  return AddListener(fd, error);
+}
+
+bool Ingest::AddListener(int fd, std::string* error) {
+  auto listener = std::make_unique<Listener>();
+  listener->fd = fd;
+  struct epoll_event ev;
+  memset(&ev, 0, sizeof ev);
+  ev.events = EPOLLIN;
+  ev.data.ptr = static_cast<EpollSource*>(listener.get());
+  std::lock_guard<std::mutex> lock(mu_);
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    *error = "epoll_ctl(ADD) of listener fd " + std::to_string(fd) + ": " + ErrnoText(errno);
+    return false;
+  }
+  listeners_.push_back(std::move(listener));
+  return true;
+}
+
+void Ingest::OnReady(EpollSource* source, uint32_t events, uint64_t now_ns) {
+  if (source->kind == EpollSource::Kind::kListener) {
+    Accept(static_cast<Listener*>(source), now_ns);
+    return;
+  }
+  Connection* conn = static_cast<Connection*>(source);
+  // Data, EOF and errors all show up in recvmsg; EPOLLHUP/EPOLLERR alone also lead there.
+  (void)events;
+  Read(conn, now_ns);
+}
+
+void Ingest::Accept(Listener* listener, uint64_t now_ns) {
+  for (;;) {
+    int fd = accept4(listener->fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) {
+      int err = errno;
+      if (err == EAGAIN || err == EWOULDBLOCK) return;
+      if (err == EINTR || err == ECONNABORTED || err == EPROTO) continue;
+      if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+        // Level-triggered: staying in the set would spin. Pause; the runtime waits in the backlog.
+        struct epoll_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.data.ptr = static_cast<EpollSource*>(listener);
+        if (listener->paused_until == 0 && epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listener->fd, &ev) == 0) {
+          listener->paused_until = now_ns + kAcceptPauseNs;
+          paused_listeners_++;
+          RecomputeDeadline();
+        }
+        queue_->PushError("accept on the listener socket failed: " + ErrnoText(err) +
+                          "; new runtime connections wait in the backlog, retrying in 100 ms");
+        return;
+      }
+      queue_->PushError("accept on the listener socket failed: " + ErrnoText(err) + "; still listening");
+      return;
+    }
+    auto conn = std::make_unique<Connection>();
+    conn->fd = fd;
+    conn->seq = next_seq_++;
+    conn->deadline = now_ns + options_.timeout_ns;
+    struct ucred cred;
+    socklen_t len = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
+      conn->peer.pid = cred.pid;
+      conn->peer.uid = cred.uid;
+      conn->peer.gid = cred.gid;
+    }
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.ptr = static_cast<EpollSource*>(conn.get());
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      int err = errno;
+      close(fd);
+      queue_->PushError(PeerText(conn->peer) + ": epoll_ctl(ADD) failed: " + ErrnoText(err) + "; closed it");
+      continue;
+    }
+    uint64_t seq = conn->seq;
+    connections_.emplace(seq, std::move(conn));
+    RecomputeDeadline();
+  }
+}
+
+void Ingest::Read(Connection* conn, uint64_t now_ns) {
+  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int) * kScmMaxFd)];
+  for (;;) {
+    struct iovec iov = {read_buf_.data(), read_buf_.size()};
+    struct msghdr msg;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    ssize_t n = recvmsg(conn->fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    if (n < 0) {
+      int err = errno;
+      if (err == EINTR) continue;
+      if (err == EAGAIN || err == EWOULDBLOCK) return;
+      Fail(conn, "read-error", "reading it failed: " + ErrnoText(err));
+      return;
+    }
+    // Take the fds first: even a message we refuse must not leak what it carried.
+    for (struct cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+      size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      const unsigned char* p = CMSG_DATA(c);
+      for (size_t i = 0; i < count; i++) {
+        int fd;
+        memcpy(&fd, p + i * sizeof(int), sizeof(int));
+        conn->fds.push_back(fd);
+      }
+    }
+    if ((msg.msg_flags & MSG_CTRUNC) != 0 || conn->fds.size() > kMaxFds) {
+      Fail(conn, "too-many-fds", "it sent more than " + std::to_string(kMaxFds) + " fds");
+      return;
+    }
+    if (n == 0) {
+      Finish(conn, now_ns);
+      return;
+    }
+    if (conn->data.size() + static_cast<size_t>(n) > options_.max_bytes) {
+      Fail(conn, "too-large", "its message is larger than " + std::to_string(options_.max_bytes) + " bytes");
+      return;
+    }
+    conn->data.append(read_buf_.data(), static_cast<size_t>(n));
+  }
+}
+
+void Ingest::Finish(Connection* conn, uint64_t now_ns) {
+  Event event;
+  event.type = EventType::kConnection;
+  event.peer = conn->peer;
+  event.fd_count = static_cast<uint8_t>(conn->fds.size());
+  for (size_t i = 0; i < conn->fds.size(); i++) {
+    if (IsSeccompNotifyFd(conn->fds[i])) event.seccomp_mask |= 1u << i;
+  }
+  event.text.length = static_cast<uint32_t>(conn->data.size());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    event.conn = next_conn_++;
+    if (next_conn_ == 0) next_conn_ = 1;
+    Pending& pending = pending_[event.conn];
+    pending.fds.swap(conn->fds);
+    pending.seccomp_mask = event.seccomp_mask;
+    pending.deadline = now_ns + kPendingTimeoutNs;
+    pending.peer = conn->peer;
+    pending_count_ = pending_.size();
+  }
+  // Dropped when the queue is full: the pending entry then expires in 10 s with an error event.
+  queue_->Push(event, conn->data.data(), conn->data.size(), true);
+  Drop(conn);
+}
+
+void Ingest::Fail(Connection* conn, const char* code, const std::string& message) {
+  size_t count = conn->fds.size();
+  CloseFds(&conn->fds);
+  std::string text = PeerText(conn->peer) + ": " + message + "; closed the connection, " + FdsText(count);
+  Event event;
+  event.type = EventType::kIngestError;
+  event.code = code;
+  event.peer = conn->peer;
+  event.text.length = static_cast<uint32_t>(text.size());
+  queue_->Push(event, text.data(), text.size(), true);
+  Drop(conn);
+}
+
+void Ingest::Drop(Connection* conn) {
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn->fd, nullptr);
+  close(conn->fd);
+  connections_.erase(conn->seq);  // frees conn
+  RecomputeDeadline();
+}
+
+void Ingest::OnTimer(uint64_t now_ns) {
+  while (!connections_.empty() && connections_.begin()->second->deadline <= now_ns) {
+    Connection* conn = connections_.begin()->second.get();
+    Fail(conn, "timeout",
+         "it did not finish its message within " + std::to_string(options_.timeout_ns / 1000000) + " ms");
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    while (!pending_.empty() && pending_.begin()->second.deadline <= now_ns) {
+      auto it = pending_.begin();
+      size_t count = it->second.fds.size();
+      CloseFds(&it->second.fds);
+      queue_->PushError("connection " + std::to_string(it->first) + " (" + PeerText(it->second.peer) +
+                        ") was neither adopted nor rejected within 10 s; " + FdsText(count));
+      pending_.erase(it);
+    }
+    pending_count_ = pending_.size();
+    if (paused_listeners_ > 0) {
+      for (auto& listener : listeners_) {
+        if (listener->paused_until == 0 || listener->paused_until > now_ns) continue;
+        struct epoll_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.events = EPOLLIN;
+        ev.data.ptr = static_cast<EpollSource*>(listener.get());
+        epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listener->fd, &ev);
+        listener->paused_until = 0;
+        paused_listeners_--;
+      }
+    }
+  }
+  RecomputeDeadline();
+}
+
+// Engine thread. Entries taken by JS since only make the true deadline later: a stale, earlier
+// value costs one spurious wake-up, never a missed one.
+void Ingest::RecomputeDeadline() {
+  uint64_t next = UINT64_MAX;
+  if (!connections_.empty()) next = connections_.begin()->second->deadline;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!pending_.empty() && pending_.begin()->second.deadline < next) next = pending_.begin()->second.deadline;
+  if (paused_listeners_ > 0) {
+    for (auto& listener : listeners_) {
+      if (listener->paused_until != 0 && listener->paused_until < next) next = listener->paused_until;
+    }
+  }
+  next_deadline_ = next;
+}
+
+Ingest::TakeResult Ingest::Take(uint32_t conn, uint32_t index, int* fd) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pending_.find(conn);
+  if (it == pending_.end()) return TakeResult::kUnknownConn;
+  Pending& pending = it->second;
+  if (index >= pending.fds.size()) return TakeResult::kBadIndex;
+  if (((pending.seccomp_mask >> index) & 1u) == 0) return TakeResult::kNotSeccomp;
+  *fd = pending.fds[index];
+  for (size_t i = 0; i < pending.fds.size(); i++) {
+    if (i != index) close(pending.fds[i]);
+  }
+  pending_.erase(it);
+  pending_count_ = pending_.size();
+  return TakeResult::kOk;
+}
+
+bool Ingest::Reject(uint32_t conn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pending_.find(conn);
+  if (it == pending_.end()) return false;
+  CloseFds(&it->second.fds);
+  pending_.erase(it);
+  pending_count_ = pending_.size();
+  return true;
+}
+
+size_t Ingest::PendingConnections() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pending_count_;
+}
+
+void Ingest::CloseAll() {
+  for (auto& entry : connections_) {
+    CloseFds(&entry.second->fds);
+    close(entry.second->fd);
+  }
+  connections_.clear();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& listener : listeners_) close(listener->fd);
+  listeners_.clear();
+  for (auto& entry : pending_) CloseFds(&entry.second.fds);
+  pending_.clear();
+  pending_count_ = 0;
+  next_deadline_ = UINT64_MAX;
+}
+
+}  // namespace seccomp_agent

@@ -1,0 +1,84 @@
+#include "notify_fd.hpp"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "seccomp_compat.h"
+
+namespace seccomp_agent {
+namespace {
+
+size_t Words(size_t bytes) { return (bytes + sizeof(uint64_t) - 1) / sizeof(uint64_t); }
+
+}  // namespace
+
+NotifyBuffers::NotifyBuffers() {
+  struct seccomp_notif_sizes sizes;
+  memset(&sizes, 0, sizeof sizes);
+  notif_bytes_ = sizeof(struct seccomp_notif);
+  resp_bytes_ = sizeof(struct seccomp_notif_resp);
+  if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) == 0) {
+    if (sizes.seccomp_notif > notif_bytes_) notif_bytes_ = sizes.seccomp_notif;
+    if (sizes.seccomp_notif_resp > resp_bytes_) resp_bytes_ = sizes.seccomp_notif_resp;
+  }
+  notif_.assign(Words(notif_bytes_), 0);
+  resp_.assign(Words(resp_bytes_), 0);
+}
+
+bool NotifyRecv(int fd, NotifyBuffers* buffers) {
+  // The kernel refuses a RECV buffer that is not all zeroes (EINVAL).
+  memset(buffers->notif_.data(), 0, buffers->notif_bytes_);
+  return ioctl(fd, SECCOMP_IOCTL_NOTIF_RECV, buffers->notif_.data()) == 0;
+}
+
+SendResult NotifySend(int fd, NotifyBuffers* buffers, uint64_t id, const Answer& answer, int* err) {
+  memset(buffers->resp_.data(), 0, buffers->resp_bytes_);
+  struct seccomp_notif_resp* resp = buffers->resp();
+  resp->id = id;
+  switch (answer.kind) {
+    case Answer::kContinue:
+      resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+      break;
+    case Answer::kError:
+      resp->error = -answer.error;
+      break;
+    case Answer::kValue:
+      resp->val = answer.value;
+      break;
+  }
+  for (;;) {
+    if (ioctl(fd, SECCOMP_IOCTL_NOTIF_SEND, resp) == 0) return SendResult::kOk;
+    if (errno == EINTR) continue;
+    if (errno == ENOENT) return SendResult::kGone;
+    if (err != nullptr) *err = errno;
+    return SendResult::kFailed;
+  }
+}
+
+bool NotifyIdValid(int fd, uint64_t id) {
+  __u64 value = id;
+  for (;;) {
+    if (ioctl(fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &value) == 0) return true;
+    if (errno != EINTR) return false;
+  }
+}
+
+bool NotifySetSyncWakeUp(int fd) {
+  return ioctl(fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, static_cast<unsigned long>(SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)) == 0;
+}
+
+bool IsSeccompNotifyFd(int fd) {
+  char path[64];
+  char target[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  ssize_t n = readlink(path, target, sizeof target - 1);
+  if (n < 0) return false;
+  target[n] = '\0';
+  return strcmp(target, "anon_inode:seccomp notify") == 0;
+}
+
+}  // namespace seccomp_agent

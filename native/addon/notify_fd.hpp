@@ -1,0 +1,58 @@
+// The seccomp user-notification ioctls on a listener fd, with buffers sized as the running kernel
+// says (SECCOMP_GET_NOTIF_SIZES), so a newer kernel with larger structs never overruns them.
+#pragma once
+#include <linux/seccomp.h>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace seccomp_agent {
+
+// What a notification is answered with.
+struct Answer {
+  enum Kind : uint8_t { kContinue = 0, kError = 1, kValue = 2 };
+  Kind kind = kContinue;
+  int32_t error = 0;  // errno (positive) for kError
+  int64_t value = 0;  // return value for kValue
+};
+
+// Result of NotifySend.
+enum class SendResult { kOk, kGone, kFailed };
+
+// Buffers for one thread's RECV/SEND calls. Not shared between threads.
+class NotifyBuffers {
+ public:
+  // Any thread. Asks the kernel for the struct sizes once per instance.
+  NotifyBuffers();
+  struct seccomp_notif* notif() { return reinterpret_cast<struct seccomp_notif*>(notif_.data()); }
+  struct seccomp_notif_resp* resp() { return reinterpret_cast<struct seccomp_notif_resp*>(resp_.data()); }
+
+ private:
+  std::vector<uint64_t> notif_;  // uint64_t elements: aligned for the structs
+  std::vector<uint64_t> resp_;
+  size_t notif_bytes_ = 0;
+  size_t resp_bytes_ = 0;
+  friend bool NotifyRecv(int fd, NotifyBuffers* buffers);
+  friend SendResult NotifySend(int fd, NotifyBuffers* buffers, uint64_t id, const Answer& answer, int* err);
+};
+
+// One NOTIF_RECV. Returns false on ENOENT/EINTR/other errors (errno kept); the caller retries on
+// the next readiness. Call only after epoll reported the fd readable: RECV blocks otherwise.
+bool NotifyRecv(int fd, NotifyBuffers* buffers);
+
+// NOTIF_SEND of `answer` for `id`. kGone: ENOENT (the target died or was interrupted, normal).
+// kFailed: any other error, errno value in *err.
+SendResult NotifySend(int fd, NotifyBuffers* buffers, uint64_t id, const Answer& answer, int* err);
+
+// NOTIF_ID_VALID: true while the task that caused `id` is still waiting for an answer.
+bool NotifyIdValid(int fd, uint64_t id);
+
+// NOTIF_SET_FLAGS(SYNC_WAKE_UP): the answer wakes the target on the answering CPU (6.6+).
+// Returns false on kernels without it.
+bool NotifySetSyncWakeUp(int fd);
+
+// Whether fd (of this process) is a seccomp notify fd: its /proc/self/fd link names the anon
+// inode "seccomp notify".
+bool IsSeccompNotifyFd(int fd);
+
+}  // namespace seccomp_agent

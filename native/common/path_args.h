@@ -1,0 +1,96 @@
+// Which arguments of an x86_64 syscall are path strings, so the engine can read them from the
+// target's memory before the notification reaches anyone. Extend by adding a line to kPathArgs.
+#pragma once
+#include <array>
+#include <cstdint>
+
+#include "syscall_table_x86_64.h"
+
+namespace seccomp_agent {
+
+// kSys_mkdir == 83 and so on, straight from the syscall table.
+enum SyscallNrX8664 : int {
+#define SECCOMP_AGENT_SYSCALL_ENUM(nr, name) kSys_##name = nr,
+  SECCOMP_AGENT_SYSCALLS_X86_64(SECCOMP_AGENT_SYSCALL_ENUM)
+#undef SECCOMP_AGENT_SYSCALL_ENUM
+};
+
+// One past the largest syscall number in the table.
+constexpr int SyscallLimitX8664() {
+  int limit = 0;
+#define SECCOMP_AGENT_SYSCALL_MAX(nr, name) \
+  if ((nr) + 1 > limit) limit = (nr) + 1;
+  SECCOMP_AGENT_SYSCALLS_X86_64(SECCOMP_AGENT_SYSCALL_MAX)
+#undef SECCOMP_AGENT_SYSCALL_MAX
+  return limit;
+}
+constexpr int kSyscallLimitX8664 = SyscallLimitX8664();
+
+struct PathArgs {
+  int nr;
+  uint8_t mask;  // bit i set: args[i] points to a NUL-terminated path
+};
+
+constexpr uint8_t A(int i) { return static_cast<uint8_t>(1u << i); }
+
+constexpr PathArgs kPathArgs[] = {
+    {kSys_open, A(0)},
+    {kSys_creat, A(0)},
+    {kSys_openat, A(1)},
+    {kSys_mkdir, A(0)},
+    {kSys_mkdirat, A(1)},
+    {kSys_unlink, A(0)},
+    {kSys_unlinkat, A(1)},
+    {kSys_rmdir, A(0)},
+    {kSys_mount, A(0) | A(1) | A(2)},
+    {kSys_umount2, A(0)},
+    {kSys_execve, A(0)},
+    {kSys_execveat, A(1)},
+    {kSys_chmod, A(0)},
+    {kSys_fchmodat, A(1)},
+    {kSys_fchmodat2, A(1)},
+    {kSys_chown, A(0)},
+    {kSys_lchown, A(0)},
+    {kSys_fchownat, A(1)},
+    {kSys_rename, A(0) | A(1)},
+    {kSys_renameat, A(1) | A(3)},
+    {kSys_renameat2, A(1) | A(3)},
+    {kSys_symlink, A(0) | A(1)},
+    {kSys_symlinkat, A(0) | A(2)},
+    {kSys_link, A(0) | A(1)},
+    {kSys_linkat, A(1) | A(3)},
+    {kSys_mknod, A(0)},
+    {kSys_mknodat, A(1)},
+    {kSys_chdir, A(0)},
+    {kSys_chroot, A(0)},
+    {kSys_truncate, A(0)},
+    {kSys_access, A(0)},
+    {kSys_faccessat, A(1)},
+    {kSys_faccessat2, A(1)},
+    {kSys_stat, A(0)},
+    {kSys_lstat, A(0)},
+    {kSys_newfstatat, A(1)},
+    {kSys_statx, A(1)},
+    {kSys_readlink, A(0)},
+    {kSys_readlinkat, A(1)},
+    {kSys_pivot_root, A(0) | A(1)},
+    {kSys_open_tree, A(1)},
+    {kSys_move_mount, A(1) | A(3)},
+    {kSys_fsopen, A(0)},
+};
+
+// Dense lookup built at compile time: the hot path does one array index.
+constexpr std::array<uint8_t, kSyscallLimitX8664> MakePathArgMasks() {
+  std::array<uint8_t, kSyscallLimitX8664> masks{};
+  for (const PathArgs& entry : kPathArgs) masks[entry.nr] |= entry.mask;
+  return masks;
+}
+constexpr std::array<uint8_t, kSyscallLimitX8664> kPathArgMasks = MakePathArgMasks();
+
+// Mask of path arguments of x86_64 syscall `nr` (0: none, also for numbers outside the table).
+inline uint8_t PathArgMask(int nr) {
+  if (nr < 0 || nr >= kSyscallLimitX8664) return 0;
+  return kPathArgMasks[static_cast<size_t>(nr)];
+}
+
+}  // namespace seccomp_agent
