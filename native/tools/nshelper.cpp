@@ -1,2 +1,533 @@
-// Placeholder until this tool lands.
-int main() { return 1; }
+// seccomp-nshelper: does mkdir and mount on behalf of a container's process, as that process
+// would, confined to its root. Started by the data plane (native/addon/nshelper_pool.cpp) with a
+// SOCK_SEQPACKET socket as fd 3; protocol in native/common/nshelper_protocol.h.
+//
+//   seccomp-nshelper           serve requests until the socket closes (kept helper)
+//   seccomp-nshelper --once    serve one request, then exit (the spawn-per-call variant)
+//
+// Why a process: the work switches fsuid/fsgid, groups, capabilities, umask and root, which must
+// not leak into the data plane's threads, and a request that hangs (a FUSE or NFS mount in the
+// container) must be killable: a process can be SIGKILLed, a thread cannot.
+//
+// The helper itself never enters the container's mount namespace: /proc/<pid>/root is a path in
+// the target's mount tree, so lookups from it see the container's own mounts, and a helper that
+// stayed inside would pin that namespace (and every mount in it) after the container is gone.
+// A mount, which must happen inside, is done by a forked child that enters the namespaces.
+// docs/emulation.md explains the resolution algorithm and the checks.
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <linux/nsfs.h>
+#include <linux/openat2.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "nshelper_protocol.h"
+#include "seccomp_compat.h"
+
+namespace {
+
+using nshelper::Request;
+using nshelper::Response;
+
+// Outcome of one step: errno (0 = fine) and the stage it belongs to.
+struct Status {
+  int err = 0;
+  uint16_t stage = nshelper::kStageDone;
+  bool ok() const { return err == 0 && stage == nshelper::kStageDone; }
+};
+
+Status Fail(uint16_t stage, int err) { return Status{err, stage}; }
+
+// Closes an fd when it goes out of scope.
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  ~Fd() { Reset(); }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  void Reset(int fd = -1) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = fd;
+  }
+
+ private:
+  int fd_;
+};
+
+uint64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The target: its /proc directory, validated against the notification, and its credentials.
+
+struct Credentials {
+  uid_t fsuid = 0;
+  gid_t fsgid = 0;
+  gid_t groups[NGROUPS_MAX];
+  int ngroups = 0;
+  mode_t umask = 022;
+  uint64_t cap_eff = 0;
+  bool init_userns = true;
+};
+
+struct Target {
+  Fd pid_dir;  // /proc/<pid>, bound to that process: no pid reuse through it
+  Fd root;     // the target's root directory (O_PATH)
+  int notify_fd = -1;
+  uint64_t notif_id = 0;
+
+  bool StillPending() const {
+    uint64_t id = notif_id;
+    return ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+  }
+};
+
+int g_proc = -1;           // the host's /proc, opened before anything else
+uint64_t g_own_userns = 0;  // inode of the helper's (the host's) user namespace
+
+bool ParseIds(const char* line, unsigned* out4) {
+  return sscanf(line, "%u %u %u %u", &out4[0], &out4[1], &out4[2], &out4[3]) == 4;
+}
+
+// Reads Uid/Gid (4th field: fs), Groups, Umask and CapEff from /proc/<pid>/status.
+Status ReadCredentials(const Target& t, Credentials* c) {
+  Fd f(openat(t.pid_dir.get(), "status", O_RDONLY | O_CLOEXEC));
+  if (f.get() < 0) return Fail(nshelper::kStageOpenProc, ESRCH);
+  char buf[8192];
+  ssize_t n = 0, got;
+  while (n < ssize_t(sizeof(buf)) - 1 && (got = read(f.get(), buf + n, sizeof(buf) - 1 - n)) > 0) n += got;
+  if (n <= 0) return Fail(nshelper::kStageOpenProc, ESRCH);
+  buf[n] = 0;
+  bool uid = false, gid = false, eff = false;
+  for (char* line = buf; line && *line;) {
+    char* next = strchr(line, '\n');
+    if (next) *next++ = 0;
+    unsigned ids[4];
+    if (!strncmp(line, "Uid:", 4) && ParseIds(line + 4, ids)) {
+      c->fsuid = ids[3];
+      uid = true;
+    } else if (!strncmp(line, "Gid:", 4) && ParseIds(line + 4, ids)) {
+      c->fsgid = ids[3];
+      gid = true;
+    } else if (!strncmp(line, "Umask:", 6)) {
+      c->umask = mode_t(strtoul(line + 6, nullptr, 8)) & 0777;
+    } else if (!strncmp(line, "CapEff:", 7)) {
+      c->cap_eff = strtoull(line + 7, nullptr, 16);
+      eff = true;
+    } else if (!strncmp(line, "Groups:", 7)) {
+      char* p = line + 7;
+      c->ngroups = 0;
+      while (c->ngroups < NGROUPS_MAX) {
+        char* end;
+        unsigned long g = strtoul(p, &end, 10);
+        if (end == p) break;
+        c->groups[c->ngroups++] = gid_t(g);
+        p = end;
+      }
+    }
+    line = next;
+  }
+  if (!uid || !gid || !eff) return Fail(nshelper::kStageCredentials, EIO);
+  struct stat st;
+  if (fstatat(t.pid_dir.get(), "ns/user", &st, 0) != 0) return Fail(nshelper::kStageOpenProc, ESRCH);
+  c->init_userns = st.st_ino == g_own_userns;
+  return {};
+}
+
+// Opens /proc/<pid> and the root, then checks the notification is still pending: from here on
+// every file opened through pid_dir belongs to the notifying task (no pid reuse, no TOCTOU).
+Status OpenTarget(const Request& req, int notify_fd, Target* t) {
+  if (req.pid <= 0 || notify_fd < 0) return Fail(nshelper::kStageBadRequest, EINVAL);
+  t->notify_fd = notify_fd;
+  t->notif_id = req.notif_id;
+  char name[16];
+  snprintf(name, sizeof(name), "%d", req.pid);
+  t->pid_dir.Reset(openat(g_proc, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (t->pid_dir.get() < 0) return Fail(nshelper::kStageOpenProc, ESRCH);
+  t->root.Reset(openat(t->pid_dir.get(), "root", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (t->root.get() < 0) return Fail(nshelper::kStageOpenProc, ESRCH);
+  if (!t->StillPending()) return Fail(nshelper::kStageStale, ENOENT);
+  return {};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Acting as the target: fsuid, fsgid, groups, umask, effective capabilities. The helper is
+// single-threaded, so these per-thread credentials are the whole process's.
+
+bool SetEffectiveCaps(uint64_t wanted) {
+  __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2];
+  if (syscall(SYS_capget, &hdr, data) != 0) return false;
+  uint64_t permitted = uint64_t(data[0].permitted) | (uint64_t(data[1].permitted) << 32);
+  uint64_t eff = wanted & permitted;
+  data[0].effective = uint32_t(eff);
+  data[1].effective = uint32_t(eff >> 32);
+  return syscall(SYS_capset, &hdr, data) == 0;
+}
+
+class ActAs {
+ public:
+  // A target outside the host user namespace has its capabilities only over its own namespace;
+  // the helper cannot express that, so it drops them all there (fails safe: EACCES, not access).
+  Status Enter(const Credentials& c) {
+    entered_ = true;
+    if (setgroups(size_t(c.ngroups), c.groups) != 0) return Fail(nshelper::kStageCredentials, errno);
+    setfsgid(c.fsgid);
+    if (gid_t(setfsgid(gid_t(-1))) != c.fsgid) return Fail(nshelper::kStageCredentials, EPERM);
+    setfsuid(c.fsuid);
+    if (uid_t(setfsuid(uid_t(-1))) != c.fsuid) return Fail(nshelper::kStageCredentials, EPERM);
+    if (!SetEffectiveCaps(c.init_userns ? c.cap_eff : 0)) return Fail(nshelper::kStageCredentials, errno);
+    umask(c.umask);
+    return {};
+  }
+  ~ActAs() { Leave(); }
+  void Leave() {
+    if (!entered_) return;
+    entered_ = false;
+    // Capabilities first: setfsuid/setgroups below need CAP_SETUID/CAP_SETGID back. A helper that
+    // cannot get its own credentials back must not serve another request.
+    if (!SetEffectiveCaps(~0ull)) _exit(70);
+    setfsuid(0);
+    setfsgid(0);
+    if (setgroups(0, nullptr) != 0 || setfsuid(uid_t(-1)) != 0 || setfsgid(gid_t(-1)) != 0) _exit(70);
+    umask(022);
+  }
+
+ private:
+  bool entered_ = false;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Resolution, confined to the target's root. See docs/emulation.md ("Resolution").
+
+// The directory a relative path starts from, as a path from the target's root: its cwd, or the
+// directory its fd `dirfd` refers to (mkdirat). Computed with getcwd() after chroot to the
+// target's root, which the kernel marks "(unreachable)" when the directory lies outside it.
+Status BaseFromRoot(const Target& t, int dirfd, std::string* out) {
+  Fd base;
+  if (dirfd == AT_FDCWD) {
+    base.Reset(openat(t.pid_dir.get(), "cwd", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (base.get() < 0) return Fail(nshelper::kStageOpenProc, ESRCH);
+  } else {
+    if (dirfd < 0) return Fail(nshelper::kStageResolve, EBADF);
+    char name[32];
+    snprintf(name, sizeof(name), "fd/%d", dirfd);
+    base.Reset(openat(t.pid_dir.get(), name, O_PATH | O_CLOEXEC));
+    if (base.get() < 0) return Fail(nshelper::kStageResolve, errno == ENOENT ? EBADF : errno);
+    struct stat st;
+    if (fstat(base.get(), &st) != 0) return Fail(nshelper::kStageResolve, errno);
+    if (!S_ISDIR(st.st_mode)) return Fail(nshelper::kStageResolve, ENOTDIR);
+  }
+  if (fchdir(t.root.get()) != 0 || chroot(".") != 0 || fchdir(base.get()) != 0) {
+    return Fail(nshelper::kStageInternal, errno);
+  }
+  char buf[PATH_MAX + 1];
+  long n = syscall(SYS_getcwd, buf, sizeof(buf));
+  if (n < 0) return Fail(nshelper::kStageResolve, errno);  // ENOENT: the directory was removed
+  if (buf[0] != '/') return Fail(nshelper::kStageOutsideRoot, EPERM);
+  out->assign(buf);
+  return {};
+}
+
+// The path as seen from the target's root: absolute paths as they are, relative ones appended to
+// the base directory. A ".." that climbs above the root is clamped there by RESOLVE_IN_ROOT.
+Status PathFromRoot(const Target& t, int dirfd, const std::string& path, std::string* out) {
+  if (path.empty()) return Fail(nshelper::kStageResolve, ENOENT);
+  if (path[0] == '/') {
+    *out = path;
+    return {};
+  }
+  Status s = BaseFromRoot(t, dirfd, out);
+  if (!s.ok()) return s;
+  out->push_back('/');
+  out->append(path);
+  if (out->size() > PATH_MAX) return Fail(nshelper::kStageResolve, ENAMETOOLONG);
+  return {};
+}
+
+// openat2 relative to the target's root: symlinks (absolute ones too) and ".." stay inside it,
+// /proc magic links (/proc/1/root, /proc/self/cwd...) are refused with ELOOP.
+int OpenInRoot(const Target& t, const std::string& path, uint64_t flags) {
+  open_how how = {};
+  how.flags = flags | O_PATH | O_CLOEXEC;
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+  for (int attempt = 0;; ++attempt) {
+    long fd = syscall(SYS_openat2, t.root.get(), path.c_str(), &how, sizeof(how));
+    if (fd >= 0) return int(fd);
+    // EAGAIN: a rename raced with a ".." step; the kernel asks to retry.
+    if (errno != EAGAIN || attempt == 16) return -1;
+  }
+}
+
+// Splits an absolute path into its parent directory and last component (trailing slashes
+// dropped). Returns false for "/" and the like (mkdir says EEXIST there).
+bool SplitLast(const std::string& full, std::string* parent, std::string* last) {
+  size_t end = full.find_last_not_of('/');
+  if (end == std::string::npos) return false;
+  size_t slash = full.rfind('/', end);
+  *last = full.substr(slash + 1, end - slash);
+  *parent = slash == 0 ? "/" : full.substr(0, slash);
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// mkdir / mkdirat
+
+Status DoMkdir(const Request& req, const std::string& path, const Target& t) {
+  Credentials cred;
+  Status s = ReadCredentials(t, &cred);
+  if (!s.ok()) return s;
+  std::string full, parent, last;
+  s = PathFromRoot(t, req.dirfd, path, &full);
+  if (!s.ok()) return s;
+  if (!SplitLast(full, &parent, &last)) return Fail(nshelper::kStageDone, EEXIST);
+
+  ActAs as;
+  s = as.Enter(cred);
+  if (!s.ok()) return s;
+  Fd dir(OpenInRoot(t, parent, O_DIRECTORY));
+  if (dir.get() < 0) return Fail(nshelper::kStageResolve, errno);
+  // Last check before acting: the target may have been interrupted while we resolved.
+  if (!t.StillPending()) return Fail(nshelper::kStageStale, ENOENT);
+  if (mkdirat(dir.get(), last.c_str(), mode_t(req.mode)) != 0) return Fail(nshelper::kStageDone, errno);
+  return {};
+}
+
+// ---------------------------------------------------------------------------------------------
+// mount
+
+// The check kinvolk/seccompagent makes (pkg/userns): the target's user namespace was created by
+// root (owner uid 0; the host's counts) and it has CAP_SYS_ADMIN there; and that user namespace
+// owns its mount namespace (capabilities in a nested one do not reach the mounts).
+Status CheckCapSysAdmin(const Target& t, const Credentials& cred) {
+  if (!(cred.cap_eff & (1ull << CAP_SYS_ADMIN))) return Fail(nshelper::kStagePermission, EPERM);
+  Fd user(openat(t.pid_dir.get(), "ns/user", O_RDONLY | O_CLOEXEC));
+  Fd mnt(openat(t.pid_dir.get(), "ns/mnt", O_RDONLY | O_CLOEXEC));
+  if (user.get() < 0 || mnt.get() < 0) return Fail(nshelper::kStageOpenProc, ESRCH);
+  uid_t owner = uid_t(-1);
+  if (ioctl(user.get(), NS_GET_OWNER_UID, &owner) != 0) return Fail(nshelper::kStagePermission, errno);
+  if (owner != 0) return Fail(nshelper::kStagePermission, EPERM);
+  Fd mnt_owner(ioctl(mnt.get(), NS_GET_USERNS));
+  if (mnt_owner.get() < 0) return Fail(nshelper::kStagePermission, errno);
+  struct stat a, b;
+  if (fstat(user.get(), &a) != 0 || fstat(mnt_owner.get(), &b) != 0) return Fail(nshelper::kStageInternal, errno);
+  if (a.st_ino != b.st_ino) return Fail(nshelper::kStagePermission, EPERM);
+  return {};
+}
+
+// Bind, move, remount and propagation changes are not new mounts: the fstype allow-list would not
+// apply to them, so they are refused.
+constexpr uint64_t kNotANewMount = MS_BIND | MS_MOVE | MS_REMOUNT | MS_SHARED | MS_PRIVATE | MS_SLAVE | MS_UNBINDABLE;
+
+// Runs in the forked child: enters the target's mount, network, ipc and cgroup namespaces (sysfs
+// shows the mounter's network namespace, mqueue its ipc one, cgroup2 its cgroup one; the pid
+// namespace was entered for children by the parent), takes the target's root so the source
+// resolves inside it, and mounts on the resolved target directory.
+[[noreturn]] void MountChild(const Target& t, int pidfd, int target_dir, const char* source, const char* fstype,
+                             unsigned long flags, const char* data) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (setns(pidfd, CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWCGROUP) != 0) _exit(128 + (errno & 127));
+  if (fchdir(t.root.get()) != 0 || chroot(".") != 0 || fchdir(target_dir) != 0) _exit(128 + (errno & 127));
+  if (!t.StillPending()) _exit(255);
+  if (mount(source, ".", fstype, flags, data) != 0) _exit(errno & 127);
+  _exit(0);
+}
+
+Status DoMount(const Request& req, const std::string* str, const Target& t) {
+  const std::string &source = str[0], &target = str[1], &fstype = str[2], &data = str[3];
+  if (req.mount_flags & kNotANewMount) return Fail(nshelper::kStagePermission, EPERM);
+  if (fstype.empty()) return Fail(nshelper::kStageBadRequest, EINVAL);
+  Credentials cred;
+  Status s = ReadCredentials(t, &cred);
+  if (!s.ok()) return s;
+  if (req.flags & nshelper::kRequireCapSysAdmin) {
+    s = CheckCapSysAdmin(t, cred);
+    if (!s.ok()) return s;
+  }
+  std::string full;
+  s = PathFromRoot(t, AT_FDCWD, target, &full);
+  if (!s.ok()) return s;
+  Fd dir;
+  {
+    // Resolve with the target's own rights (search permission on the way), mount with ours.
+    ActAs as;
+    s = as.Enter(cred);
+    if (!s.ok()) return s;
+    dir.Reset(OpenInRoot(t, full, 0));
+    if (dir.get() < 0) return Fail(nshelper::kStageResolve, errno);
+  }
+  Fd pidfd(int(syscall(SYS_pidfd_open, pid_t(req.pid), 0)));
+  if (pidfd.get() < 0) return Fail(nshelper::kStageOpenProc, ESRCH);
+  // The pidfd was opened after the notification was known to be pending; check again so it is
+  // known to name the notifying task, then enter its pid namespace for the child.
+  if (!t.StillPending()) return Fail(nshelper::kStageStale, ENOENT);
+  if (setns(pidfd.get(), CLONE_NEWPID) != 0) return Fail(nshelper::kStageNamespace, errno);
+  pid_t child = fork();
+  if (child < 0) return Fail(nshelper::kStageInternal, errno);
+  if (child == 0) {
+    MountChild(t, pidfd.get(), dir.get(), source.empty() ? nullptr : source.c_str(), fstype.c_str(),
+               (unsigned long)req.mount_flags, data.empty() ? nullptr : data.c_str());
+  }
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) return Fail(nshelper::kStageInternal, errno);
+  }
+  if (!WIFEXITED(status)) return Fail(nshelper::kStageInternal, EIO);
+  int code = WEXITSTATUS(status);
+  if (code == 255) return Fail(nshelper::kStageStale, ENOENT);
+  if (code >= 128) return Fail(nshelper::kStageNamespace, code - 128);
+  return Fail(nshelper::kStageDone, code);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The request loop.
+
+bool ParseRequest(const char* buf, ssize_t n, Request* req, std::string* str) {
+  if (n < ssize_t(sizeof(Request))) return false;
+  memcpy(req, buf, sizeof(Request));
+  if (req->magic != nshelper::kMagic || req->version != nshelper::kVersion) return false;
+  size_t off = sizeof(Request);
+  for (int i = 0; i < 4; ++i) {
+    if (req->len[i] > nshelper::kMaxString || off + req->len[i] > size_t(n)) return false;
+    str[i].assign(buf + off, req->len[i]);
+    if (str[i].find('\0') != std::string::npos) return false;
+    off += req->len[i];
+  }
+  return off == size_t(n);
+}
+
+Status Handle(const Request& req, const std::string* str, int notify_fd) {
+  if (req.op == nshelper::kOpPing) return {};
+  Target t;
+  Status s = OpenTarget(req, notify_fd, &t);
+  if (!s.ok()) return s;
+  switch (req.op) {
+    case nshelper::kOpMkdir:
+      return DoMkdir(req, str[0], t);
+    case nshelper::kOpMount:
+      return DoMount(req, str, t);
+    default:
+      return Fail(nshelper::kStageBadRequest, EINVAL);
+  }
+}
+
+// Receives one request; returns false on EOF or a broken socket (the data plane is gone).
+bool ServeOne(char* buf) {
+  msghdr msg = {};
+  iovec iov = {buf, nshelper::kMaxRequestBytes};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t n;
+  do {
+    n = recvmsg(nshelper::kSocketFd, &msg, MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  if (n <= 0) return false;
+  uint64_t start = NowNs();
+
+  int fds[4];
+  int nfds = 0;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < count && nfds < 4; ++i) memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+  }
+
+  Request req;
+  std::string str[4];
+  Response resp = {};
+  resp.magic = nshelper::kMagic;
+  resp.version = nshelper::kVersion;
+  Status s;
+  bool parsed = !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) && ParseRequest(buf, n, &req, str);
+  if (!parsed) {
+    memset(&req, 0, sizeof(req));
+    if (n >= ssize_t(sizeof(Request))) memcpy(&req.tag, buf + offsetof(Request, tag), sizeof(req.tag));
+    s = Fail(nshelper::kStageBadRequest, EINVAL);
+  } else {
+    s = Handle(req, str, nfds > 0 ? fds[0] : -1);
+  }
+  resp.tag = req.tag;
+  resp.err = s.err;
+  resp.stage = s.stage;
+  // Answer the target ourselves when asked, unless the notification is gone or was never
+  // checked: a stale id must get no answer from us, and a bad request is the data plane's to answer.
+  if (parsed && (req.flags & nshelper::kRespond) && nfds > 0 && s.stage != nshelper::kStageStale &&
+      s.stage != nshelper::kStageBadRequest && s.stage != nshelper::kStageOpenProc) {
+    seccomp_notif_resp answer = {};
+    answer.id = req.notif_id;
+    answer.error = -s.err;
+    if (ioctl(fds[0], SECCOMP_IOCTL_NOTIF_SEND, &answer) == 0) {
+      resp.flags |= nshelper::kAnswered;
+    } else {
+      resp.send_err = errno;
+    }
+  }
+  for (int i = 0; i < nfds; ++i) close(fds[i]);
+  resp.helper_ns = NowNs() - start;
+  ssize_t w;
+  do {
+    w = send(nshelper::kSocketFd, &resp, sizeof(resp), MSG_NOSIGNAL);
+  } while (w < 0 && errno == EINTR);
+  return w == ssize_t(sizeof(resp));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool once = argc > 1 && strcmp(argv[1], "--once") == 0;
+  if (argc > 1 && !once) {
+    fprintf(stderr, "usage: seccomp-nshelper [--once]  (started by the seccomp data plane, socket on fd 3)\n");
+    return 2;
+  }
+  int type = 0;
+  socklen_t len = sizeof(type);
+  if (getsockopt(nshelper::kSocketFd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_SEQPACKET) {
+    fprintf(stderr, "seccomp-nshelper: fd 3 is not a SOCK_SEQPACKET socket; it is started by the data plane only\n");
+    return 2;
+  }
+  // Die with the data plane's thread that started us; the socket's EOF covers the rest.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  prctl(PR_SET_DUMPABLE, 0);
+  syscall(SYS_close_range, nshelper::kSocketFd + 1, ~0u, 0);
+  signal(SIGPIPE, SIG_IGN);
+  g_proc = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  struct stat st;
+  if (g_proc < 0 || fstatat(g_proc, "self/ns/user", &st, 0) != 0) {
+    perror("seccomp-nshelper: /proc");
+    return 1;
+  }
+  g_own_userns = st.st_ino;
+  umask(022);
+  static char buf[nshelper::kMaxRequestBytes];
+  do {
+    if (!ServeOne(buf)) break;
+  } while (!once);
+  return 0;
+}

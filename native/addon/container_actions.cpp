@@ -1,0 +1,431 @@
+#include "container_actions.hpp"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/nsfs.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "nshelper_pool.hpp"
+#include "nshelper_protocol.h"
+#include "seccomp_compat.h"
+
+// Linux 6.9: translate a pid between pid namespaces through a pid namespace fd.
+#ifndef NS_GET_PID_FROM_PIDNS
+#define NS_GET_PID_FROM_PIDNS _IOR(NSIO, 0x6, int)
+#endif
+
+namespace seccompagent {
+namespace {
+
+uint64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  ~Fd() { Reset(); }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  void Reset(int fd = -1) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = fd;
+  }
+
+ private:
+  int fd_;
+};
+
+ActionResult Result(ActionOutcome outcome, int err, const char* stage, uint64_t start, std::string detail = "") {
+  ActionResult r;
+  r.outcome = outcome;
+  r.err = err;
+  r.stage = stage;
+  r.detail = std::move(detail);
+  r.latency_ns = NowNs() - start;
+  return r;
+}
+
+bool StillPending(const NotificationRef& ref) {
+  uint64_t id = ref.id;
+  return ioctl(ref.notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+}
+
+const char* StageName(uint16_t stage) {
+  switch (stage) {
+    case nshelper::kStageDone: return "done";
+    case nshelper::kStageBadRequest: return "bad-request";
+    case nshelper::kStageOpenProc: return "target-gone";
+    case nshelper::kStageStale: return "stale";
+    case nshelper::kStageCredentials: return "credentials";
+    case nshelper::kStageOutsideRoot: return "outside-root";
+    case nshelper::kStageResolve: return "resolve";
+    case nshelper::kStagePermission: return "permission";
+    case nshelper::kStageNamespace: return "namespace";
+    default: return "internal";
+  }
+}
+
+ActionOutcome OutcomeOfStage(uint16_t stage) {
+  switch (stage) {
+    case nshelper::kStageDone:
+    case nshelper::kStageResolve:  // the target's own syscall would have failed the same way
+      return ActionOutcome::kDone;
+    case nshelper::kStageOpenProc:
+    case nshelper::kStageStale:
+      return ActionOutcome::kStale;
+    case nshelper::kStageOutsideRoot:
+    case nshelper::kStagePermission:
+      return ActionOutcome::kRefused;
+    default:
+      return ActionOutcome::kFailed;
+  }
+}
+
+// Turns the pool's completion into an ActionResult for the caller's callback.
+std::function<void(const nshelper::Response&, int, uint64_t)> Adapt(ActionDone done) {
+  return [done](const nshelper::Response& resp, int internal_err, uint64_t latency_ns) {
+    ActionResult r;
+    r.latency_ns = latency_ns;
+    if (internal_err != 0) {
+      r.outcome = ActionOutcome::kFailed;
+      r.err = internal_err;
+      r.stage = internal_err == ETIMEDOUT ? "helper-timeout" : internal_err == ECANCELED ? "stopped" : "helper";
+    } else {
+      r.outcome = OutcomeOfStage(resp.stage);
+      r.err = resp.err;
+      r.stage = StageName(resp.stage);
+      r.answered = (resp.flags & nshelper::kAnswered) != 0;
+      r.send_err = resp.send_err;
+      r.helper_ns = resp.helper_ns;
+    }
+    if (done) done(r);
+  };
+}
+
+NsHelperJob MakeJob(const NotificationRef& ref, uint16_t op, bool respond, ActionDone done, ActionResult* early) {
+  NsHelperJob job;
+  job.header.op = op;
+  job.header.notif_id = ref.id;
+  job.header.pid = int32_t(ref.pid);
+  job.header.flags = respond ? uint32_t(nshelper::kRespond) : 0u;
+  job.header.dirfd = AT_FDCWD;
+  job.owner = ref.owner;
+  job.notify_fd = ref.notify_fd >= 0 ? fcntl(ref.notify_fd, F_DUPFD_CLOEXEC, 0) : -1;
+  if (job.notify_fd < 0) {
+    *early = Result(ActionOutcome::kFailed, ref.notify_fd < 0 ? EBADF : errno, "bad-request", NowNs());
+  }
+  job.done = Adapt(std::move(done));
+  return job;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cgroups
+
+struct CgroupMount {
+  std::string root, mountpoint;
+};
+
+std::string ReadAll(const char* path) {
+  std::string out;
+  Fd fd(open(path, O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd.get(), buf, sizeof(buf))) > 0) out.append(buf, size_t(n));
+  return out;
+}
+
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    size_t pos = s.find(sep, start);
+    out.push_back(s.substr(start, pos == std::string::npos ? std::string::npos : pos - start));
+    if (pos == std::string::npos) return out;
+    start = pos + 1;
+  }
+}
+
+// mountinfo escapes space, tab, newline and backslash as \ooo.
+std::string Unescape(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size()) {
+      out.push_back(char((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0')));
+      i += 3;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+// The cgroup v2 mount and the v1 freezer mount of the data plane's mount namespace.
+void FindCgroupMounts(CgroupMount* v2, CgroupMount* freezer) {
+  for (const std::string& line : Split(ReadAll("/proc/self/mountinfo"), '\n')) {
+    size_t dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::vector<std::string> left = Split(line.substr(0, dash), ' ');
+    std::vector<std::string> right = Split(line.substr(dash + 3), ' ');
+    if (left.size() < 5 || right.size() < 3) continue;
+    CgroupMount m{Unescape(left[3]), Unescape(left[4])};
+    if (right[0] == "cgroup2" && v2->mountpoint.empty()) {
+      *v2 = m;
+    } else if (right[0] == "cgroup" && freezer->mountpoint.empty()) {
+      for (const std::string& opt : Split(right[2], ',')) {
+        if (opt == "freezer") *freezer = m;
+      }
+    }
+  }
+}
+
+// From /proc/<pid>/cgroup text: the v2 path ("0::/path") and the v1 freezer path.
+void ParseCgroups(const std::string& text, std::string* v2, std::string* freezer) {
+  for (const std::string& line : Split(text, '\n')) {
+    size_t a = line.find(':');
+    size_t b = a == std::string::npos ? a : line.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    std::string id = line.substr(0, a), controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    if (id == "0" && controllers.empty()) {
+      *v2 = path;
+    } else {
+      for (const std::string& c : Split(controllers, ',')) {
+        if (c == "freezer") *freezer = path;
+      }
+    }
+  }
+}
+
+bool Contains(const std::string& ancestor, const std::string& path) {
+  if (ancestor == "/") return true;
+  return path.compare(0, ancestor.size(), ancestor) == 0 && (path.size() == ancestor.size() || path[ancestor.size()] == '/');
+}
+
+struct FreezeTarget {
+  std::string file;
+  const char* freeze_value = nullptr;
+  const char* thaw_value = nullptr;
+  const char* refusal = nullptr;  // why none could be chosen
+};
+
+// Picks the control file for a cgroup path read from /proc/<pid>/cgroup (relative to the data
+// plane's cgroup namespace), mapped through the mount's root.
+bool MapToFile(const CgroupMount& m, const std::string& path, const char* leaf, std::string* file) {
+  if (m.mountpoint.empty() || !Contains(m.root, path)) return false;
+  std::string rel = m.root == "/" ? path : path.substr(m.root.size());
+  *file = m.mountpoint + rel + "/" + leaf;
+  return access(file->c_str(), W_OK) == 0;
+}
+
+FreezeTarget ChooseFreezer(const std::string& target_cgroups) {
+  FreezeTarget t;
+  std::string v2, freezer, own_v2, own_freezer;
+  ParseCgroups(target_cgroups, &v2, &freezer);
+  ParseCgroups(ReadAll("/proc/self/cgroup"), &own_v2, &own_freezer);
+  CgroupMount v2_mount, freezer_mount;
+  FindCgroupMounts(&v2_mount, &freezer_mount);
+  bool holds_us = false;
+  if (!v2.empty() && v2 != "/") {
+    if (Contains(v2, own_v2)) {
+      holds_us = true;
+    } else if (MapToFile(v2_mount, v2, "cgroup.freeze", &t.file)) {
+      t.freeze_value = "1";
+      t.thaw_value = "0";
+      return t;
+    }
+  }
+  if (!freezer.empty() && freezer != "/") {
+    if (Contains(freezer, own_freezer)) {
+      holds_us = true;
+    } else if (MapToFile(freezer_mount, freezer, "freezer.state", &t.file)) {
+      t.freeze_value = "FROZEN";
+      t.thaw_value = "THAWED";
+      return t;
+    }
+  }
+  t.file.clear();
+  t.refusal = holds_us ? "the target's cgroup also holds the data plane" : "no freezable cgroup (root cgroup or no freezer)";
+  return t;
+}
+
+int WriteValue(const std::string& file, const char* value) {
+  Fd fd(open(file.c_str(), O_WRONLY | O_CLOEXEC));
+  if (fd.get() < 0) return errno;
+  size_t len = strlen(value);
+  if (write(fd.get(), value, len) != ssize_t(len)) return errno ? errno : EIO;
+  return 0;
+}
+
+std::string ReadProc(pid_t pid, const char* leaf) {
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%d/%s", int(pid), leaf);
+  return ReadAll(path);
+}
+
+bool SameNs(pid_t a, pid_t b, const char* ns) {
+  char pa[64], pb[64];
+  snprintf(pa, sizeof(pa), "/proc/%d/ns/%s", int(a), ns);
+  snprintf(pb, sizeof(pb), "/proc/%d/ns/%s", int(b), ns);
+  struct stat sa, sb;
+  return stat(pa, &sa) == 0 && stat(pb, &sb) == 0 && sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev;
+}
+
+}  // namespace
+
+const char* OutcomeName(ActionOutcome outcome) {
+  switch (outcome) {
+    case ActionOutcome::kDone: return "done";
+    case ActionOutcome::kStale: return "stale";
+    case ActionOutcome::kRefused: return "refused";
+    default: return "failed";
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Emulator
+
+std::unique_ptr<Emulator> Emulator::Create(const EmulatorOptions& options, std::string* error) {
+  NsHelperPoolOptions po;
+  po.helper_path = options.helper_path;
+  po.spawn_per_call = options.spawn_per_call;
+  po.max_helpers = options.max_helpers;
+  po.request_timeout_ms = options.request_timeout_ms;
+  po.idle_timeout_ms = options.idle_timeout_ms;
+  std::unique_ptr<NsHelperPool> pool = NsHelperPool::Start(po, error);
+  if (!pool) return nullptr;
+  std::unique_ptr<Emulator> e(new Emulator);
+  e->pool_ = std::move(pool);
+  return e;
+}
+
+Emulator::~Emulator() { Stop(); }
+
+void Emulator::Mkdir(const NotificationRef& ref, const MkdirArgs& args, bool respond, ActionDone done) {
+  ActionResult early;
+  NsHelperJob job = MakeJob(ref, nshelper::kOpMkdir, respond, done, &early);
+  if (job.notify_fd < 0) return done(early);
+  if (args.path.size() > nshelper::kMaxString) {
+    close(job.notify_fd);
+    return done(Result(ActionOutcome::kDone, ENAMETOOLONG, "resolve", NowNs()));
+  }
+  job.header.dirfd = args.dirfd;
+  job.header.mode = args.mode;
+  job.strings[0] = args.path;
+  pool_->Submit(std::move(job));
+}
+
+void Emulator::Mount(const NotificationRef& ref, const MountArgs& args, bool respond, ActionDone done) {
+  ActionResult early;
+  NsHelperJob job = MakeJob(ref, nshelper::kOpMount, respond, done, &early);
+  if (job.notify_fd < 0) return done(early);
+  const std::string* s[4] = {&args.source, &args.target, &args.fstype, &args.data};
+  for (int i = 0; i < 4; ++i) {
+    if (s[i]->size() > nshelper::kMaxString) {
+      close(job.notify_fd);
+      return done(Result(ActionOutcome::kDone, i == 3 ? EINVAL : ENAMETOOLONG, "resolve", NowNs()));
+    }
+    job.strings[i] = *s[i];
+  }
+  job.header.mount_flags = args.flags;
+  if (args.require_cap_sys_admin) job.header.flags |= nshelper::kRequireCapSysAdmin;
+  pool_->Submit(std::move(job));
+}
+
+void Emulator::Forget(uint64_t owner) { pool_->Forget(owner); }
+
+void Emulator::Stop() {
+  if (pool_) pool_->Stop();
+}
+
+EmulatorStats Emulator::Stats() const {
+  NsHelperPoolStats p = pool_->Stats();
+  EmulatorStats s;
+  s.helpers = p.helpers;
+  s.spawned = p.spawned;
+  s.died = p.died;
+  s.timed_out = p.timed_out;
+  s.in_flight = p.in_flight;
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// kill-container
+
+ActionResult KillContainer(const NotificationRef& ref, const KillArgs& args) {
+  const uint64_t start = NowNs();
+  const int sig = args.signal > 0 ? args.signal : SIGKILL;
+  if (ref.notify_fd < 0 || ref.pid <= 0) return Result(ActionOutcome::kFailed, EINVAL, "bad-request", start);
+  int pidfd = args.init_pidfd;
+  Fd owned;
+  if (pidfd < 0) {
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/ns/pid", int(ref.pid));
+    Fd pidns(open(path, O_RDONLY | O_CLOEXEC));
+    if (pidns.get() < 0) return Result(ActionOutcome::kStale, ESRCH, "target-gone", start);
+    pid_t init;
+    if (!SameNs(ref.pid, getpid(), "pid")) {
+      // pid 1 of the target's pid namespace: it cannot change while the target lives there.
+      init = pid_t(ioctl(pidns.get(), NS_GET_PID_FROM_PIDNS, 1));
+      if (init <= 0) return Result(ActionOutcome::kStale, ESRCH, "target-gone", start);
+    } else {
+      // No pid namespace of its own: the engine's init pid, which must be in the target's mount
+      // namespace (a container's processes share one) and is never the host's init or ourselves.
+      init = args.init_pid;
+      if (init <= 1 || init == getpid() || !SameNs(init, ref.pid, "mnt") || SameNs(init, getpid(), "mnt")) {
+        return Result(ActionOutcome::kRefused, EPERM, "no-container-init", start);
+      }
+    }
+    owned.Reset(int(syscall(SYS_pidfd_open, init, 0)));
+    pidfd = owned.get();
+    if (pidfd < 0) return Result(ActionOutcome::kStale, ESRCH, "target-gone", start);
+    // The checks above read /proc/<init>: the process they saw is the pidfd's only if it was still
+    // alive after them (a pid is not reused while its process lives).
+    if (syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0) != 0) {
+      return Result(ActionOutcome::kStale, ESRCH, "target-gone", start);
+    }
+  }
+  if (!StillPending(ref)) return Result(ActionOutcome::kStale, ENOENT, "stale", start);
+  if (syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0) != 0) {
+    return Result(ActionOutcome::kDone, errno, "kill", start);
+  }
+  return Result(ActionOutcome::kDone, 0, "done", start);
+}
+
+// ---------------------------------------------------------------------------------------------
+// freeze / thaw
+
+ActionResult FreezeContainer(const NotificationRef& ref) {
+  const uint64_t start = NowNs();
+  if (ref.notify_fd < 0 || ref.pid <= 0) return Result(ActionOutcome::kFailed, EINVAL, "bad-request", start);
+  std::string cgroups = ReadProc(ref.pid, "cgroup");
+  if (cgroups.empty()) return Result(ActionOutcome::kStale, ESRCH, "target-gone", start);
+  if (!StillPending(ref)) return Result(ActionOutcome::kStale, ENOENT, "stale", start);
+  FreezeTarget t = ChooseFreezer(cgroups);
+  if (t.file.empty()) return Result(ActionOutcome::kRefused, EPERM, "no-cgroup", start, t.refusal);
+  int err = WriteValue(t.file, t.freeze_value);
+  return Result(err ? ActionOutcome::kFailed : ActionOutcome::kDone, err, err ? "write" : "done", start, t.file);
+}
+
+ActionResult ThawContainer(pid_t pid) {
+  const uint64_t start = NowNs();
+  std::string cgroups = pid > 0 ? ReadProc(pid, "cgroup") : std::string();
+  if (cgroups.empty()) return Result(ActionOutcome::kStale, ESRCH, "target-gone", start);
+  FreezeTarget t = ChooseFreezer(cgroups);
+  if (t.file.empty()) return Result(ActionOutcome::kRefused, EPERM, "no-cgroup", start, t.refusal);
+  int err = WriteValue(t.file, t.thaw_value);
+  return Result(err ? ActionOutcome::kFailed : ActionOutcome::kDone, err, err ? "write" : "done", start, t.file);
+}
+
+}  // namespace seccompagent

@@ -1,0 +1,119 @@
+// The emulated actions the data plane performs for the control plane: mkdir/mkdirat and mount
+// inside a target's mount namespace, root and cwd (through the helper processes of
+// nshelper_pool.hpp), kill-container through a pidfd, freeze and thaw of the container's cgroup.
+// Pure C++ (no N-API): the engine calls this directly with the notify fd it owns; the JS binding
+// (emulator_binding.cpp) is a thin shell over it for tests and tools. See docs/emulation.md.
+#pragma once
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace seccompagent {
+
+class NsHelperPool;
+
+// The notification an action is for. notify_fd is borrowed for the duration of the call: what the
+// emulator keeps, it dups. Every action re-checks NOTIF_ID_VALID after opening the target's /proc
+// files and before acting, so a stale id or a reused pid gets kStale and nothing is done.
+struct NotificationRef {
+  int notify_fd = -1;
+  uint64_t id = 0;
+  pid_t pid = 0;       // the notifying task, as NOTIF_RECV reported it
+  uint64_t owner = 0;  // the engine's container handle; Forget(owner) releases its helper
+};
+
+struct MkdirArgs {
+  int dirfd = AT_FDCWD;  // mkdirat: the target's own fd number (args[0]); mkdir: AT_FDCWD
+  std::string path;      // as the target would pass it (the control plane may have rewritten it)
+  uint32_t mode = 0777;  // before the target's umask
+};
+
+struct MountArgs {
+  std::string source, target, fstype, data;
+  uint64_t flags = 0;  // MS_*; bind, move, remount and propagation changes are refused (EPERM)
+  bool require_cap_sys_admin = false;
+};
+
+struct KillArgs {
+  // The container's init. With its own pid namespace, init is found from the target itself
+  // (pid 1 there) and init_pid is ignored; in the host pid namespace init_pid is required and
+  // must share the target's mount namespace. init_pidfd, when the engine holds one, wins.
+  pid_t init_pid = 0;
+  int init_pidfd = -1;  // borrowed
+  int signal = SIGKILL;
+};
+
+enum class ActionOutcome {
+  kDone,     // acted: err is the result the target's syscall gets (0 or an errno)
+  kStale,    // the notification is no longer pending (or the target is gone): nothing was done
+  kRefused,  // a safety rule refused it (outside the root, host cgroup, capability check): err = EPERM
+  kFailed,   // the emulator could not act (helper spawn, death, timeout, stop): err says why
+};
+
+struct ActionResult {
+  ActionOutcome outcome = ActionOutcome::kFailed;
+  int err = 0;
+  // respond=true only: the helper answered the notification itself with `err`. When false
+  // (kStale, kFailed, or NOTIF_SEND failed) the engine answers it, or knows it is gone.
+  bool answered = false;
+  int send_err = 0;          // NOTIF_SEND's errno when the helper's answer failed (ENOENT: gone)
+  const char* stage = "";    // "done", "stale", "resolve", "outside-root", ... (static string)
+  std::string detail;        // freeze/thaw: the control file written
+  uint64_t latency_ns = 0;   // from the call to the result
+  uint64_t helper_ns = 0;    // time spent inside the helper
+};
+
+using ActionDone = std::function<void(const ActionResult&)>;
+
+struct EmulatorOptions {
+  std::string helper_path;  // build/Release/seccomp-nshelper
+  bool spawn_per_call = false;
+  size_t max_helpers = 64;
+  uint32_t request_timeout_ms = 10000;
+  uint32_t idle_timeout_ms = 60000;
+};
+
+struct EmulatorStats {
+  uint64_t helpers = 0, spawned = 0, died = 0, timed_out = 0, in_flight = 0;
+};
+
+class Emulator {
+ public:
+  // Starts the helper pool's thread (no helper yet: they start on first use). nullptr + *error
+  // when the helper binary is missing.
+  static std::unique_ptr<Emulator> Create(const EmulatorOptions& options, std::string* error);
+  ~Emulator();
+
+  // Any thread. `done` runs exactly once on the emulator's thread (inline with kFailed/ECANCELED
+  // after Stop). respond=true: the helper answers the notification with NOTIF_SEND itself once it
+  // has acted (error = -err), so the target wakes without a hop back; see ActionResult::answered.
+  void Mkdir(const NotificationRef& ref, const MkdirArgs& args, bool respond, ActionDone done);
+  void Mount(const NotificationRef& ref, const MountArgs& args, bool respond, ActionDone done);
+  // Any thread. The container is gone (its notify fd hung up): its helper exits.
+  void Forget(uint64_t owner);
+  // Any thread. Kills the helpers, fails what is queued (ECANCELED), joins. Idempotent.
+  void Stop();
+  EmulatorStats Stats() const;
+
+ private:
+  Emulator() = default;
+  std::unique_ptr<NsHelperPool> pool_;
+};
+
+// Synchronous, any thread, no fork: a few /proc reads, one ioctl, one pidfd call or one write.
+ActionResult KillContainer(const NotificationRef& ref, const KillArgs& args);
+// Freezes the target's cgroup: cgroup v2 `cgroup.freeze` when the target has a non-root v2
+// cgroup, else the v1 freezer's `freezer.state`. Refuses a root cgroup and any cgroup that holds
+// the data plane itself.
+ActionResult FreezeContainer(const NotificationRef& ref);
+// Thaws the cgroup FreezeContainer would pick for `pid` (operators and tests; no notification).
+ActionResult ThawContainer(pid_t pid);
+
+const char* OutcomeName(ActionOutcome outcome);
+
+}  // namespace seccompagent

@@ -1,0 +1,525 @@
+#include "nshelper_pool.hpp"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+namespace seccompagent {
+namespace {
+
+constexpr uint64_t kWakeId = 0;
+constexpr size_t kWindow = 8;  // requests sent ahead to one kept helper (it works serially)
+
+uint64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+int PidfdOpen(pid_t pid) { return int(syscall(SYS_pidfd_open, pid, 0)); }
+
+void CloseFd(int* fd) {
+  if (*fd >= 0) close(*fd);
+  *fd = -1;
+}
+
+// Waits for a helper known to be exiting (killed or its socket closed) and reaps it.
+void Reap(int pidfd, bool block) {
+  siginfo_t info = {};
+  while (waitid(idtype_t(P_PIDFD), id_t(pidfd), &info, WEXITED | (block ? 0 : WNOHANG)) != 0 && errno == EINTR) {
+  }
+}
+
+}  // namespace
+
+NsHelperPool::NsHelperPool(const NsHelperPoolOptions& options) : options_(options) {}
+
+std::unique_ptr<NsHelperPool> NsHelperPool::Start(const NsHelperPoolOptions& options, std::string* error) {
+  std::unique_ptr<NsHelperPool> pool(new NsHelperPool(options));
+  if (!pool->Init(error)) return nullptr;
+  return pool;
+}
+
+bool NsHelperPool::Init(std::string* error) {
+  if (access(options_.helper_path.c_str(), X_OK) != 0) {
+    *error = "helper " + options_.helper_path + " is not executable: " + strerror(errno);
+    return false;
+  }
+  if (options_.max_helpers == 0 || options_.request_timeout_ms == 0) {
+    *error = "max_helpers and request_timeout_ms must be positive";
+    return false;
+  }
+  epoll_ = epoll_create1(EPOLL_CLOEXEC);
+  wake_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  epoll_event ev = {};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kWakeId;
+  if (epoll_ < 0 || wake_ < 0 || epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &ev) != 0) {
+    *error = std::string("epoll/eventfd: ") + strerror(errno);
+    CloseFd(&epoll_);
+    CloseFd(&wake_);
+    return false;
+  }
+  // The thread spawns every helper: their PR_SET_PDEATHSIG follows this thread, which lives until
+  // Stop(), so helpers never outlive the pool.
+  thread_ = std::thread([this] { Run(); });
+  return true;
+}
+
+NsHelperPool::~NsHelperPool() {
+  Stop();
+  CloseFd(&epoll_);
+  CloseFd(&wake_);
+}
+
+void NsHelperPool::Submit(NsHelperJob job) {
+  if (stopped_.load() || stopping_.load()) {
+    if (job.notify_fd >= 0) close(job.notify_fd);
+    if (job.done) job.done(nshelper::Response{}, ECANCELED, 0);
+    return;
+  }
+  Pending p;
+  p.submitted_ns = NowNs();
+  p.job = std::move(job);
+  stat_in_flight_++;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    p.tag = next_tag_++;
+    submitted_.push_back(std::move(p));
+  }
+  uint64_t one = 1;
+  (void)!write(wake_, &one, sizeof(one));
+}
+
+void NsHelperPool::Forget(uint64_t owner) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    forgotten_.push_back(owner);
+  }
+  uint64_t one = 1;
+  (void)!write(wake_, &one, sizeof(one));
+}
+
+void NsHelperPool::Stop() {
+  if (stopped_.exchange(true)) return;
+  stopping_ = true;
+  uint64_t one = 1;
+  (void)!write(wake_, &one, sizeof(one));
+  if (thread_.joinable()) thread_.join();
+}
+
+NsHelperPoolStats NsHelperPool::Stats() const {
+  NsHelperPoolStats s;
+  s.helpers = stat_helpers_;
+  s.spawned = stat_spawned_;
+  s.died = stat_died_;
+  s.timed_out = stat_timed_out_;
+  s.in_flight = stat_in_flight_;
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pool thread.
+
+void NsHelperPool::Run() {
+  epoll_event events[32];
+  while (!stopping_.load()) {
+    int n = epoll_wait(epoll_, events, 32, NextTimeoutMs(NowNs()));
+    if (n < 0 && errno != EINTR) break;  // cannot happen with a valid epoll fd; stop cleanly
+    for (int i = 0; i < n; ++i) {
+      uint64_t data = events[i].data.u64;
+      if (data == kWakeId) {
+        uint64_t count;
+        (void)!read(wake_, &count, sizeof(count));
+        continue;
+      }
+      auto it = helpers_.find(data >> 1);
+      if (it == helpers_.end()) continue;
+      if (data & 1) {
+        OnExit(it->second.get());
+      } else {
+        OnReadable(it->second.get());
+      }
+    }
+    if (stopping_.load()) break;
+    DrainSubmissions();
+    ProcessForgotten();
+    CheckTimers(NowNs());
+  }
+  // Shutdown: every request gets ECANCELED, every helper is killed and reaped.
+  DrainSubmissions();
+  for (auto& entry : helpers_) {
+    Helper* h = entry.second.get();
+    FailAll(h, ECANCELED);
+    syscall(SYS_pidfd_send_signal, h->pidfd, SIGKILL, nullptr, 0);
+    Reap(h->pidfd, true);
+    CloseFd(&h->sock);
+    CloseFd(&h->pidfd);
+  }
+  helpers_.clear();
+  kept_by_key_.clear();
+  stat_helpers_ = 0;
+  while (!waiting_.empty()) {
+    Complete(waiting_.front(), nshelper::Response{}, ECANCELED);
+    waiting_.pop_front();
+  }
+}
+
+void NsHelperPool::DrainSubmissions() {
+  std::vector<Pending> batch;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    batch.swap(submitted_);
+  }
+  for (Pending& p : batch) {
+    if (stopping_.load()) {
+      Complete(p, nshelper::Response{}, ECANCELED);
+    } else {
+      Route(std::move(p));
+    }
+  }
+}
+
+void NsHelperPool::Route(Pending p) {
+  if (!options_.spawn_per_call && p.key == 0) {
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/ns/mnt", int(p.job.header.pid));
+    struct stat st;
+    if (p.job.header.pid <= 0 || stat(path, &st) != 0) {
+      // The target is gone: answer as the helper would have, without spawning one.
+      nshelper::Response r = {};
+      r.magic = nshelper::kMagic;
+      r.version = nshelper::kVersion;
+      r.tag = p.tag;
+      r.stage = nshelper::kStageOpenProc;
+      r.err = ESRCH;
+      Complete(p, r, 0);
+      return;
+    }
+    p.key = uint64_t(st.st_ino);
+  }
+  Helper* helper = nullptr;
+  if (!options_.spawn_per_call) {
+    auto it = kept_by_key_.find(p.key);
+    if (it != kept_by_key_.end()) helper = it->second;
+  }
+  if (!helper) {
+    size_t live = 0;
+    Helper* idlest = nullptr;
+    for (auto& entry : helpers_) {
+      Helper* h = entry.second.get();
+      if (options_.spawn_per_call || !h->retiring) ++live;
+      if (!h->retiring && h->in_flight.empty() && h->backlog.empty() &&
+          (!idlest || h->last_used_ns < idlest->last_used_ns)) {
+        idlest = h;
+      }
+    }
+    if (live >= options_.max_helpers) {
+      if (options_.spawn_per_call || !idlest) {
+        waiting_.push_back(std::move(p));
+        return;
+      }
+      Retire(idlest, false);  // the least recently used idle helper makes room
+    }
+    int err = 0;
+    helper = Spawn(options_.spawn_per_call ? 0 : p.key, &err);
+    if (!helper) {
+      Complete(p, nshelper::Response{}, err);
+      return;
+    }
+  }
+  if (p.job.owner) {
+    helper->owners.insert(p.job.owner);
+  }
+  helper->backlog.push_back(std::move(p));
+  Pump(helper);
+}
+
+NsHelperPool::Helper* NsHelperPool::Spawn(uint64_t key, int* err) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    *err = errno;
+    return nullptr;
+  }
+  int flags = fcntl(sv[0], F_GETFL);
+  if (flags < 0 || fcntl(sv[0], F_SETFL, flags | O_NONBLOCK) != 0) {
+    *err = errno;
+    close(sv[0]);
+    close(sv[1]);
+    return nullptr;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawnattr_init(&attr);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, sv[1], nshelper::kSocketFd);
+  posix_spawn_file_actions_addclosefrom_np(&actions, nshelper::kSocketFd + 1);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  const char* once = options_.spawn_per_call ? "--once" : nullptr;
+  char* argv[] = {const_cast<char*>(options_.helper_path.c_str()), const_cast<char*>(once), nullptr};
+  char* envp[] = {nullptr};
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, options_.helper_path.c_str(), &actions, &attr, argv, envp);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  close(sv[1]);
+  if (rc != 0) {
+    *err = rc;
+    close(sv[0]);
+    return nullptr;
+  }
+  int pidfd = PidfdOpen(pid);
+  if (pidfd < 0) {
+    // Our own unreaped child: its pid cannot have been reused, so a bare kill is safe here.
+    *err = errno;
+    kill(pid, SIGKILL);
+    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    close(sv[0]);
+    return nullptr;
+  }
+  std::unique_ptr<Helper> h(new Helper);
+  h->id = next_helper_id_++;
+  h->key = key;
+  h->pid = pid;
+  h->pidfd = pidfd;
+  h->sock = sv[0];
+  h->last_used_ns = NowNs();
+  epoll_event ev = {};
+  ev.events = EPOLLIN;
+  ev.data.u64 = h->id << 1;
+  epoll_event pev = {};
+  pev.events = EPOLLIN;
+  pev.data.u64 = (h->id << 1) | 1;
+  if (epoll_ctl(epoll_, EPOLL_CTL_ADD, h->sock, &ev) != 0 || epoll_ctl(epoll_, EPOLL_CTL_ADD, h->pidfd, &pev) != 0) {
+    *err = errno;
+    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
+    Reap(pidfd, true);
+    close(pidfd);
+    close(sv[0]);
+    return nullptr;
+  }
+  stat_spawned_++;
+  stat_helpers_++;
+  Helper* raw = h.get();
+  if (!options_.spawn_per_call) kept_by_key_[key] = raw;
+  helpers_[raw->id] = std::move(h);
+  return raw;
+}
+
+void NsHelperPool::Pump(Helper* h) {
+  size_t window = options_.spawn_per_call ? 1 : kWindow;
+  while (!h->backlog.empty() && h->in_flight.size() < window && h->sock >= 0) {
+    Pending& p = h->backlog.front();
+    nshelper::Request header = p.job.header;
+    header.magic = nshelper::kMagic;
+    header.version = nshelper::kVersion;
+    header.tag = p.tag;
+    for (int i = 0; i < 4; ++i) header.len[i] = uint32_t(p.job.strings[i].size());
+    std::string message(reinterpret_cast<const char*>(&header), sizeof(header));
+    for (int i = 0; i < 4; ++i) message.append(p.job.strings[i]);
+
+    iovec iov = {&message[0], message.size()};
+    msghdr msg = {};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    if (p.job.notify_fd >= 0) {
+      msg.msg_control = control;
+      msg.msg_controllen = sizeof(control);
+      cmsghdr* c = CMSG_FIRSTHDR(&msg);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN(sizeof(int));
+      memcpy(CMSG_DATA(c), &p.job.notify_fd, sizeof(int));
+    }
+    ssize_t w;
+    do {
+      w = sendmsg(h->sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    } while (w < 0 && errno == EINTR);
+    if (w < 0) return;  // EAGAIN: next answer pumps again; EPIPE: the pidfd reports the exit
+    CloseFd(&p.job.notify_fd);
+    p.sent_ns = NowNs();
+    h->last_used_ns = p.sent_ns;
+    h->in_flight.push_back(std::move(p));
+    h->backlog.pop_front();
+  }
+}
+
+void NsHelperPool::OnReadable(Helper* h) {
+  if (h->sock < 0) return;
+  for (;;) {
+    nshelper::Response r;
+    ssize_t n = recv(h->sock, &r, sizeof(r), MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) break;
+    if (n <= 0) {
+      // EOF or error: the helper is exiting; its pidfd completes the story.
+      epoll_ctl(epoll_, EPOLL_CTL_DEL, h->sock, nullptr);
+      break;
+    }
+    if (n != ssize_t(sizeof(r)) || r.magic != nshelper::kMagic || h->in_flight.empty() ||
+        r.tag != h->in_flight.front().tag) {
+      FailAll(h, EPROTO);
+      Retire(h, true);
+      return;
+    }
+    Complete(h->in_flight.front(), r, 0);
+    h->in_flight.pop_front();
+    h->last_used_ns = NowNs();
+  }
+  Pump(h);
+  // A retired helper that has given its last answer gets EOF and exits.
+  if (h->retiring && h->in_flight.empty() && h->backlog.empty()) CloseFd(&h->sock);
+}
+
+void NsHelperPool::OnExit(Helper* h) {
+  Reap(h->pidfd, false);
+  bool expected = h->retiring || (options_.spawn_per_call && h->in_flight.empty() && h->backlog.empty());
+  if (!expected) stat_died_++;
+  // Answers already queued in the socket still count: read them before failing the rest.
+  if (h->sock >= 0) {
+    nshelper::Response r;
+    while (!h->in_flight.empty() && recv(h->sock, &r, sizeof(r), MSG_DONTWAIT) == ssize_t(sizeof(r)) &&
+           r.magic == nshelper::kMagic && r.tag == h->in_flight.front().tag) {
+      Complete(h->in_flight.front(), r, 0);
+      h->in_flight.pop_front();
+    }
+  }
+  FailAll(h, EIO);
+  for (Pending& p : h->backlog) waiting_.push_front(std::move(p));
+  h->backlog.clear();
+  auto kept = kept_by_key_.find(h->key);
+  if (kept != kept_by_key_.end() && kept->second == h) kept_by_key_.erase(kept);
+  CloseFd(&h->sock);
+  CloseFd(&h->pidfd);
+  stat_helpers_--;
+  helpers_.erase(h->id);
+  RetryWaiting();
+}
+
+void NsHelperPool::Retire(Helper* h, bool kill) {
+  if (!h->retiring) {
+    h->retiring = true;
+    auto kept = kept_by_key_.find(h->key);
+    if (kept != kept_by_key_.end() && kept->second == h) kept_by_key_.erase(kept);
+  }
+  if (kill) {
+    syscall(SYS_pidfd_send_signal, h->pidfd, SIGKILL, nullptr, 0);
+  } else if (h->in_flight.empty() && h->sock >= 0) {
+    CloseFd(&h->sock);  // EOF: the helper exits by itself
+  }
+  for (Pending& p : h->backlog) waiting_.push_front(std::move(p));
+  h->backlog.clear();
+}
+
+void NsHelperPool::FailAll(Helper* h, int err) {
+  while (!h->in_flight.empty()) {
+    Complete(h->in_flight.front(), nshelper::Response{}, err);
+    h->in_flight.pop_front();
+  }
+}
+
+void NsHelperPool::Complete(Pending& p, const nshelper::Response& response, int internal_err) {
+  CloseFd(&p.job.notify_fd);
+  stat_in_flight_--;
+  if (p.job.done) p.job.done(response, internal_err, NowNs() - p.submitted_ns);
+  p.job.done = nullptr;
+}
+
+void NsHelperPool::CheckTimers(uint64_t now) {
+  const uint64_t timeout = uint64_t(options_.request_timeout_ms) * 1000000ull;
+  const uint64_t idle = uint64_t(options_.idle_timeout_ms) * 1000000ull;
+  std::vector<Helper*> stuck, idle_helpers;
+  for (auto& entry : helpers_) {
+    Helper* h = entry.second.get();
+    if (!h->in_flight.empty() && now - h->in_flight.front().sent_ns > timeout) {
+      stuck.push_back(h);
+    } else if (!h->retiring && h->in_flight.empty() && h->backlog.empty() && now - h->last_used_ns > idle) {
+      idle_helpers.push_back(h);
+    }
+  }
+  for (Helper* h : stuck) {
+    if (!h->retiring) stat_timed_out_++;
+    FailAll(h, ETIMEDOUT);
+    Retire(h, true);
+  }
+  for (Helper* h : idle_helpers) Retire(h, false);
+  while (!waiting_.empty() && now - waiting_.front().submitted_ns > timeout) {
+    Complete(waiting_.front(), nshelper::Response{}, ETIMEDOUT);
+    waiting_.pop_front();
+  }
+  if (!stuck.empty() || !idle_helpers.empty()) RetryWaiting();
+}
+
+void NsHelperPool::ProcessForgotten() {
+  std::vector<uint64_t> owners;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    owners.swap(forgotten_);
+  }
+  if (owners.empty()) return;
+  std::vector<Helper*> done;
+  for (auto& entry : helpers_) {
+    Helper* h = entry.second.get();
+    bool had = false;
+    for (uint64_t o : owners) had |= h->owners.erase(o) > 0;
+    if (had && h->owners.empty() && !h->retiring) done.push_back(h);
+  }
+  // A helper still answering is retired too: its socket closes once its last answer is in.
+  for (Helper* h : done) Retire(h, false);
+  RetryWaiting();
+}
+
+void NsHelperPool::RetryWaiting() {
+  std::deque<Pending> again;
+  again.swap(waiting_);
+  while (!again.empty()) {
+    Pending p = std::move(again.front());
+    again.pop_front();
+    Route(std::move(p));
+  }
+}
+
+int NsHelperPool::NextTimeoutMs(uint64_t now) const {
+  if (helpers_.empty() && waiting_.empty()) return -1;
+  uint64_t next = UINT64_MAX;
+  const uint64_t timeout = uint64_t(options_.request_timeout_ms) * 1000000ull;
+  const uint64_t idle = uint64_t(options_.idle_timeout_ms) * 1000000ull;
+  for (auto& entry : helpers_) {
+    const Helper* h = entry.second.get();
+    if (!h->in_flight.empty()) {
+      next = std::min(next, h->in_flight.front().sent_ns + timeout);
+    } else if (!h->retiring) {
+      next = std::min(next, h->last_used_ns + idle);
+    }
+  }
+  if (!waiting_.empty()) next = std::min(next, waiting_.front().submitted_ns + timeout);
+  if (next == UINT64_MAX) return 1000;
+  if (next <= now) return 0;
+  uint64_t ms = (next - now) / 1000000ull + 1;
+  return int(std::min<uint64_t>(ms, 60000));
+}
+
+}  // namespace seccompagent

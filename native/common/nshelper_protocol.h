@@ -1,0 +1,84 @@
+// Wire protocol between the data plane (native/addon/nshelper_pool.cpp) and its helper process
+// (native/tools/nshelper.cpp). One SOCK_SEQPACKET message per request and per response, so a
+// message is never split or merged; fixed little-endian structs, both ends built from this header
+// in one build, so no field is ever reinterpreted across versions (the version is still checked).
+//
+// A request carries the container's seccomp notify fd as SCM_RIGHTS: the helper itself re-checks
+// SECCOMP_IOCTL_NOTIF_ID_VALID after it has opened /proc/<pid>/... and before it acts, and, when
+// asked, answers the notification itself (SECCOMP_IOCTL_NOTIF_SEND) so the target wakes without a
+// hop back through the data plane.
+#pragma once
+#include <stdint.h>
+
+namespace nshelper {
+
+constexpr uint32_t kMagic = 0x3148534e;  // "NSH1"
+constexpr uint16_t kVersion = 1;
+
+// The helper is started with its end of the socketpair as this fd.
+constexpr int kSocketFd = 3;
+
+// Longest string the helper accepts in one field (PATH_MAX and one page of mount data).
+constexpr uint32_t kMaxString = 4096;
+
+enum Op : uint16_t {
+  kOpPing = 1,   // answers with err 0; used to check a helper is alive
+  kOpMkdir = 2,  // mkdir/mkdirat: strings[0] = path
+  kOpMount = 3,  // mount: strings[0] = source, [1] = target, [2] = fstype, [3] = data
+};
+
+enum RequestFlags : uint32_t {
+  // Answer the notification with NOTIF_SEND (error = -err) after acting.
+  kRespond = 1u << 0,
+  // Mount only: refuse with EPERM unless the target has CAP_SYS_ADMIN in a user namespace
+  // created by root that owns its mount namespace.
+  kRequireCapSysAdmin = 1u << 1,
+};
+
+// Why a request ended, for logs and metrics; `err` carries the errno.
+enum Stage : uint16_t {
+  kStageDone = 0,      // acted; err is the syscall's own result (0 or its errno)
+  kStageBadRequest,    // malformed request (EINVAL)
+  kStageOpenProc,      // /proc/<pid>/... could not be opened: the target is gone (ESRCH)
+  kStageStale,         // NOTIF_ID_VALID said the notification is no longer pending: nothing done
+  kStageCredentials,   // reading or taking the target's credentials failed
+  kStageOutsideRoot,   // the cwd or dirfd lies outside the target's root: refused (EPERM)
+  kStageResolve,       // resolving the parent directory inside the root failed (its errno)
+  kStagePermission,    // the CAP_SYS_ADMIN check refused (EPERM)
+  kStageNamespace,     // entering the target's namespaces for a mount failed
+  kStageInternal,      // fork, wait, or another helper-side failure
+};
+
+struct Request {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t op;
+  uint64_t tag;       // echoed in the response
+  uint64_t notif_id;  // seccomp notification id to validate (and answer)
+  int32_t pid;        // the notifying task, in the helper's (host) pid namespace
+  uint32_t flags;     // RequestFlags
+  int32_t dirfd;      // mkdir: AT_FDCWD (-100) or the target's own fd number (mkdirat)
+  uint32_t mode;      // mkdir: mode before the target's umask
+  uint64_t mount_flags;  // mount: MS_* as the target passed them
+  uint32_t len[4];       // byte length of each string (no NUL), packed after this struct
+};
+
+enum ResponseFlags : uint32_t {
+  kAnswered = 1u << 0,  // NOTIF_SEND succeeded: the target has its result
+};
+
+struct Response {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t stage;  // Stage
+  uint64_t tag;
+  int32_t err;       // 0 or a positive errno: what the target's syscall returns
+  uint32_t flags;    // ResponseFlags
+  int32_t send_err;  // errno of NOTIF_SEND when kRespond was asked and it failed (ENOENT: gone)
+  uint32_t reserved;
+  uint64_t helper_ns;  // time spent in the helper from receipt to answer
+};
+
+constexpr uint32_t kMaxRequestBytes = sizeof(Request) + 4 * kMaxString;
+
+}  // namespace nshelper
