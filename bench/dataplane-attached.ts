@@ -1,0 +1,44 @@
+// Scenario (c): every notification makes the whole trip: native side, JS, gRPC to a control
+// plane in another process (continue-control-plane.ts), its decision back, NOTIF_SEND.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Child, Children } from './children';
+import { startDataPlane } from './dataplane-process';
+import { runScenario } from './scenario-process';
+import { checkTools, runWorkload, TOOLS, workloadMetrics } from './tools';
+
+async function startControlPlane(children: Children, grpcSocket: string): Promise<Child> {
+  const child = children.start('continue control plane', process.execPath, [TOOLS.continueControlPlane, '--grpc-socket', grpcSocket]);
+  const deadline = Date.now() + 15_000;
+  while (!child.stdout().includes('"attached"')) {
+    if (!child.alive() || Date.now() > deadline) {
+      throw new Error(`the continue control plane did not attach: ${child.stderr().trim() || 'no output'}`);
+    }
+    await sleep(10);
+  }
+  return child;
+}
+
+runScenario(async ({ params, dir, children }) => {
+  checkTools(['seccompRun', 'workload', 'dataplaneMain', 'continueControlPlane']);
+  const dataplane = await startDataPlane(children, dir);
+  try {
+    const controlPlane = await startControlPlane(children, dataplane.grpcSocket);
+    const result = await runWorkload(children, {
+      listenerSocket: dataplane.listenerSocket, threads: params.threads, seconds: params.seconds,
+      warmupMs: params.warmupMs, syscall: params.syscall, workDir: dir, id: 'bench-attached',
+    });
+    const { counters } = await dataplane.status();
+    const byControlPlane = Number(counters?.answeredControlPlane ?? 0n);
+    const byDefault = Number((counters?.answeredDefaultDeadline ?? 0n) + (counters?.answeredDefaultDetached ?? 0n)
+      + (counters?.answeredDefaultNoControlPlane ?? 0n));
+    const rss = dataplane.rssMiB();
+    await children.stop(controlPlane);
+    if (byControlPlane < result.calls) {
+      throw new Error(`the data plane counts ${byControlPlane} control-plane answers for ${result.calls} measured calls (${byDefault} by default)`);
+    }
+    // One decision per intercepted call: the workload's rate is the decision rate.
+    return { ...workloadMetrics(result), decisionsPerSec: result.callsPerSec, defaultAnswers: byDefault, rssMiB: rss };
+  } finally {
+    dataplane.close();
+  }
+});

@@ -1,0 +1,61 @@
+// The data plane as the bench runs it: a real `node dist/dataplane/main.js` child process on
+// sockets in the scenario's temp dir, with a gRPC client for its status.
+import * as grpc from '@grpc/grpc-js';
+import * as path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DataPlaneClient, type GetStatusResponse } from '../proto/gen/seccompagent/v1/dataplane';
+import type { Child, Children } from './children';
+import { isListening, rssMiB, TOOLS } from './tools';
+
+export interface DataPlaneProcess {
+  child: Child;
+  listenerSocket: string;
+  grpcSocket: string;
+  client: DataPlaneClient;
+  status(): Promise<GetStatusResponse>;
+  rssMiB(): number;
+  close(): void;
+}
+
+export async function startDataPlane(children: Children, dir: string): Promise<DataPlaneProcess> {
+  const listenerSocket = path.join(dir, 'listener.sock');
+  const grpcSocket = path.join(dir, 'dataplane.sock');
+  const child = children.start('data plane', process.execPath, [
+    TOOLS.dataplaneMain, '--listener-socket', listenerSocket, '--grpc-socket', grpcSocket, '--log-level', 'warn',
+  ], { logFile: path.join(dir, 'dataplane.log') });
+  const client = new DataPlaneClient(`unix://${grpcSocket}`, grpc.credentials.createInsecure());
+  const status = () =>
+    new Promise<GetStatusResponse>((resolve, reject) => {
+      client.getStatus({}, new grpc.Metadata(), { deadline: Date.now() + 5000 }, (err, response) => (err ? reject(err) : resolve(response)));
+    });
+  const dataplane: DataPlaneProcess = {
+    child, listenerSocket, grpcSocket, client, status,
+    rssMiB: () => rssMiB(child.pid),
+    close: () => client.close(),
+  };
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (!child.alive()) throw new Error(`the data plane exited at start: ${child.stderr().trim()}`);
+    if (Date.now() > deadline) throw new Error(`the data plane was not ready within 20 s: ${child.stderr().trim()}`);
+    if (isListening(listenerSocket) && isListening(grpcSocket)) {
+      try {
+        await status();
+        return dataplane;
+      } catch {
+        // not serving yet
+      }
+    }
+    await sleep(20);
+  }
+}
+
+/** Waits until the data plane serves at least `count` containers (notify fds). */
+export async function waitForContainers(dataplane: DataPlaneProcess, count: number, timeoutMs: number): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { containers } = await dataplane.status();
+    if (containers >= count) return containers;
+    if (Date.now() > deadline) throw new Error(`the data plane serves ${containers} containers after ${timeoutMs} ms, expected ${count}`);
+    await sleep(50);
+  }
+}

@@ -1,0 +1,89 @@
+// Turns the medians of a bench run into the printed tables: one per scenario, ratios to the
+// reference measured in the same run beside the figures, PASS/FAIL beside each target.
+import type { Machine } from './machine';
+import { machineLine } from './machine';
+import type { ScenarioParams, Metrics } from './scenario-process';
+import type { Scenario } from './scenarios';
+import type { TargetResult } from './targets';
+
+export interface RowResult {
+  variant: string;
+  params: ScenarioParams;
+  runs: Metrics[];
+  errors: string[];
+  median: Metrics;
+  ratios: Record<string, number>;
+  targets: TargetResult[];
+}
+
+export interface ScenarioResult {
+  id: string;
+  title: string;
+  about: string;
+  reference: string | null;
+  rows: RowResult[];
+}
+
+export interface BenchReport {
+  machine: Machine;
+  runs: number;
+  quick: boolean;
+  seconds: number;
+  scenarios: ScenarioResult[];
+  targets: TargetResult[];
+}
+
+function formatNumber(value: number | undefined, digits: number): string {
+  if (value === undefined) return '-';
+  return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+}
+
+function renderTable(header: string[], rows: string[][]): string[] {
+  const widths = header.map((title, i) => Math.max(title.length, ...rows.map((row) => (row[i] ?? '').length)));
+  // First column (labels) and the last free-text ones are left-aligned, numbers right-aligned.
+  const line = (cells: string[], numeric: boolean) =>
+    cells.map((cell, i) => (i === 0 || !numeric || /[A-Za-z]{3}/.test(cell) ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  ').trimEnd();
+  return [line(header, false), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map((row) => line(row, true))];
+}
+
+export function renderScenario(scenario: Scenario, result: ScenarioResult, runs: number): string[] {
+  const ratios = scenario.ratios ?? [];
+  const header = ['', ...scenario.columns.map((c) => c.title), ...ratios.map((r) => r.title)];
+  const hasTargets = result.rows.some((row) => row.targets.length > 0);
+  if (hasTargets) header.push('targets');
+  const rows = result.rows.map((row) => {
+    if (row.runs.length === 0) return [row.variant, `error: ${row.errors[0] ?? 'no run'}`];
+    const cells = [
+      row.variant,
+      ...scenario.columns.map((c) => formatNumber(row.median[c.key], c.digits)),
+      ...ratios.map((r) => (row.ratios[r.key] === undefined ? '-' : `${row.ratios[r.key].toFixed(2)}×`)),
+    ];
+    if (hasTargets) cells.push(row.targets.map((t) => t.text).join('; '));
+    return cells;
+  });
+  const lines = [`${result.title}`, `  ${result.about}`, ...renderTable(header, rows).map((l) => `  ${l}`)];
+  for (const row of result.rows) {
+    if (row.errors.length > 0 && row.runs.length > 0) {
+      lines.push(`  ${row.variant}: ${row.errors.length} of ${runs} runs failed: ${row.errors[0]}`);
+    }
+  }
+  return lines;
+}
+
+export function renderReport(report: BenchReport, scenarios: Scenario[]): string {
+  const lines = [
+    machineLine(report.machine),
+    `median of ${report.runs} run${report.runs === 1 ? '' : 's'} per row, ${report.seconds} s measured per run, each run a fresh process${report.quick ? ' (--quick: a smoke check, not a measurement)' : ''}`,
+    '',
+  ];
+  for (const result of report.scenarios) {
+    const scenario = scenarios.find((s) => s.id === result.id);
+    if (scenario) lines.push(...renderScenario(scenario, result, report.runs), '');
+  }
+  if (report.targets.length > 0) {
+    const passed = report.targets.filter((t) => t.pass).length;
+    lines.push(`targets: ${passed} PASS, ${report.targets.length - passed} FAIL`);
+    for (const t of report.targets) lines.push(`  ${t.pass ? 'PASS' : 'FAIL'}  ${t.scenario} / ${t.variant}: ${t.text}`);
+  }
+  return lines.join('\n');
+}

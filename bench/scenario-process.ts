@@ -1,0 +1,53 @@
+// What every scenario file shares when it runs as its own process: parameters from argv, a
+// temp dir for its sockets, the set of children it must kill, and one JSON result line on stdout.
+//   node dist/bench/<scenario>.js '{"threads":8,"seconds":2,"warmupMs":300,"syscall":"getppid"}'
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { Children } from './children';
+import type { BenchSyscall } from './tools';
+
+export interface ScenarioParams {
+  threads: number;
+  seconds: number;
+  warmupMs: number;
+  syscall: BenchSyscall;
+  /** Live idle containers beside the measured one (containers scenario). */
+  containers: number;
+  /** Temp dir for sockets and logs; made (and removed) by the scenario when absent. */
+  dir?: string;
+}
+
+/** A scenario's figures: flat numbers, so run.ts can take medians of each. */
+export type Metrics = Record<string, number>;
+
+export interface ScenarioContext {
+  params: ScenarioParams;
+  dir: string;
+  children: Children;
+}
+
+const DEFAULTS: ScenarioParams = { threads: 1, seconds: 2, warmupMs: 300, syscall: 'getppid', containers: 1000 };
+
+/** Runs `body` as this process's scenario: prints {"metrics":…} or {"error":…}, exits 0 or 1. */
+export function runScenario(body: (context: ScenarioContext) => Promise<Metrics>): void {
+  const params: ScenarioParams = { ...DEFAULTS, ...(process.argv[2] ? (JSON.parse(process.argv[2]) as Partial<ScenarioParams>) : {}) };
+  const ownDir = params.dir === undefined;
+  const dir = params.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'seccomp-bench-'));
+  fs.mkdirSync(dir, { recursive: true });
+  const children = new Children();
+  void (async () => {
+    let exitCode = 0;
+    try {
+      const metrics = await body({ params, dir, children });
+      process.stdout.write(`${JSON.stringify({ metrics })}\n`);
+    } catch (err) {
+      process.stdout.write(`${JSON.stringify({ error: (err as Error).message })}\n`);
+      exitCode = 1;
+    } finally {
+      await children.stopAll();
+      if (ownDir) fs.rmSync(dir, { recursive: true, force: true });
+    }
+    process.exit(exitCode);
+  })();
+}

@@ -1,0 +1,110 @@
+// The list of scenarios `npm run bench` runs, in order. To add one: write bench/<name>.ts with
+// runScenario() (it prints flat metrics), then add an entry here and, if it has one, its target
+// in targets.ts. Each run of each variant is a fresh process, interleaved with the others.
+import type { ScenarioParams } from './scenario-process';
+
+export interface Column {
+  /** Metric key the scenario prints. */
+  key: string;
+  title: string;
+  digits: number;
+}
+
+export interface Variant {
+  /** Row label; also how a variant finds its reference row in the reference scenario. */
+  label: string;
+  params: Partial<ScenarioParams>;
+}
+
+export interface Ratio {
+  /** Metric divided by the same metric of the reference scenario's row of the same label. */
+  key: string;
+  title: string;
+}
+
+export interface Scenario {
+  id: string;
+  title: string;
+  /** One line saying what is measured. */
+  about: string;
+  /** Compiled file: dist/bench/<script>.js. */
+  script: string;
+  variants: Variant[];
+  columns: Column[];
+  /** Id of the scenario this one is compared with, row by row. */
+  reference?: string;
+  ratios?: Ratio[];
+  /** Extra time a run may take beyond its measured seconds (start-up, many processes). */
+  slackSeconds?: number;
+}
+
+/** The per-syscall rows: the notify round trip (getppid) and the path-string one (mkdir). */
+const WORKLOAD_VARIANTS: Variant[] = [
+  { label: 'getppid, 1 thread', params: { threads: 1, syscall: 'getppid' } },
+  { label: 'getppid, 8 threads', params: { threads: 8, syscall: 'getppid' } },
+  { label: 'mkdir, 1 thread', params: { threads: 1, syscall: 'mkdir' } },
+];
+
+const LATENCY_COLUMNS: Column[] = [
+  { key: 'p50Us', title: 'p50 µs', digits: 1 },
+  { key: 'p90Us', title: 'p90 µs', digits: 1 },
+  { key: 'p99Us', title: 'p99 µs', digits: 1 },
+  { key: 'maxUs', title: 'max µs', digits: 0 },
+];
+
+const LATENCY_RATIOS: Ratio[] = [
+  { key: 'p50Us', title: 'p50 ×(a)' },
+  { key: 'p99Us', title: 'p99 ×(a)' },
+  { key: 'callsPerSec', title: 'rate ×(a)' },
+];
+
+export const SCENARIOS: Scenario[] = [
+  {
+    id: 'reference',
+    title: '(a) bare C responder (reference)',
+    about: 'seccomp-bench-responder: one thread, epoll + NOTIF_RECV + NOTIF_SEND(CONTINUE), SYNC_WAKE_UP on',
+    script: 'reference',
+    variants: WORKLOAD_VARIANTS,
+    columns: [{ key: 'callsPerSec', title: 'calls/s', digits: 0 }, ...LATENCY_COLUMNS],
+  },
+  {
+    id: 'dataplane-default',
+    title: '(b) data plane, default path (no control plane)',
+    about: 'seccomp-dataplane answers continue natively on its epoll thread; JS hears of it afterwards',
+    script: 'dataplane-default',
+    variants: WORKLOAD_VARIANTS,
+    columns: [{ key: 'callsPerSec', title: 'calls/s', digits: 0 }, ...LATENCY_COLUMNS, { key: 'rssMiB', title: 'RSS MiB', digits: 1 }],
+    reference: 'reference',
+    ratios: LATENCY_RATIOS,
+  },
+  {
+    id: 'dataplane-attached',
+    title: '(c) data plane + minimal control plane (continue over Attach)',
+    about: 'every notification goes native -> JS -> gRPC -> bench/continue-control-plane.ts -> decision -> NOTIF_SEND',
+    script: 'dataplane-attached',
+    variants: WORKLOAD_VARIANTS,
+    columns: [
+      { key: 'decisionsPerSec', title: 'decisions/s', digits: 0 }, ...LATENCY_COLUMNS,
+      { key: 'defaultAnswers', title: 'by default', digits: 0 }, { key: 'rssMiB', title: 'RSS MiB', digits: 1 },
+    ],
+    reference: 'reference',
+    ratios: LATENCY_RATIOS,
+  },
+  {
+    id: 'containers',
+    title: 'data plane with many live containers (default path)',
+    about: 'N idle seccomp-run\'d processes each hold a notify fd; RSS of the data plane and latency of one getppid workload beside 1 and beside N',
+    script: 'containers',
+    variants: [{ label: '1 vs 1,000 containers', params: { threads: 1, syscall: 'getppid', containers: 1000 } }],
+    columns: [
+      { key: 'rss1MiB', title: 'RSS@1 MiB', digits: 1 },
+      { key: 'rssNMiB', title: 'RSS@N MiB', digits: 1 },
+      { key: 'aloneP50Us', title: 'p50@1 µs', digits: 1 },
+      { key: 'besideP50Us', title: 'p50@N µs', digits: 1 },
+      { key: 'aloneP99Us', title: 'p99@1 µs', digits: 1 },
+      { key: 'besideP99Us', title: 'p99@N µs', digits: 1 },
+      { key: 'startSeconds', title: 'N start s', digits: 1 },
+    ],
+    slackSeconds: 240,
+  },
+];

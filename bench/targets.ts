@@ -1,0 +1,74 @@
+// The figures the issues promise, checked against the medians of this run. A target names the
+// scenario row it judges; `value` gets that row's medians and those of its reference row.
+import type { Metrics } from './scenario-process';
+
+export interface Target {
+  scenario: string;
+  variant: string;
+  /** What is compared, as printed: "p50 vs (a)". */
+  name: string;
+  /** How the value is printed: '×' for ratios, else a unit. */
+  unit: string;
+  limit: number;
+  /** true: value <= limit passes; false: value >= limit passes. */
+  atMost: boolean;
+  /** Undefined when a figure it needs is missing. */
+  value(row: Metrics, reference: Metrics | undefined): number | undefined;
+}
+
+export interface TargetResult {
+  scenario: string;
+  variant: string;
+  name: string;
+  value: number | null;
+  limit: number;
+  atMost: boolean;
+  unit: string;
+  pass: boolean;
+  text: string;
+}
+
+const ratio = (key: string) => (row: Metrics, reference: Metrics | undefined) =>
+  reference && row[key] !== undefined && reference[key] ? row[key] / reference[key] : undefined;
+
+const inverseRatio = (key: string) => (row: Metrics, reference: Metrics | undefined) =>
+  reference && row[key] && reference[key] !== undefined ? reference[key] / row[key] : undefined;
+
+export const TARGETS: Target[] = [
+  // Issue 2: (b) <= 1.3x (a) per intercepted syscall. Judged twice: on the median round trip
+  // (p50), and on the mean cost per call (1 / rate), which also counts the work the data plane
+  // does after answering (JS event handling competes with the next call for the CPUs).
+  { scenario: 'dataplane-default', variant: 'getppid, 1 thread', name: 'p50 vs (a)', unit: '×', limit: 1.3, atMost: true, value: ratio('p50Us') },
+  { scenario: 'dataplane-default', variant: 'getppid, 1 thread', name: 'mean per call vs (a)', unit: '×', limit: 1.3, atMost: true, value: inverseRatio('callsPerSec') },
+  { scenario: 'dataplane-default', variant: 'getppid, 8 threads', name: 'p50 vs (a)', unit: '×', limit: 1.3, atMost: true, value: ratio('p50Us') },
+  { scenario: 'dataplane-default', variant: 'getppid, 8 threads', name: 'mean per call vs (a)', unit: '×', limit: 1.3, atMost: true, value: inverseRatio('callsPerSec') },
+  // Issue 2: (c) p50 <= 5x (a), and >= 20,000 decisions/s with 8 threads.
+  { scenario: 'dataplane-attached', variant: 'getppid, 1 thread', name: 'p50 vs (a)', unit: '×', limit: 5, atMost: true, value: ratio('p50Us') },
+  { scenario: 'dataplane-attached', variant: 'getppid, 8 threads', name: 'p50 vs (a)', unit: '×', limit: 5, atMost: true, value: ratio('p50Us') },
+  { scenario: 'dataplane-attached', variant: 'getppid, 8 threads', name: 'decisions/s', unit: '/s', limit: 20_000, atMost: false, value: (row) => row.decisionsPerSec },
+  // Issue 2: latency at 1,000 containers within 1.2x of one; RSS at 1,000 <= 120 MiB.
+  {
+    scenario: 'containers', variant: '1 vs 1,000 containers', name: 'p50@N vs p50@1', unit: '×', limit: 1.2, atMost: true,
+    value: (row) => (row.besideP50Us !== undefined && row.aloneP50Us ? row.besideP50Us / row.aloneP50Us : undefined),
+  },
+  { scenario: 'containers', variant: '1 vs 1,000 containers', name: 'RSS@N', unit: ' MiB', limit: 120, atMost: true, value: (row) => row.rssNMiB },
+];
+
+export function formatTargetValue(value: number, unit: string): string {
+  if (unit === '×') return `${value.toFixed(2)}×`;
+  if (unit === '/s') return `${Math.round(value).toLocaleString('en-US')}/s`;
+  return `${value.toFixed(1)}${unit}`;
+}
+
+export function evaluate(target: Target, row: Metrics | undefined, reference: Metrics | undefined): TargetResult {
+  const value = row ? target.value(row, reference) : undefined;
+  const pass = value !== undefined && (target.atMost ? value <= target.limit : value >= target.limit);
+  const bound = `${target.atMost ? '≤' : '≥'} ${formatTargetValue(target.limit, target.unit)}`;
+  const text = value === undefined
+    ? `${target.name} ${bound}: no figure`
+    : `${target.name} ${formatTargetValue(value, target.unit)} ${bound} ${pass ? 'PASS' : 'FAIL'}`;
+  return {
+    scenario: target.scenario, variant: target.variant, name: target.name, value: value ?? null,
+    limit: target.limit, atMost: target.atMost, unit: target.unit, pass, text,
+  };
+}

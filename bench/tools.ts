@@ -1,0 +1,130 @@
+// The native programs the bench drives (built by node-gyp into build/Release) and how to run
+// them: the workload under seccomp-run, idle containers, the bare C responder.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Child, Children } from './children';
+
+export const REPO_ROOT = path.resolve(__dirname, '..', '..');
+const RELEASE = path.join(REPO_ROOT, 'build', 'Release');
+
+export const TOOLS = {
+  seccompRun: path.join(RELEASE, 'seccomp-run'),
+  workload: path.join(RELEASE, 'seccomp-bench-workload'),
+  responder: path.join(RELEASE, 'seccomp-bench-responder'),
+  dataplaneMain: path.join(REPO_ROOT, 'dist', 'dataplane', 'main.js'),
+  continueControlPlane: path.join(REPO_ROOT, 'dist', 'bench', 'continue-control-plane.js'),
+} as const;
+
+export type BenchSyscall = 'getppid' | 'mkdir';
+
+/** One line of seccomp-bench-workload output. */
+export interface WorkloadResult {
+  syscall: BenchSyscall;
+  threads: number;
+  calls: number;
+  seconds: number;
+  callsPerSec: number;
+  p50Us: number;
+  p90Us: number;
+  p99Us: number;
+  maxUs: number;
+  errors: number;
+  firstErrno: number;
+}
+
+export interface WorkloadOptions {
+  listenerSocket: string;
+  threads: number;
+  seconds: number;
+  warmupMs: number;
+  syscall: BenchSyscall;
+  /** Where the mkdir variant creates its per-thread directories. */
+  workDir: string;
+  id: string;
+}
+
+/** Runs one measured workload as a seccomp-run'd container of `listenerSocket` and parses its line. */
+export async function runWorkload(children: Children, options: WorkloadOptions): Promise<WorkloadResult> {
+  const child = children.start(`workload ${options.id}`, TOOLS.seccompRun, [
+    '--socket', options.listenerSocket, '--syscalls', options.syscall, '--id', options.id, '--',
+    TOOLS.workload, '--threads', String(options.threads), '--seconds', String(options.seconds),
+    '--warmup-ms', String(options.warmupMs), '--syscall', options.syscall,
+    '--path-prefix', path.join(options.workDir, `mkdir-${options.id}`),
+  ]);
+  const code = await child.exited;
+  const line = child.stdout().trim().split('\n').pop() ?? '';
+  let result: WorkloadResult | undefined;
+  try {
+    result = JSON.parse(line) as WorkloadResult;
+  } catch {
+    result = undefined;
+  }
+  if (code !== 0 || result === undefined || result.errors > 0 || result.calls <= 0) {
+    throw new Error(`workload ${options.id} under seccomp-run failed (exit ${code}): ${line || '(no output)'} ${child.stderr().trim()}`);
+  }
+  return result;
+}
+
+/** A live container that never calls: holds its notify fd until stopped. */
+export function startIdleContainer(children: Children, listenerSocket: string, id: string): Child {
+  return children.start(`idle ${id}`, TOOLS.seccompRun, [
+    '--socket', listenerSocket, '--syscalls', 'getppid', '--id', id, '--', TOOLS.workload, '--idle',
+  ], { quiet: true });
+}
+
+/** The bare C reference agent, listening on `listenerSocket` once this resolves. */
+export async function startResponder(children: Children, listenerSocket: string): Promise<Child> {
+  const child = children.start('responder', TOOLS.responder, [listenerSocket]);
+  const deadline = Date.now() + 10_000;
+  while (!child.stdout().includes('"listening"')) {
+    if (!child.alive() || Date.now() > deadline) {
+      throw new Error(`seccomp-bench-responder did not start listening: ${child.stderr().trim() || 'no output'}`);
+    }
+    await sleep(5);
+  }
+  return child;
+}
+
+/**
+ * True once a Unix socket bound to `socketPath` is listening. Read from /proc/net/unix rather
+ * than by connecting: a probe connection would be an empty runtime message to the data plane.
+ */
+export function isListening(socketPath: string): boolean {
+  let table: string;
+  try {
+    table = fs.readFileSync('/proc/net/unix', 'utf8');
+  } catch {
+    return false;
+  }
+  for (const line of table.split('\n')) {
+    const fields = line.trim().split(/\s+/);
+    // Num RefCount Protocol Flags Type St Inode Path; Flags 00010000 is __SO_ACCEPTCON (listen()).
+    if (fields.length >= 8 && fields[7] === socketPath && (parseInt(fields[3], 16) & 0x10000) !== 0) return true;
+  }
+  return false;
+}
+
+/** VmRSS of a process, in MiB. */
+export function rssMiB(pid: number): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const match = /^VmRSS:\s+(\d+)\s+kB$/m.exec(status);
+  if (!match) throw new Error(`no VmRSS in /proc/${pid}/status`);
+  return Number(match[1]) / 1024;
+}
+
+/** Fails with a clear message when a tool is missing or still the placeholder. */
+export function checkTools(names: Array<keyof typeof TOOLS>): void {
+  for (const name of names) {
+    if (!fs.existsSync(TOOLS[name])) {
+      const how = TOOLS[name].endsWith('.js') ? 'npm run build' : 'npx node-gyp build';
+      throw new Error(`${TOOLS[name]} is missing: run \`${how}\` first`);
+    }
+  }
+}
+
+/** The figures of a workload line the tables show. */
+export function workloadMetrics(result: WorkloadResult): Record<string, number> {
+  const { calls, callsPerSec, p50Us, p90Us, p99Us, maxUs } = result;
+  return { calls, callsPerSec, p50Us, p90Us, p99Us, maxUs };
+}

@@ -1,0 +1,37 @@
+// Keeps the bench's native tools from rotting: `npm run bench` itself never runs under `npm test`
+// (it is not a test), so this runs its reference pair once, briefly, for real.
+import assert from 'node:assert/strict';
+import * as path from 'node:path';
+import { test } from 'node:test';
+import { ROOT, SECCOMP_RUN } from '../support/paths';
+import { run, start } from '../support/processes';
+import { scratchDir } from '../support/scratch';
+
+const RESPONDER = path.join(ROOT, 'build', 'Release', 'seccomp-bench-responder');
+const WORKLOAD = path.join(ROOT, 'build', 'Release', 'seccomp-bench-workload');
+
+test('seccomp-bench-workload under seccomp-run, answered by seccomp-bench-responder: 1 s of getppid gives a JSON line with calls', async (t) => {
+  const dir = scratchDir(t, 'seccomp-bench-smoke-');
+  const socket = path.join(dir, 'responder.sock');
+  const responder = start(t, RESPONDER, [socket]);
+  await responder.waitFor(/"listening"/);
+
+  const result = await run(SECCOMP_RUN, [
+    '--socket', socket, '--syscalls', 'getppid', '--id', 'bench-smoke', '--',
+    WORKLOAD, '--threads', '2', '--seconds', '1', '--warmup-ms', '100',
+  ]);
+  assert.equal(result.code, 0, `seccomp-run + workload failed:\n${result.stdout}\n${result.stderr}`);
+  const line = JSON.parse(result.stdout.trim().split('\n').pop() ?? '') as Record<string, number | string>;
+  assert.equal(line.syscall, 'getppid');
+  assert.equal(line.threads, 2);
+  assert.ok(Number(line.calls) > 0, `no calls measured: ${result.stdout}`);
+  assert.equal(line.errors, 0);
+  assert.ok(Number(line.p50Us) > 0 && Number(line.p50Us) <= Number(line.p99Us), result.stdout);
+
+  // The calls really went through the responder (a missing filter would make them free).
+  responder.child.kill('SIGTERM');
+  await responder.exited;
+  const stats = /\{"answered":(\d+)/.exec(responder.output());
+  assert.ok(stats, `no stats from the responder: ${responder.output()}`);
+  assert.ok(Number(stats[1]) >= Number(line.calls), `responder answered ${stats[1]} for ${line.calls} measured calls`);
+});
