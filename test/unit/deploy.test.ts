@@ -1,0 +1,622 @@
+// deploy/: the Kubernetes manifests, the Dockerfile, the systemd units and the example profiles
+// must be valid and must agree with the programs (option tables, default socket paths, bin names)
+// and with docs/operators.md. Nothing here can run a cluster; the objects are validated against
+// the Kubernetes API schemas (kubernetes-models), unknown fields included, and the units with
+// systemd-analyze verify.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { parseAllDocuments, isScalar, isSeq, type Document } from 'yaml';
+import { DaemonSet } from 'kubernetes-models/apps/v1';
+import { Namespace, Pod, ServiceAccount } from 'kubernetes-models/v1';
+import type { IContainer } from 'kubernetes-models/v1/Container';
+import type { IPodSpec } from 'kubernetes-models/v1/PodSpec';
+import { ClusterRole, ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
+import { parseCommandLine, type OptionTable } from '../../common/options';
+import { VERSION } from '../../common/version';
+import { DATAPLANE_OPTIONS, DEFAULT_GRPC_SOCKET, DEFAULT_LISTENER_SOCKET } from '../../dataplane/options';
+import { CONTROLPLANE_OPTIONS } from '../../controlplane/options';
+import { parseListenerMetadata } from '../../controlplane/listener-metadata';
+
+const ROOT = path.resolve(__dirname, '..', '..', '..');
+const read = (rel: string): string => fs.readFileSync(path.join(ROOT, rel), 'utf8');
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const PACKAGE = require(path.join(ROOT, 'package.json')) as { bin: Record<string, string> };
+
+// ---------------------------------------------------------------------------------------------
+// Loading and validating
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+interface Manifest {
+  file: string;
+  doc: Document;
+  obj: Json;
+}
+
+/** Every document of a YAML file, parsed as YAML 1.1 like kubectl does (0444 is octal there). */
+function loadYaml(rel: string): Manifest[] {
+  const docs = parseAllDocuments(read(rel), { version: '1.1' });
+  assert.ok(Array.isArray(docs), `${rel}: not a YAML stream`);
+  const out: Manifest[] = [];
+  for (const doc of docs) {
+    assert.deepEqual(doc.errors.map(String), [], `${rel}: YAML errors`);
+    assert.deepEqual(doc.warnings.map(String), [], `${rel}: YAML warnings`);
+    if (doc.contents === null) continue;
+    out.push({ file: rel, doc, obj: doc.toJS() as Json });
+  }
+  return out;
+}
+
+const K8S_FILES = ['namespace.yaml', 'serviceaccount.yaml', 'rbac.yaml', 'daemonset.yaml'].map((f) => `deploy/kubernetes/${f}`);
+const kube = (): Manifest[] => K8S_FILES.flatMap(loadYaml);
+const one = (kind: string): Manifest => {
+  const found = kube().filter((m) => m.obj.kind === kind);
+  assert.equal(found.length, 1, `exactly one ${kind} in deploy/kubernetes`);
+  return found[0];
+};
+
+interface ModelClass {
+  new (data: never): { validate(): void };
+  prototype: { validate(this: unknown): void };
+}
+const MODELS: Record<string, ModelClass> = {
+  'v1/Namespace': Namespace as unknown as ModelClass,
+  'v1/ServiceAccount': ServiceAccount as unknown as ModelClass,
+  'v1/Pod': Pod as unknown as ModelClass,
+  'apps/v1/DaemonSet': DaemonSet as unknown as ModelClass,
+  'rbac.authorization.k8s.io/v1/ClusterRole': ClusterRole as unknown as ModelClass,
+  'rbac.authorization.k8s.io/v1/ClusterRoleBinding': ClusterRoleBinding as unknown as ModelClass,
+};
+
+/** Wraps `value` so every property the schema validator reads is recorded by its path. */
+function tracked(value: unknown, at: string, seen: Set<string>): unknown {
+  if (value === null || typeof value !== 'object') return value;
+  return new Proxy(value, {
+    get(target, key, receiver) {
+      if (typeof key !== 'string') return Reflect.get(target, key, receiver);
+      seen.add(`${at}/${key}`);
+      return tracked(Reflect.get(target, key, receiver), `${at}/${key}`, seen);
+    },
+  });
+}
+
+function unreadFields(value: unknown, at: string, seen: Set<string>, out: string[]): string[] {
+  if (value === null || typeof value !== 'object') return out;
+  for (const key of Object.keys(value)) {
+    const p = `${at}/${key}`;
+    if (!seen.has(p)) out.push(p);
+    else unreadFields((value as Json)[key], p, seen, out);
+  }
+  return out;
+}
+
+/**
+ * Schema validation as `new Kind(obj).validate()`, plus unknown fields: the generated validator
+ * reads every property its schema defines and only those, so a property it never read is one the
+ * API server would reject under strict field validation (a typo such as `tolleration`).
+ */
+function validateObject(m: Manifest): void {
+  const where = `${m.file}: ${m.obj.kind} ${m.obj.metadata?.name}`;
+  const Model = MODELS[`${m.obj.apiVersion}/${m.obj.kind}`];
+  assert.ok(Model, `${where}: apiVersion ${m.obj.apiVersion} kind ${m.obj.kind} is not one this test knows`);
+  new Model(m.obj as never).validate();
+  const seen = new Set<string>();
+  Model.prototype.validate.call(tracked(m.obj, '', seen));
+  assert.deepEqual(unreadFields(m.obj, '', seen, []), [], `${where}: fields the Kubernetes schema does not have`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The DaemonSet, seen from the programs
+
+function podSpec(): IPodSpec {
+  const spec = one('DaemonSet').obj.spec.template.spec as IPodSpec;
+  assert.ok(spec, 'DaemonSet has a pod template spec');
+  return spec;
+}
+
+function container(name: string, spec = podSpec()): IContainer {
+  const c = [...spec.containers, ...(spec.initContainers ?? [])].find((x) => x.name === name);
+  assert.ok(c, `DaemonSet has a container named ${name}`);
+  return c;
+}
+
+/** The host path behind a path inside a container, through its hostPath volume mounts. */
+function hostPathOf(containerPath: string, c: IContainer, spec = podSpec()): string {
+  const mounts = (c.volumeMounts ?? [])
+    .filter((m) => containerPath === m.mountPath || containerPath.startsWith(`${m.mountPath.replace(/\/$/, '')}/`))
+    .sort((a, b) => b.mountPath.length - a.mountPath.length);
+  assert.ok(mounts.length > 0, `${c.name}: ${containerPath} is on no volume mount, so the host never sees it`);
+  const volume = (spec.volumes ?? []).find((v) => v.name === mounts[0].name);
+  assert.ok(volume?.hostPath, `${c.name}: volume ${mounts[0].name} behind ${containerPath} is not a hostPath`);
+  return path.posix.join(volume.hostPath.path, path.posix.relative(mounts[0].mountPath, containerPath));
+}
+
+/** The options the program in `c` ends up with: its args and env through its own option table. */
+function effectiveOptions<T extends OptionTable>(table: T, c: IContainer) {
+  const tableEnv = new Set(Object.values(table).map((o) => o.env).filter(Boolean));
+  const env: Record<string, string> = {};
+  for (const e of c.env ?? []) {
+    assert.ok(tableEnv.has(e.name), `${c.name}: env ${e.name} is not read by the program (its table has ${[...tableEnv].join(', ')})`);
+    env[e.name] = e.value ?? 'from-the-downward-api';
+  }
+  const parsed = parseCommandLine(table, c.args ?? [], env);
+  assert.deepEqual(parsed.positional, [], `${c.name}: arguments that are not options`);
+  return parsed.options;
+}
+
+/** The directory the image installs bin/ into, from the runtime stage of deploy/Dockerfile. */
+function imageBinDir(): string {
+  const runtime = dockerStages()[1];
+  const workdir = /^WORKDIR\s+(\S+)$/m.exec(runtime.text);
+  assert.ok(workdir, 'the runtime stage of deploy/Dockerfile sets WORKDIR');
+  return path.posix.join(workdir[1], 'bin');
+}
+
+/** A program path used by a manifest or a unit: <install dir>/bin/<a bin name of package.json>. */
+function assertProgram(program: string, expected: string, where: string): void {
+  assert.equal(path.posix.dirname(program), imageBinDir(), `${where}: ${program} is not in the image's bin directory`);
+  assert.ok(Object.keys(PACKAGE.bin).includes(path.posix.basename(program)), `${where}: ${program} is not a bin of package.json`);
+  assert.equal(path.posix.basename(program), expected, `${where}: runs ${program}`);
+}
+
+/** Capabilities from the table in docs/operators.md, section "Capabilities". */
+function documentedCapabilities(): string[] {
+  const doc = read('docs/operators.md');
+  const section = /^## Capabilities\n([\s\S]*?)(?=^## )/m.exec(doc);
+  assert.ok(section, 'docs/operators.md has a "## Capabilities" section');
+  const caps = [...section[1].matchAll(/^\|\s*`([A-Z_]+)`\s*\|/gm)].map((m) => m[1]);
+  assert.ok(caps.length > 0, 'the Capabilities section has a table of `NAME` rows');
+  return caps;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dockerfile and systemd units, parsed
+
+interface Stage {
+  from: string;
+  text: string;
+}
+
+function dockerStages(): Stage[] {
+  const text = read('deploy/Dockerfile').replace(/\\\n/g, ' ');
+  return text
+    .split(/^(?=FROM )/m)
+    .filter((s) => s.startsWith('FROM '))
+    .map((s) => ({ from: s.split('\n')[0], text: s }));
+}
+
+/** COPY sources of a stage ("--from=build" ones only when from is given). */
+function copySources(stage: Stage, from?: string): string[] {
+  const out: string[] = [];
+  for (const line of stage.text.split('\n')) {
+    const words = line.trim().split(/\s+/);
+    if (words[0] !== 'COPY') continue;
+    const fromFlag = words.find((w) => w.startsWith('--from='));
+    const paths = words.slice(1).filter((w) => !w.startsWith('--'));
+    if (fromFlag !== (from === undefined ? undefined : `--from=${from}`)) continue;
+    out.push(...paths.slice(0, -1));
+  }
+  return out;
+}
+
+interface Unit {
+  get(section: string, key: string): string[];
+  /** Values of commented-out assignments ("#ExecStart=..."): alternatives offered to the operator. */
+  commented(key: string): string[];
+}
+
+function parseUnit(rel: string): Unit {
+  const values = new Map<string, string[]>();
+  const commented = new Map<string, string[]>();
+  let section = '';
+  for (const raw of read(rel).split('\n')) {
+    const line = raw.trim();
+    const header = /^\[(.+)\]$/.exec(line);
+    if (header) {
+      section = header[1];
+      continue;
+    }
+    const alt = /^#([A-Za-z]+)=(.*)$/.exec(line);
+    if (alt) commented.set(alt[1], [...(commented.get(alt[1]) ?? []), alt[2]]);
+    if (line === '' || line.startsWith('#') || line.startsWith(';')) continue;
+    const eq = line.indexOf('=');
+    assert.ok(eq > 0, `${rel}: "${line}" is not KEY=VALUE`);
+    const key = `${section}/${line.slice(0, eq)}`;
+    values.set(key, [...(values.get(key) ?? []), line.slice(eq + 1)]);
+  }
+  return {
+    get: (s, k) => values.get(`${s}/${k}`) ?? [],
+    commented: (k) => commented.get(k) ?? [],
+  };
+}
+
+function single(unit: Unit, section: string, key: string, where: string): string {
+  const v = unit.get(section, key);
+  assert.equal(v.length, 1, `${where}: exactly one ${key}= in [${section}]`);
+  return v[0];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kubernetes objects
+
+test('deploy/kubernetes: kustomization.yaml lists exactly the manifests of the directory', () => {
+  const [k] = loadYaml('deploy/kubernetes/kustomization.yaml');
+  assert.equal(k.obj.apiVersion, 'kustomize.config.k8s.io/v1beta1');
+  assert.equal(k.obj.kind, 'Kustomization');
+  const files = fs.readdirSync(path.join(ROOT, 'deploy/kubernetes')).filter((f) => /\.ya?ml$/.test(f) && f !== 'kustomization.yaml');
+  assert.deepEqual([...k.obj.resources].sort(), files.sort());
+  assert.deepEqual([...k.obj.resources].sort(), K8S_FILES.map((f) => path.basename(f)).sort());
+});
+
+test('deploy/kubernetes: every object is valid for the Kubernetes API, with no unknown field', () => {
+  const all = kube();
+  assert.deepEqual(all.map((m) => m.obj.kind).sort(), ['ClusterRole', 'ClusterRoleBinding', 'DaemonSet', 'Namespace', 'ServiceAccount']);
+  for (const m of all) validateObject(m);
+});
+
+test('deploy/kubernetes: namespace, service account, binding and DaemonSet name each other consistently', () => {
+  const ds = one('DaemonSet').obj;
+  const ns = one('Namespace').obj;
+  const sa = one('ServiceAccount').obj;
+  const binding = one('ClusterRoleBinding').obj;
+  const role = one('ClusterRole').obj;
+  assert.equal(ds.metadata.namespace, ns.metadata.name);
+  assert.equal(sa.metadata.namespace, ns.metadata.name);
+  assert.equal(ds.spec.template.spec.serviceAccountName, sa.metadata.name);
+  assert.deepEqual(binding.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role.metadata.name });
+  assert.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: sa.metadata.name, namespace: ns.metadata.name }]);
+  // hostPID, hostPath and added capabilities are only admitted at the "privileged" level.
+  assert.equal(ns.metadata.labels['pod-security.kubernetes.io/enforce'], 'privileged');
+});
+
+test('deploy/kubernetes: the ClusterRole grants get, list and watch on pods and nothing else', () => {
+  assert.deepEqual(one('ClusterRole').obj.rules, [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] }]);
+});
+
+test('DaemonSet: dataplane, controlplane and the init container run one image, tagged with the package version', () => {
+  const spec = podSpec();
+  const images = [...spec.containers, ...(spec.initContainers ?? [])].map((c) => c.image);
+  assert.deepEqual(spec.containers.map((c) => c.name).sort(), ['controlplane', 'dataplane']);
+  assert.equal(new Set(images).size, 1, `images: ${images.join(', ')}`);
+  const [name, tag] = String(images[0]).split(':');
+  assert.equal(tag, VERSION);
+  const [k] = loadYaml('deploy/kubernetes/kustomization.yaml');
+  assert.deepEqual(k.obj.images, [{ name, newTag: VERSION }]);
+});
+
+test('DaemonSet: both containers mount the one sockets hostPath at the same path, which holds the default gRPC socket', () => {
+  const spec = podSpec();
+  const mountsOf = (name: string) => (container(name).volumeMounts ?? []).filter((m) => spec.volumes?.find((v) => v.name === m.name)?.hostPath?.path === '/run/seccomp-agent');
+  const dp = mountsOf('dataplane');
+  const cp = mountsOf('controlplane');
+  assert.equal(dp.length, 1, 'dataplane mounts /run/seccomp-agent once');
+  assert.deepEqual(cp, dp);
+  const volume = spec.volumes!.find((v) => v.name === dp[0].name)!;
+  assert.equal(volume.hostPath!.type, 'DirectoryOrCreate');
+  assert.equal(dp[0].mountPath, path.posix.dirname(DEFAULT_GRPC_SOCKET));
+  assert.notEqual(dp[0].readOnly, true);
+});
+
+test('DaemonSet: data plane flags exist in DATAPLANE_OPTIONS and put both sockets in the shared directory', () => {
+  const dp = container('dataplane');
+  assertProgram(dp.command![0], 'seccomp-dataplane', 'dataplane command');
+  assert.equal(dp.command!.length, 1);
+  const options = effectiveOptions(DATAPLANE_OPTIONS, dp);
+  // The probes and the control plane use the default gRPC socket: the data plane must serve it.
+  assert.equal(options.grpcSocket, DEFAULT_GRPC_SOCKET);
+  assert.equal(hostPathOf(options.grpcSocket, dp), DEFAULT_GRPC_SOCKET);
+  assert.equal(path.posix.dirname(hostPathOf(options.listenerSocket, dp)), path.posix.dirname(DEFAULT_GRPC_SOCKET));
+  // The control plane runs as a member of the socket group, not as root.
+  assert.equal(options.socketMode, 0o660);
+  assert.ok(podSpec().securityContext?.supplementalGroups?.includes(Number(options.socketGroup)));
+  assert.equal(container('controlplane').securityContext?.runAsGroup, Number(options.socketGroup));
+});
+
+test('DaemonSet: the listener-link init container makes the default listenerPath reach the data plane listener', () => {
+  const init = container('listener-link');
+  assert.ok((podSpec().initContainers ?? []).some((c) => c.name === init.name), 'listener-link is an init container');
+  const env = Object.fromEntries((init.env ?? []).map((e) => [e.name, e.value ?? '']));
+  const hostLink = hostPathOf(env.LINK, init);
+  assert.equal(hostLink, DEFAULT_LISTENER_SOCKET);
+  const listener = effectiveOptions(DATAPLANE_OPTIONS, container('dataplane')).listenerSocket;
+  assert.equal(path.posix.resolve(path.posix.dirname(hostLink), env.TARGET), hostPathOf(listener, container('dataplane')));
+  assert.ok(!env.TARGET.startsWith('/'), 'the link target is relative, so it resolves on the host, not in the container');
+});
+
+test('DaemonSet: the listener-link script creates, corrects and keeps the symlink, atomically', (t) => {
+  const init = container('listener-link');
+  const script = init.command!;
+  assert.deepEqual(script.slice(0, 2), ['/bin/sh', '-ec']);
+  const env = Object.fromEntries((init.env ?? []).map((e) => [e.name, e.value ?? '']));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deploy-link-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const link = path.join(dir, 'seccomp-agent.socket');
+  const run = () => {
+    const r = spawnSync(script[0], script.slice(1), { env: { PATH: process.env.PATH, LINK: link, TARGET: env.TARGET }, encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+  };
+  run();
+  assert.equal(fs.readlinkSync(link), env.TARGET);
+  const inode = fs.lstatSync(link).ino;
+  run();
+  assert.equal(fs.lstatSync(link).ino, inode, 'a correct link is left alone');
+  fs.unlinkSync(link);
+  fs.symlinkSync('elsewhere.socket', link);
+  run();
+  assert.equal(fs.readlinkSync(link), env.TARGET);
+  assert.deepEqual(fs.readdirSync(dir), ['seccomp-agent.socket'], 'no temporary file left behind');
+  assert.match(script[2], /mv -Tf /, 'the link is replaced by rename(2), never missing');
+});
+
+test('DaemonSet: control plane flags exist in CONTROLPLANE_OPTIONS; it attaches to the data plane socket; NODE_NAME from the downward API', () => {
+  const cp = container('controlplane');
+  assertProgram(cp.command![0], 'seccomp-controlplane', 'controlplane command');
+  const options = effectiveOptions(CONTROLPLANE_OPTIONS, cp);
+  assert.equal(options.grpcSocket, effectiveOptions(DATAPLANE_OPTIONS, container('dataplane')).grpcSocket);
+  assert.equal(options.noKubernetes, false);
+  assert.equal(CONTROLPLANE_OPTIONS.nodeName.env, 'NODE_NAME');
+  const nodeName = (cp.env ?? []).find((e) => e.name === 'NODE_NAME');
+  assert.deepEqual(nodeName?.valueFrom, { fieldRef: { fieldPath: 'spec.nodeName' } });
+  // In-cluster config reads the token where automountServiceAccountToken would have put it.
+  assert.ok((cp.volumeMounts ?? []).some((m) => m.mountPath === '/var/run/secrets/kubernetes.io/serviceaccount'));
+  assert.ok(!(container('dataplane').volumeMounts ?? []).some((m) => m.mountPath.startsWith('/var/run/secrets')), 'no API token for the data plane');
+});
+
+test('DaemonSet: metrics flags listen on the ports each container declares', () => {
+  for (const [name, table] of [['dataplane', DATAPLANE_OPTIONS], ['controlplane', CONTROLPLANE_OPTIONS]] as const) {
+    const c = container(name);
+    const addr = effectiveOptions(table as OptionTable, c).metricsAddr as { port: number } | null;
+    assert.ok(addr, `${name} serves metrics`);
+    assert.deepEqual((c.ports ?? []).map((p) => p.containerPort), [addr.port]);
+  }
+});
+
+test('DaemonSet: readiness and liveness probes of both containers run "seccompctl health"', () => {
+  for (const name of ['dataplane', 'controlplane']) {
+    const c = container(name);
+    for (const probe of [c.readinessProbe, c.livenessProbe]) {
+      const command = probe?.exec?.command;
+      assert.ok(command, `${name}: exec probe`);
+      assertProgram(command[0], 'seccompctl', `${name} probe`);
+      assert.deepEqual(command.slice(1), ['health']);
+      // seccompctl waits up to 5 s for the data plane; the kubelet must not give up first.
+      assert.ok((probe!.timeoutSeconds ?? 1) > 5, `${name}: probe timeoutSeconds`);
+    }
+  }
+});
+
+test('seccompctl health, the probe command, exits 1 within the probe timeout when no data plane serves', (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deploy-probe-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const probe = container('dataplane').readinessProbe!;
+  const program = path.join(ROOT, 'bin', path.posix.basename(probe.exec!.command![0]));
+  const started = Date.now();
+  const r = spawnSync(program, probe.exec!.command!.slice(1), {
+    env: { PATH: process.env.PATH, SECCOMP_AGENT_GRPC_SOCKET: path.join(dir, 'none.sock') },
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  assert.equal(r.status, 1, `stdout: ${r.stdout} stderr: ${r.stderr}`);
+  assert.ok(Date.now() - started < probe.timeoutSeconds! * 1000, `took ${Date.now() - started} ms`);
+});
+
+test('DaemonSet: RollingUpdate with maxSurge 1 and maxUnavailable 0 (the new pod starts before the old one stops)', () => {
+  assert.deepEqual(one('DaemonSet').obj.spec.updateStrategy, { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } });
+});
+
+test('DaemonSet: hostPID, system-node-critical, every node, grace period, resources', () => {
+  const spec = podSpec();
+  assert.equal(spec.hostPID, true);
+  assert.equal(spec.hostNetwork, undefined);
+  assert.equal(spec.priorityClassName, 'system-node-critical');
+  assert.deepEqual(spec.tolerations, [{ operator: 'Exists' }]);
+  assert.ok(spec.terminationGracePeriodSeconds! >= 10 && spec.terminationGracePeriodSeconds! <= 120);
+  for (const c of [...spec.containers, ...(spec.initContainers ?? [])]) {
+    assert.ok(c.resources?.requests?.cpu && c.resources.requests.memory, `${c.name}: cpu and memory requests`);
+    assert.ok(c.resources?.limits?.memory, `${c.name}: memory limit`);
+  }
+  // CFS throttling of the data plane would stall every intercepted syscall of the node.
+  assert.equal(container('dataplane').resources?.limits?.cpu, undefined);
+});
+
+test('DaemonSet: data plane capabilities are the documented list, each with its reason; the others get none', () => {
+  const documented = documentedCapabilities();
+  const dp = container('dataplane');
+  const sc = dp.securityContext!;
+  assert.equal(sc.privileged, false);
+  assert.deepEqual(sc.capabilities?.drop, ['ALL']);
+  assert.deepEqual([...(sc.capabilities?.add ?? [])].sort(), [...documented].sort());
+  assert.equal(new Set(sc.capabilities?.add).size, sc.capabilities?.add?.length, 'no capability twice');
+  assert.deepEqual(sc.seccompProfile, { type: 'Unconfined' });
+  // Each capability carries its reason as a comment on its line.
+  const ds = one('DaemonSet');
+  const index = podSpec().containers.findIndex((c) => c.name === 'dataplane');
+  const add = ds.doc.getIn(['spec', 'template', 'spec', 'containers', index, 'securityContext', 'capabilities', 'add'], true);
+  assert.ok(isSeq(add));
+  for (const item of add.items) {
+    assert.ok(isScalar(item) && (item.comment ?? '').trim().length > 10, `capability ${String(isScalar(item) ? item.value : item)} has no reason`);
+  }
+  for (const name of ['controlplane', 'listener-link']) {
+    const other = container(name).securityContext!;
+    assert.equal(other.privileged, false, `${name}: privileged`);
+    assert.deepEqual(other.capabilities, { drop: ['ALL'] }, `${name}: capabilities`);
+    assert.equal(other.allowPrivilegeEscalation, false, `${name}: allowPrivilegeEscalation`);
+  }
+  const cp = container('controlplane').securityContext!;
+  assert.equal(cp.runAsNonRoot, true);
+  assert.notEqual(cp.runAsUser, 0);
+});
+
+// ---------------------------------------------------------------------------------------------
+// Example profiles
+
+const PROFILE_FILE = 'deploy/profiles/seccomp-agent-mkdir.json';
+
+test('profiles: the Localhost profile notifies mkdir, mkdirat and mount to the data plane default listener socket', () => {
+  const profile = JSON.parse(read(PROFILE_FILE)) as Json;
+  assert.equal(profile.listenerPath, DEFAULT_LISTENER_SOCKET);
+  assert.equal(profile.defaultAction, 'SCMP_ACT_ALLOW');
+  assert.deepEqual(profile.syscalls, [{ names: ['mkdir', 'mkdirat', 'mount'], action: 'SCMP_ACT_NOTIFY' }]);
+  assert.equal(profile.listenerMetadata, 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}\nMOUNT_PROC=true');
+  // The control plane reads this metadata without a warning and finds both policies in it.
+  const parsed = parseListenerMetadata(profile.listenerMetadata);
+  assert.deepEqual(parsed.warnings, []);
+  assert.ok(parsed.policy.mkdirTemplate);
+  assert.deepEqual(parsed.policy.mount?.filesystems, ['proc']);
+});
+
+test('profiles: the Security Profiles Operator SeccompProfile has its shape and the same content as the JSON', () => {
+  const all = loadYaml('deploy/profiles/seccompprofile.yaml');
+  assert.equal(all.length, 1);
+  const sp = all[0].obj;
+  assert.equal(sp.apiVersion, 'security-profiles-operator.x-k8s.io/v1beta1');
+  assert.equal(sp.kind, 'SeccompProfile');
+  assert.deepEqual(Object.keys(sp).sort(), ['apiVersion', 'kind', 'metadata', 'spec']);
+  assert.deepEqual(Object.keys(sp.metadata).sort(), ['name', 'namespace']);
+  assert.match(sp.metadata.name, /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
+  // Fields and enums of SeccompProfileSpec (api/seccompprofile/v1beta1 of the operator).
+  const fields = ['baseProfileName', 'defaultAction', 'architectures', 'listenerPath', 'listenerMetadata', 'syscalls', 'flags'];
+  const actions = ['SCMP_ACT_KILL', 'SCMP_ACT_KILL_PROCESS', 'SCMP_ACT_KILL_THREAD', 'SCMP_ACT_TRAP', 'SCMP_ACT_ERRNO', 'SCMP_ACT_TRACE', 'SCMP_ACT_ALLOW', 'SCMP_ACT_LOG', 'SCMP_ACT_NOTIFY'];
+  for (const key of Object.keys(sp.spec)) assert.ok(fields.includes(key), `spec.${key} is not a SeccompProfile field`);
+  assert.ok(actions.includes(sp.spec.defaultAction));
+  for (const rule of sp.spec.syscalls) {
+    assert.deepEqual(Object.keys(rule).sort(), ['action', 'names']);
+    assert.ok(actions.includes(rule.action));
+    assert.ok(rule.names.length > 0 && rule.names.every((n: unknown) => typeof n === 'string'));
+  }
+  for (const arch of sp.spec.architectures) assert.match(arch, /^SCMP_ARCH_[A-Z0-9_]+$/);
+  assert.deepEqual(sp.spec, JSON.parse(read(PROFILE_FILE)));
+});
+
+test('profiles: the example pods are valid and name the profiles where the operator and the kubelet put them', () => {
+  const pods = loadYaml('deploy/profiles/example-pod.yaml');
+  assert.equal(pods.length, 2);
+  for (const m of pods) validateObject(m);
+  const sp = loadYaml('deploy/profiles/seccompprofile.yaml')[0].obj;
+  const wanted = [`operator/${sp.metadata.namespace}/${sp.metadata.name}.json`, `profiles/${path.basename(PROFILE_FILE)}`];
+  assert.deepEqual(pods.map((m) => m.obj.spec.securityContext.seccompProfile), wanted.map((p) => ({ type: 'Localhost', localhostProfile: p })));
+  assert.equal(pods[0].obj.metadata.namespace, sp.metadata.namespace);
+});
+
+// ---------------------------------------------------------------------------------------------
+// systemd
+
+test('systemd: seccomp-agent.socket listens on the data plane default listener socket, 0600, for the data plane service', () => {
+  const where = 'deploy/systemd/seccomp-agent.socket';
+  const unit = parseUnit(where);
+  assert.equal(single(unit, 'Socket', 'ListenStream', where), DEFAULT_LISTENER_SOCKET);
+  assert.equal(single(unit, 'Socket', 'SocketMode', where), '0600');
+  assert.equal(single(unit, 'Socket', 'FileDescriptorName', where), 'listener');
+  assert.equal(single(unit, 'Socket', 'Service', where), 'seccomp-dataplane.service');
+  assert.equal(single(unit, 'Install', 'WantedBy', where), 'sockets.target');
+});
+
+test('systemd: seccomp-dataplane.service is Type=notify with an fd store and flags from DATAPLANE_OPTIONS', () => {
+  const where = 'deploy/systemd/seccomp-dataplane.service';
+  const unit = parseUnit(where);
+  assert.equal(single(unit, 'Service', 'Type', where), 'notify');
+  assert.equal(single(unit, 'Service', 'NotifyAccess', where), 'main');
+  assert.equal(single(unit, 'Service', 'FileDescriptorStoreMax', where), '4096');
+  assert.equal(single(unit, 'Service', 'FileDescriptorStorePreserve', where), 'yes');
+  assert.equal(single(unit, 'Service', 'Restart', where), 'always');
+  const [program, ...args] = single(unit, 'Service', 'ExecStart', where).split(/\s+/);
+  assertProgram(program, 'seccomp-dataplane', where);
+  const parsed = parseCommandLine(DATAPLANE_OPTIONS, args, {});
+  assert.deepEqual(parsed.positional, []);
+  const socketUnit = parseUnit('deploy/systemd/seccomp-agent.socket');
+  assert.equal(parsed.options.listenerSocket, single(socketUnit, 'Socket', 'ListenStream', 'socket unit'));
+  assert.equal(parsed.options.grpcSocket, DEFAULT_GRPC_SOCKET);
+  assert.equal(path.posix.join('/run', single(unit, 'Service', 'RuntimeDirectory', where)), path.posix.dirname(DEFAULT_GRPC_SOCKET));
+  const bounding = single(unit, 'Service', 'CapabilityBoundingSet', where).split(/\s+/);
+  assert.deepEqual(bounding.sort(), documentedCapabilities().map((c) => `CAP_${c}`).sort());
+  // The drop-in for data planes without notify support changes the type and nothing else.
+  const dropIn = parseUnit('deploy/systemd/seccomp-dataplane.service.d/before-issue-4.conf');
+  assert.equal(single(dropIn, 'Service', 'Type', 'drop-in'), 'simple');
+  assert.equal(read('deploy/systemd/seccomp-dataplane.service.d/before-issue-4.conf').split('\n').filter((l) => /^[A-Za-z]+=/.test(l)).length, 1);
+});
+
+test('systemd: seccomp-controlplane.service follows the data plane; its ExecStart lines use CONTROLPLANE_OPTIONS flags', () => {
+  const where = 'deploy/systemd/seccomp-controlplane.service';
+  const unit = parseUnit(where);
+  assert.deepEqual(unit.get('Unit', 'After'), ['seccomp-dataplane.service']);
+  assert.deepEqual(unit.get('Unit', 'Wants'), ['seccomp-dataplane.service']);
+  assert.equal(single(unit, 'Service', 'Restart', where), 'always');
+  const lines = [single(unit, 'Service', 'ExecStart', where), ...unit.commented('ExecStart')];
+  assert.equal(lines.length, 2, 'ExecStart plus the commented alternative for hosts without a cluster');
+  const noKubernetes: boolean[] = [];
+  for (const line of lines) {
+    const [program, ...args] = line.split(/\s+/);
+    assertProgram(program, 'seccomp-controlplane', where);
+    const parsed = parseCommandLine(CONTROLPLANE_OPTIONS, args, {});
+    assert.deepEqual(parsed.positional, []);
+    assert.equal(parsed.options.grpcSocket, DEFAULT_GRPC_SOCKET);
+    noKubernetes.push(parsed.options.noKubernetes);
+  }
+  assert.deepEqual(noKubernetes, [false, true]);
+  assert.ok(unit.get('Service', 'Environment').includes(`${CONTROLPLANE_OPTIONS.nodeName.env}=%H`));
+});
+
+test('systemd: systemd-analyze verify accepts the three units', (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deploy-units-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const units = ['seccomp-agent.socket', 'seccomp-dataplane.service', 'seccomp-controlplane.service'];
+  for (const u of units) {
+    // The programs are not installed here; verify checks that ExecStart names an executable.
+    const text = read(`deploy/systemd/${u}`).replace(new RegExp(`${imageBinDir()}/[a-z-]+`, 'g'), '/bin/true');
+    fs.writeFileSync(path.join(dir, u), text);
+  }
+  const version = Number(/systemd (\d+)/.exec(spawnSync('systemd-analyze', ['--version'], { encoding: 'utf8' }).stdout ?? '')?.[1]);
+  assert.ok(version > 0, 'systemd-analyze is installed');
+  const r = spawnSync('systemd-analyze', ['verify', '--man=no', ...units.map((u) => `./${u}`)], { cwd: dir, encoding: 'utf8' });
+  // FileDescriptorStorePreserve= exists from systemd 254 on; older ones ignore it with a warning.
+  const tolerated = version < 254 ? /Unknown key '?FileDescriptorStorePreserve'?/ : /^$/;
+  const complaints = `${r.stdout}\n${r.stderr}`.split('\n').filter((l) => l.trim() !== '' && !tolerated.test(l));
+  assert.deepEqual(complaints, []);
+  assert.equal(r.status, 0);
+});
+
+// ---------------------------------------------------------------------------------------------
+// Dockerfile
+
+test('Dockerfile: builds on node:20-bookworm with npm ci, runs on node:20-bookworm-slim with production modules', () => {
+  const stages = dockerStages();
+  assert.deepEqual(stages.map((s) => s.from), ['FROM node:20-bookworm AS build', 'FROM node:20-bookworm-slim']);
+  const build = stages[0].text;
+  assert.match(build, /\bnpm ci\b/);
+  assert.match(build, /\bnpm prune --omit=dev\b/);
+  // Everything tsc compiles for the programs (tsconfig's include minus tests and benchmarks)
+  // and everything node-gyp compiles must reach the build stage.
+  const tsconfig = JSON.parse(read('tsconfig.json')) as { include: string[] };
+  const needed = [
+    ...tsconfig.include.filter((dir) => !['test', 'bench'].includes(dir)).map((dir) => dir.split('/')[0]),
+    'native', 'binding.gyp', 'package.json', 'package-lock.json', 'tsconfig.json', 'bin', 'buf.yaml', 'buf.gen.yaml',
+  ];
+  const copied = copySources(stages[0]);
+  for (const item of new Set(needed)) assert.ok(copied.includes(item), `build stage copies ${item}`);
+  const ignore = read('deploy/Dockerfile.dockerignore').split('\n');
+  for (const item of copied) {
+    assert.ok(ignore.includes(`!${item}`) || ignore.includes(`!${item}/**`), `Dockerfile.dockerignore lets ${item} into the context`);
+  }
+});
+
+test('Dockerfile: the runtime image holds what the programs load at run time, built by binding.gyp', () => {
+  const runtime = dockerStages()[1];
+  const workdir = path.posix.dirname(imageBinDir());
+  const copied = copySources(runtime, 'build').map((p) => path.posix.relative(workdir, p));
+  // package.json: common/version.ts; proto: the gRPC reflection service loads the .proto files.
+  for (const item of ['package.json', 'node_modules', 'dist', 'bin', 'proto/seccompagent']) {
+    assert.ok(copied.includes(item), `runtime stage copies ${item} (has ${copied.join(', ')})`);
+  }
+  const gyp = JSON.parse(read('binding.gyp')) as { targets: Array<{ target_name: string; type?: string }> };
+  const addon = gyp.targets.find((t) => t.type === undefined)!;
+  assert.ok(copied.includes(`build/Release/${addon.target_name}.node`), 'the addon');
+  for (const tool of ['seccomp-run', 'seccomp-nshelper']) {
+    assert.ok(gyp.targets.some((t) => t.target_name === tool && t.type === 'executable'), `${tool} is a binding.gyp executable`);
+    assert.ok(copied.includes(`build/Release/${tool}`), `runtime stage copies ${tool}`);
+  }
+  assert.match(read('bin/seccomp-run'), /build\/Release\/seccomp-run/);
+});
