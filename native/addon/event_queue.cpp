@@ -247,6 +247,14 @@ void EventQueue::CallJs(Napi::Env env, Napi::Function on_events, EventSink* sink
     delete batch;
     return;
   }
+  // At environment teardown Node still drains the queue with a live env that can no longer run
+  // JS; node-addon-api (exceptions disabled) would turn the first failed call into a fatal error.
+  // Probe with a plain N-API call that checks exactly that, and drop the batch if it fails.
+  napi_value probe;
+  if (napi_create_object(env, &probe) != napi_ok || napi_set_named_property(env, probe, "p", probe) != napi_ok) {
+    delete batch;
+    return;
+  }
   {
     Napi::HandleScope scope(env);
     Keys keys(env);

@@ -52,9 +52,10 @@ const char kUsage[] =
     "  --no-filter           install no filter (sends a pipe with --send-pipe, else no fd)\n"
     "  --chunk N             send the message in chunks of N bytes, one sendmsg each\n"
     "\n"
-    "The filter is active from the connect on: socket, connect, sendmsg, close and execve must not\n"
-    "be among the notified syscalls unless an agent answers them (execve is fine: the agent holds\n"
-    "the fd by then). Syscalls of other architectures (i386, x32 numbers) are allowed untouched.\n";
+    "The connection is made before the filter is installed; sendmsg, fcntl, close and execve run\n"
+    "under it before the agent holds the fd, so they must not be among the notified syscalls\n"
+    "(execve is fine: the agent holds the fd by then). Syscalls of other architectures (i386, x32\n"
+    "numbers) are allowed untouched.\n";
 
 struct Options {
   std::string socket_path;
@@ -309,22 +310,24 @@ int main(int argc, char** argv) {
   if (o.socket_path.size() >= sizeof addr.sun_path) Usage("--socket path too long");
   memcpy(addr.sun_path, o.socket_path.data(), o.socket_path.size());
 
+  // Everything that can happen before the filter does, so that only sendmsg, fcntl (dups), close
+  // and execve run under it before the agent holds the fd.
   int pipe_fds[2] = {-1, -1};
   if (o.send_pipe && pipe2(pipe_fds, O_CLOEXEC) != 0) Fail("pipe2");
+  const bool has_source = o.send_pipe || !o.no_filter;
+  std::string message = o.has_raw_message ? raw : StateJson(o, has_source ? o.send_fds : 0);
+  int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (sock < 0) Fail("socket(AF_UNIX)");
+  if (connect(sock, reinterpret_cast<struct sockaddr*>(&addr), sizeof addr) != 0) Fail("connect " + o.socket_path);
+
   int notify_fd = o.no_filter ? -1 : InstallFilter(o.syscalls);
   int source = o.send_pipe ? pipe_fds[0] : notify_fd;
-
   std::vector<int> fds;
   for (int i = 0; i < o.send_fds && source >= 0; i++) {
     int fd = i == 0 ? source : fcntl(source, F_DUPFD_CLOEXEC, 0);
     if (fd < 0) Fail("dup of the fd to send");
     fds.push_back(fd);
   }
-
-  int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (sock < 0) Fail("socket(AF_UNIX)");
-  if (connect(sock, reinterpret_cast<struct sockaddr*>(&addr), sizeof addr) != 0) Fail("connect " + o.socket_path);
-  std::string message = o.has_raw_message ? raw : StateJson(o, static_cast<int>(fds.size()));
   SendAll(sock, message, fds, o.chunk);
   close(sock);
   for (int fd : fds) {

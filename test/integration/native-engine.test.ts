@@ -1,0 +1,451 @@
+// The native engine driven directly (no gRPC, no TypeScript data plane): real filters installed by
+// seccomp-run, real notify fds over the real listener socket, real syscalls answered.
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+import {
+  loadNative,
+  type NativeEngine,
+  type NativeEngineOptions,
+  type NativeEvent,
+  type NotificationEvent,
+} from '../../dataplane/native';
+
+const ROOT = path.resolve(__dirname, '..', '..', '..');
+const SECCOMP_RUN = path.join(ROOT, 'build', 'Release', 'seccomp-run');
+const native = loadNative();
+const NR_MKDIR = 83;
+const NR_MKDIRAT = 258;
+const EPERM = 1;
+
+interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stderr: string;
+}
+
+/** One engine listening on a socket in its own temp dir, with its events recorded. */
+class Harness {
+  readonly dir: string;
+  readonly socket: string;
+  readonly engine: NativeEngine;
+  readonly events: NativeEvent[] = [];
+  /** Adopt every connection that sent exactly one seccomp fd (what a runtime sends). */
+  autoAdopt = true;
+  /** Called for every event after it is recorded (and auto-adopted). */
+  onEvent: (event: NativeEvent) => void = () => {};
+  private readonly waiters = new Set<() => void>();
+  private readonly children: ChildProcess[] = [];
+
+  constructor(t: TestContext, options: Partial<NativeEngineOptions> = {}) {
+    this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'native-engine-'));
+    this.socket = path.join(this.dir, 'agent.sock');
+    this.engine = new native.Engine({
+      defaultAction: { kind: 'continue' },
+      decisionTimeoutMs: 2000,
+      ...options,
+      onEvents: (batch) => this.receive(batch),
+    });
+    t.after(() => {
+      for (const child of this.children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      this.engine.stop();
+      fs.rmSync(this.dir, { recursive: true, force: true });
+    });
+    this.engine.listen(this.socket, 0o600);
+    this.engine.start();
+  }
+
+  private receive(batch: NativeEvent[]): void {
+    for (const event of batch) {
+      this.events.push(event);
+      if (event.type === 'connection' && this.autoAdopt && event.fds.length === 1 && event.fds[0].seccomp) {
+        this.engine.adopt(event.conn, 0);
+      }
+      this.onEvent(event);
+    }
+    for (const wake of [...this.waiters]) wake();
+  }
+
+  /** Resolves with the first recorded event matching `pred` (past or future). */
+  waitFor<T extends NativeEvent>(pred: (e: NativeEvent) => e is T, what: string, timeoutMs?: number): Promise<T>;
+  waitFor(pred: (e: NativeEvent) => boolean, what: string, timeoutMs?: number): Promise<NativeEvent>;
+  waitFor(pred: (e: NativeEvent) => boolean, what: string, timeoutMs = 5000): Promise<NativeEvent> {
+    return this.until(() => this.events.find(pred), what, timeoutMs);
+  }
+
+  /** Resolves once `check` returns something other than undefined. */
+  until<T>(check: () => T | undefined, what: string, timeoutMs = 5000): Promise<T> {
+    return new Promise((resolve, reject) => {
+      const poll = (): void => {
+        const found = check();
+        if (found !== undefined) {
+          clearTimeout(timer);
+          this.waiters.delete(poll);
+          resolve(found);
+        }
+      };
+      const timer = setTimeout(() => {
+        this.waiters.delete(poll);
+        const seen = this.events.map((e) => e.type).join(',');
+        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}; events seen: ${seen}`));
+      }, timeoutMs);
+      this.waiters.add(poll);
+      poll();
+    });
+  }
+
+  /** Runs `command` under seccomp-run with `flags`; resolves when it exits. */
+  run(flags: string[], command: string[]): { child: ChildProcess; exit: Promise<Exit> } {
+    const child = spawn(SECCOMP_RUN, ['--socket', this.socket, ...flags, '--', ...command], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    this.children.push(child);
+    let stderr = '';
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exit = new Promise<Exit>((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stderr })));
+    return { child, exit };
+  }
+
+  notifications(): NotificationEvent[] {
+    return this.events.filter((e): e is NotificationEvent => e.type === 'notification');
+  }
+}
+
+function isMkdirOf(dir: string) {
+  return (e: NativeEvent): e is NotificationEvent =>
+    e.type === 'notification' &&
+    (e.nr === NR_MKDIR || e.nr === NR_MKDIRAT) &&
+    e.strings.some((s) => s.value === dir);
+}
+
+/** The fd count settles once the children's pipes are closed and the engine saw every hang-up. */
+async function fdCountBackTo(baseline: number, timeoutMs = 5000): Promise<number> {
+  const end = Date.now() + timeoutMs;
+  let count = native.openFdCount();
+  while (count !== baseline && Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 50));
+    count = native.openFdCount();
+  }
+  return count;
+}
+
+test('native engine: syscallNames and openFdCount describe x86_64 and this process', () => {
+  const names = native.syscallNames();
+  assert.equal(names[NR_MKDIR], 'mkdir');
+  assert.equal(names[NR_MKDIRAT], 'mkdirat');
+  assert.equal(native.AUDIT_ARCH_X86_64, 0xc000003e);
+  const before = native.openFdCount();
+  const fd = fs.openSync('/dev/null', 'r');
+  assert.equal(native.openFdCount(), before + 1);
+  fs.closeSync(fd);
+  assert.equal(native.openFdCount(), before);
+});
+
+test('native engine default continue: mkdir is notified with its path, answered natively, the directory exists', async (t) => {
+  const h = new Harness(t);
+  const target = path.join(h.dir, 'made');
+  const { exit } = h.run(['--syscalls', 'mkdir,mkdirat', '--annotation', 'k=v'], ['/bin/mkdir', target]);
+  const n = await h.waitFor(isMkdirOf(target), 'the mkdir notification');
+  assert.equal(n.forwarded, false);
+  assert.equal(n.arch, native.AUDIT_ARCH_X86_64);
+  assert.equal(typeof n.id, 'bigint');
+  assert.equal(n.args.length, 6);
+  assert.deepEqual(n.strings.find((s) => s.value === target), { index: n.nr === NR_MKDIR ? 0 : 1, value: target, truncated: false });
+  const answered = await h.waitFor((e) => e.type === 'answered' && e.id === n.id, 'its answer');
+  assert.deepEqual(
+    { by: answered.type === 'answered' && answered.by, action: answered.type === 'answered' && answered.action },
+    { by: 'no-control-plane', action: { kind: 'continue' } },
+  );
+  const result = await exit;
+  assert.equal(result.code, 0, result.stderr);
+  assert.ok(fs.statSync(target).isDirectory());
+  const conn = h.events.find((e) => e.type === 'connection');
+  assert.ok(conn && conn.type === 'connection');
+  assert.equal(JSON.parse(conn.json).state.annotations.k, 'v');
+  assert.equal(conn.peer.uid, 0);
+  await h.waitFor((e) => e.type === 'removed' && e.handle === n.handle, 'removed after the workload exits');
+  assert.equal(h.engine.stats().containers, 0);
+});
+
+test('native engine default errno:EPERM: mkdir fails with EPERM', async (t) => {
+  const h = new Harness(t, { defaultAction: { kind: 'error', errno: EPERM } });
+  const target = path.join(h.dir, 'refused');
+  const { exit } = h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/mkdir', target]);
+  const result = await exit;
+  assert.notEqual(result.code, 0);
+  assert.match(result.stderr, /Operation not permitted/);
+  assert.equal(fs.existsSync(target), false);
+  const n = await h.waitFor(isMkdirOf(target), 'the mkdir notification');
+  const answered = await h.waitFor((e) => e.type === 'answered' && e.id === n.id, 'its answer');
+  assert.ok(answered.type === 'answered');
+  assert.deepEqual(answered.action, { kind: 'error', errno: EPERM });
+});
+
+test('native engine forwarding: respond error EPERM fails the mkdir; a second respond is unknown', async (t) => {
+  const h = new Harness(t);
+  h.engine.setForwarding(true);
+  const target = path.join(h.dir, 'denied');
+  const { exit } = h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/mkdir', target]);
+  const n = await h.waitFor(isMkdirOf(target), 'the forwarded mkdir');
+  assert.equal(n.forwarded, true);
+  assert.equal(h.engine.stats().pending, 1);
+  const first = h.engine.respond(n.handle, n.id, { kind: 'error', errno: EPERM });
+  assert.equal(first.status, 'ok');
+  assert.equal(typeof first.latencyNs, 'bigint');
+  assert.ok(first.latencyNs > 0n);
+  assert.equal(h.engine.respond(n.handle, n.id, { kind: 'continue' }).status, 'unknown');
+  const result = await exit;
+  assert.match(result.stderr, /Operation not permitted/);
+  assert.equal(fs.existsSync(target), false);
+  assert.equal(h.engine.stats().pending, 0);
+  assert.equal(h.events.filter((e) => e.type === 'answered').length, 0);
+});
+
+test('native engine forwarding: respond continue lets the mkdir happen; an unknown id is unknown', async (t) => {
+  const h = new Harness(t);
+  h.engine.setForwarding(true);
+  const target = path.join(h.dir, 'allowed');
+  const { exit } = h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/mkdir', target]);
+  const n = await h.waitFor(isMkdirOf(target), 'the forwarded mkdir');
+  assert.equal(h.engine.respond(n.handle, n.id + 1n, { kind: 'continue' }).status, 'unknown');
+  assert.equal(h.engine.respond(n.handle + 1000, n.id, { kind: 'continue' }).status, 'unknown');
+  assert.throws(() => h.engine.respond(n.handle, n.id, { kind: 'error', errno: 0 }), RangeError);
+  assert.throws(() => h.engine.respond(n.handle, n.id, { kind: 'error', errno: 4096 }), RangeError);
+  assert.equal(h.engine.respond(n.handle, n.id, { kind: 'continue' }).status, 'ok');
+  const result = await exit;
+  assert.equal(result.code, 0, result.stderr);
+  assert.ok(fs.statSync(target).isDirectory());
+});
+
+test('native engine forwarding: respond value makes the syscall return it', async (t) => {
+  const h = new Harness(t);
+  h.engine.setForwarding(true);
+  h.onEvent = (e) => {
+    if (e.type === 'notification' && e.forwarded) h.engine.respond(e.handle, e.id, { kind: 'value', value: 0n });
+  };
+  const target = path.join(h.dir, 'pretended');
+  const result = await h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/mkdir', target]).exit;
+  // mkdir "succeeded" without the directory being made: the answer came from us, not the kernel.
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(fs.existsSync(target), false);
+});
+
+test('native engine deadline: an unanswered notification gets the default action by deadline; a late respond is unknown', async (t) => {
+  const h = new Harness(t, { decisionTimeoutMs: 200 });
+  h.engine.setForwarding(true);
+  const target = path.join(h.dir, 'late');
+  const started = Date.now();
+  const { exit } = h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/mkdir', target]);
+  const n = await h.waitFor(isMkdirOf(target), 'the forwarded mkdir');
+  const answered = await h.waitFor((e) => e.type === 'answered' && e.id === n.id, 'the deadline answer');
+  assert.ok(answered.type === 'answered');
+  assert.equal(answered.by, 'deadline');
+  assert.ok(answered.latencyNs >= 200_000_000n, `latency ${answered.latencyNs}`);
+  assert.ok(Date.now() - started >= 200);
+  assert.equal(h.engine.respond(n.handle, n.id, { kind: 'error', errno: EPERM }).status, 'unknown');
+  const result = await exit;
+  assert.equal(result.code, 0, result.stderr);
+  assert.ok(fs.statSync(target).isDirectory());
+});
+
+test('native engine setForwarding(false): pending notifications are answered at once as detached', async (t) => {
+  const h = new Harness(t, { decisionTimeoutMs: 60_000 });
+  h.engine.setForwarding(true);
+  const target = path.join(h.dir, 'detached');
+  const { exit } = h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/mkdir', target]);
+  const n = await h.waitFor(isMkdirOf(target), 'the forwarded mkdir');
+  h.engine.setForwarding(false);
+  assert.equal(h.engine.stats().pending, 0);
+  assert.equal(h.engine.respond(n.handle, n.id, { kind: 'continue' }).status, 'unknown');
+  const answered = await h.waitFor((e) => e.type === 'answered' && e.id === n.id, 'the detached answer');
+  assert.ok(answered.type === 'answered');
+  assert.equal(answered.by, 'detached');
+  const result = await exit;
+  assert.equal(result.code, 0, result.stderr);
+  // From now on the engine answers by itself.
+  const second = path.join(h.dir, 'native-again');
+  assert.equal((await h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/mkdir', second]).exit).code, 0);
+  const n2 = await h.waitFor(isMkdirOf(second), 'the second mkdir');
+  assert.equal(n2.forwarded, false);
+});
+
+test('native engine respond after the target was killed: gone or unknown, never a throw', async (t) => {
+  const h = new Harness(t, { decisionTimeoutMs: 60_000 });
+  h.engine.setForwarding(true);
+  const target = path.join(h.dir, 'killed');
+  const { child, exit } = h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/mkdir', target]);
+  const n = await h.waitFor(isMkdirOf(target), 'the forwarded mkdir');
+  child.kill('SIGKILL');
+  const result = await exit;
+  assert.equal(result.signal, 'SIGKILL');
+  const status = h.engine.respond(n.handle, n.id, { kind: 'continue' }).status;
+  assert.ok(status === 'gone' || status === 'unknown', status);
+  await h.waitFor((e) => e.type === 'removed' && e.handle === n.handle, 'removed');
+  assert.equal(h.engine.stats().pending, 0);
+});
+
+test('native engine 8 parallel processes under one filter: every notification answered exactly once', async (t) => {
+  const h = new Harness(t, { decisionTimeoutMs: 10_000 });
+  h.engine.setForwarding(true);
+  const statuses = new Map<string, string>();
+  let duplicates = 0;
+  h.onEvent = (e) => {
+    if (e.type !== 'notification') return;
+    const key = `${e.handle}/${e.id}`;
+    if (statuses.has(key)) duplicates++;
+    statuses.set(key, h.engine.respond(e.handle, e.id, { kind: 'continue' }).status);
+  };
+  const script = 'for i in 1 2 3 4 5 6 7 8; do (for j in 1 2 3 4 5 6 7 8 9 10; do mkdir "$0/$i-$j"; done) & done; wait';
+  const result = await h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/sh', '-c', script, h.dir]).exit;
+  assert.equal(result.code, 0, result.stderr);
+  const made = fs.readdirSync(h.dir).filter((name) => /^\d+-\d+$/.test(name));
+  assert.equal(made.length, 80);
+  const mkdirs = h.notifications().filter((e) => e.strings.some((s) => /\/\d+-\d+$/.test(s.value)));
+  assert.equal(mkdirs.length, 80);
+  assert.equal(duplicates, 0);
+  assert.equal(statuses.size, h.notifications().length);
+  assert.ok([...statuses.values()].every((s) => s === 'ok'), JSON.stringify([...statuses.values()]));
+  assert.equal(h.events.filter((e) => e.type === 'answered').length, 0);
+  assert.equal(h.engine.stats().pending, 0);
+});
+
+test('native engine 200 containers come and go: fd count returns to where it began', async (t) => {
+  const h = new Harness(t);
+  const baseline = native.openFdCount();
+  const total = 200;
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < total) {
+      const i = next++;
+      const result = await h.run(['--syscalls', 'mkdir', '--id', `c${i}`], ['/bin/mkdir', path.join(h.dir, `c${i}`)]).exit;
+      assert.equal(result.code, 0, result.stderr);
+    }
+  };
+  await Promise.all(Array.from({ length: 8 }, worker));
+  await h.until(() => (h.events.filter((e) => e.type === 'removed').length === total ? true : undefined), '200 removals');
+  assert.equal(h.events.filter((e) => e.type === 'connection').length, total);
+  const stats = h.engine.stats();
+  assert.equal(stats.containers, 0);
+  assert.equal(stats.pendingConnections, 0);
+  assert.equal(stats.eventsDropped, 0);
+  assert.equal(await fdCountBackTo(baseline), baseline);
+});
+
+test('native engine EPOLLHUP: the last task leaving the filter reports removed and closes the fd', async (t) => {
+  const h = new Harness(t);
+  const baseline = native.openFdCount();
+  const { exit } = h.run(['--syscalls', 'mkdir'], ['/bin/sleep', '0.2']);
+  const conn = await h.waitFor((e) => e.type === 'connection', 'the connection');
+  assert.ok(conn.type === 'connection');
+  await h.until(() => (h.engine.stats().containers === 1 ? true : undefined), 'the container adopted');
+  assert.equal((await exit).code, 0);
+  await h.waitFor((e) => e.type === 'removed', 'removed');
+  assert.equal(h.engine.stats().containers, 0);
+  assert.equal(await fdCountBackTo(baseline), baseline);
+});
+
+test('native engine ingest: a 2 MiB message is too-large and everything it sent is closed', async (t) => {
+  const h = new Harness(t);
+  const baseline = native.openFdCount();
+  const big = path.join(h.dir, 'big.json');
+  fs.writeFileSync(big, `{"pad":"${'x'.repeat(2 * 1024 * 1024)}"}`);
+  const { exit } = h.run(['--syscalls', 'mkdir', '--raw-message', big], ['/bin/true']);
+  const err = await h.waitFor((e) => e.type === 'ingest-error', 'the ingest error');
+  assert.ok(err.type === 'ingest-error');
+  assert.equal(err.code, 'too-large');
+  assert.match(err.message, /closed the 1 fd/);
+  await exit;
+  assert.equal(h.engine.stats().pendingConnections, 0);
+  assert.equal(await fdCountBackTo(baseline), baseline);
+});
+
+test('native engine ingest: a client that connects and sends nothing times out', async (t) => {
+  const h = new Harness(t, { ingestTimeoutMs: 300 });
+  const client = net.connect(h.socket);
+  t.after(() => client.destroy());
+  client.on('error', () => {});
+  const err = await h.waitFor((e) => e.type === 'ingest-error', 'the timeout');
+  assert.ok(err.type === 'ingest-error');
+  assert.equal(err.code, 'timeout');
+  assert.equal(err.peer.pid, process.pid);
+  // The engine still serves others.
+  const target = path.join(h.dir, 'after-timeout');
+  assert.equal((await h.run(['--syscalls', 'mkdir'], ['/bin/mkdir', target]).exit).code, 0);
+  assert.ok(fs.existsSync(target));
+});
+
+test('native engine ingest: three fds arrive as one connection with three seccomp fds; reject closes them', async (t) => {
+  const h = new Harness(t);
+  const baseline = native.openFdCount();
+  const { exit } = h.run(['--syscalls', 'mkdir', '--send-fds', '3'], ['/bin/true']);
+  const conn = await h.waitFor((e) => e.type === 'connection', 'the connection');
+  assert.ok(conn.type === 'connection');
+  assert.deepEqual(conn.fds, [{ seccomp: true }, { seccomp: true }, { seccomp: true }]);
+  assert.deepEqual(JSON.parse(conn.json).fds, ['seccompFd', 'seccompFd', 'seccompFd']);
+  assert.equal(h.engine.stats().pendingConnections, 1);
+  h.engine.reject(conn.conn);
+  assert.equal(h.engine.stats().pendingConnections, 0);
+  assert.throws(() => h.engine.adopt(conn.conn, 0), RangeError);
+  await exit;
+  assert.equal(await fdCountBackTo(baseline), baseline);
+});
+
+test('native engine ingest: more than 16 fds is too-many-fds', async (t) => {
+  const h = new Harness(t);
+  const baseline = native.openFdCount();
+  const { exit } = h.run(['--syscalls', 'mkdir', '--send-fds', '17'], ['/bin/true']);
+  const err = await h.waitFor((e) => e.type === 'ingest-error', 'the ingest error');
+  assert.ok(err.type === 'ingest-error');
+  assert.equal(err.code, 'too-many-fds');
+  await exit;
+  assert.equal(await fdCountBackTo(baseline), baseline);
+});
+
+test('native engine ingest: a pipe instead of a seccomp fd is reported seccomp:false and cannot be adopted', async (t) => {
+  const h = new Harness(t);
+  const { exit } = h.run(['--no-filter', '--send-pipe'], ['/bin/true']);
+  const conn = await h.waitFor((e) => e.type === 'connection', 'the connection');
+  assert.ok(conn.type === 'connection');
+  assert.deepEqual(conn.fds, [{ seccomp: false }]);
+  assert.throws(() => h.engine.adopt(conn.conn, 0), RangeError);
+  h.engine.reject(conn.conn);
+  assert.equal(h.engine.stats().pendingConnections, 0);
+  assert.equal((await exit).code, 0);
+});
+
+test('native engine ingest: a message sent in chunks over several sendmsg calls is parsed whole', async (t) => {
+  const h = new Harness(t);
+  const target = path.join(h.dir, 'chunked');
+  const { exit } = h.run(
+    ['--syscalls', 'mkdir', '--chunk', '7', '--metadata', 'MKDIR_TMPL=-x', '--annotation', 'io.kubernetes.pod.name=p1', '--id', 'chunky', '--status', 'running'],
+    ['/bin/mkdir', target],
+  );
+  const conn = await h.waitFor((e) => e.type === 'connection', 'the connection');
+  assert.ok(conn.type === 'connection');
+  const message = JSON.parse(conn.json);
+  assert.equal(message.metadata, 'MKDIR_TMPL=-x');
+  assert.equal(message.state.id, 'chunky');
+  assert.equal(message.state.status, 'running');
+  assert.equal(message.state.annotations['io.kubernetes.pod.name'], 'p1');
+  assert.equal(message.pid, conn.peer.pid);
+  assert.equal((await exit).code, 0);
+  assert.ok(fs.existsSync(target));
+});
+
+test('native engine stop: idempotent, closes every fd it owns, later calls fail cleanly', async (t) => {
+  const before = native.openFdCount();
+  const h = new Harness(t);
+  const result = await h.run(['--syscalls', 'mkdir'], ['/bin/mkdir', path.join(h.dir, 'x')]).exit;
+  assert.equal(result.code, 0, result.stderr);
+  h.engine.stop();
+  h.engine.stop();
+  assert.equal(await fdCountBackTo(before), before);
+  assert.equal(fs.existsSync(h.socket), true);
+  assert.throws(() => h.engine.start());
+  assert.equal(h.engine.respond(1, 1n, { kind: 'continue' }).status, 'unknown');
+});
