@@ -18,6 +18,14 @@ async function startControlPlane(children: Children, grpcSocket: string): Promis
   return child;
 }
 
+/** The control plane's own count, printed when it stops: {"decisions":N,"batches":B,"rejected":R}. */
+async function stopControlPlane(children: Children, controlPlane: Child): Promise<{ decisions: number; batches: number; rejected: number }> {
+  await children.stop(controlPlane);
+  const match = /\{"decisions".*\}/.exec(controlPlane.stdout());
+  if (!match) throw new Error(`the continue control plane printed no count: ${controlPlane.stderr().trim()}`);
+  return JSON.parse(match[0]) as { decisions: number; batches: number; rejected: number };
+}
+
 runScenario(async ({ params, dir, children }) => {
   checkTools(['seccompRun', 'workload', 'dataplaneMain', 'continueControlPlane']);
   const dataplane = await startDataPlane(children, dir);
@@ -28,16 +36,19 @@ runScenario(async ({ params, dir, children }) => {
       warmupMs: params.warmupMs, syscall: params.syscall, workDir: dir, id: 'bench-attached',
     });
     const { counters } = await dataplane.status();
-    const byControlPlane = Number(counters?.answeredControlPlane ?? 0n);
     const byDefault = Number((counters?.answeredDefaultDeadline ?? 0n) + (counters?.answeredDefaultDetached ?? 0n)
       + (counters?.answeredDefaultNoControlPlane ?? 0n));
     const rss = dataplane.rssMiB();
-    await children.stop(controlPlane);
-    if (byControlPlane < result.calls) {
-      throw new Error(`the data plane counts ${byControlPlane} control-plane answers for ${result.calls} measured calls (${byDefault} by default)`);
+    const decided = await stopControlPlane(children, controlPlane);
+    // Every measured call must have been decided by the control plane, or this is not path (c).
+    if (decided.decisions - decided.rejected < result.calls) {
+      throw new Error(`the control plane decided ${decided.decisions} (${decided.rejected} rejected) for ${result.calls} measured calls; ${byDefault} default answers`);
     }
     // One decision per intercepted call: the workload's rate is the decision rate.
-    return { ...workloadMetrics(result), decisionsPerSec: result.callsPerSec, defaultAnswers: byDefault, rssMiB: rss };
+    return {
+      ...workloadMetrics(result), decisionsPerSec: result.callsPerSec, perBatch: decided.decisions / Math.max(decided.batches, 1),
+      defaultAnswers: byDefault, rejected: decided.rejected, rssMiB: rss,
+    };
   } finally {
     dataplane.close();
   }

@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DataPlaneClient, type GetStatusResponse } from '../proto/gen/seccompagent/v1/dataplane';
 import type { Child, Children } from './children';
-import { isListening, rssMiB, TOOLS } from './tools';
+import { isListening, notifyFdCount, rssMiB, TOOLS } from './tools';
 
 export interface DataPlaneProcess {
   child: Child;
@@ -49,13 +49,17 @@ export async function startDataPlane(children: Children, dir: string): Promise<D
   }
 }
 
-/** Waits until the data plane serves at least `count` containers (notify fds). */
+/**
+ * Waits until the data plane holds at least `count` notify fds. Counted in /proc rather than
+ * asked over gRPC: its container table is fed by events, and this must not depend on them.
+ */
 export async function waitForContainers(dataplane: DataPlaneProcess, count: number, timeoutMs: number): Promise<number> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const { containers } = await dataplane.status();
-    if (containers >= count) return containers;
-    if (Date.now() > deadline) throw new Error(`the data plane serves ${containers} containers after ${timeoutMs} ms, expected ${count}`);
+    const held = notifyFdCount(dataplane.child.pid);
+    if (held >= count) return held;
+    if (!dataplane.child.alive()) throw new Error(`the data plane exited: ${dataplane.child.stderr().trim()}`);
+    if (Date.now() > deadline) throw new Error(`the data plane holds ${held} notify fds after ${timeoutMs} ms, expected ${count}`);
     await sleep(50);
   }
 }

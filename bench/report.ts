@@ -38,9 +38,12 @@ function formatNumber(value: number | undefined, digits: number): string {
   return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 }
 
+/** A row shorter than the header (an error) is printed beside its label, outside the columns. */
 function renderTable(header: string[], rows: string[][]): string[] {
-  const widths = header.map((title, i) => Math.max(title.length, ...rows.map((row) => (row[i] ?? '').length)));
-  // First column (labels) and the last free-text ones are left-aligned, numbers right-aligned.
+  const full = rows.filter((row) => row.length === header.length);
+  const widths = header.map((title, i) =>
+    Math.max(title.length, ...(i === 0 ? rows : full).map((row) => row[i].length)));
+  // Labels and text (targets, errors) are left-aligned, figures right-aligned.
   const line = (cells: string[], numeric: boolean) =>
     cells.map((cell, i) => (i === 0 || !numeric || /[A-Za-z]{3}/.test(cell) ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  ').trimEnd();
   return [line(header, false), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map((row) => line(row, true))];

@@ -73,7 +73,10 @@ export const SCENARIOS: Scenario[] = [
     about: 'seccomp-dataplane answers continue natively on its epoll thread; JS hears of it afterwards',
     script: 'dataplane-default',
     variants: WORKLOAD_VARIANTS,
-    columns: [{ key: 'callsPerSec', title: 'calls/s', digits: 0 }, ...LATENCY_COLUMNS, { key: 'rssMiB', title: 'RSS MiB', digits: 1 }],
+    columns: [
+      { key: 'callsPerSec', title: 'calls/s', digits: 0 }, ...LATENCY_COLUMNS,
+      { key: 'eventsDropped', title: 'events dropped', digits: 0 }, { key: 'rssMiB', title: 'RSS MiB', digits: 1 },
+    ],
     reference: 'reference',
     ratios: LATENCY_RATIOS,
   },
@@ -85,7 +88,8 @@ export const SCENARIOS: Scenario[] = [
     variants: WORKLOAD_VARIANTS,
     columns: [
       { key: 'decisionsPerSec', title: 'decisions/s', digits: 0 }, ...LATENCY_COLUMNS,
-      { key: 'defaultAnswers', title: 'by default', digits: 0 }, { key: 'rssMiB', title: 'RSS MiB', digits: 1 },
+      { key: 'perBatch', title: 'per batch', digits: 1 }, { key: 'defaultAnswers', title: 'by default', digits: 0 },
+      { key: 'rssMiB', title: 'RSS MiB', digits: 1 },
     ],
     reference: 'reference',
     ratios: LATENCY_RATIOS,

@@ -113,6 +113,22 @@ export function rssMiB(pid: number): number {
   return Number(match[1]) / 1024;
 }
 
+/**
+ * How many seccomp notify fds `pid` holds: the kernel's count of the containers it serves, true
+ * even when the process's own bookkeeping lags behind or drops an event.
+ */
+export function notifyFdCount(pid: number): number {
+  let count = 0;
+  for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      if (fs.readlinkSync(`/proc/${pid}/fd/${fd}`) === 'anon_inode:seccomp notify') count++;
+    } catch {
+      // closed while we looked
+    }
+  }
+  return count;
+}
+
 /** Fails with a clear message when a tool is missing or still the placeholder. */
 export function checkTools(names: Array<keyof typeof TOOLS>): void {
   for (const name of names) {
