@@ -22,7 +22,7 @@
 #define NS_GET_PID_FROM_PIDNS _IOR(NSIO, 0x6, int)
 #endif
 
-namespace seccompagent {
+namespace seccomp_agent {
 namespace {
 
 uint64_t NowNs() {
@@ -51,6 +51,7 @@ ActionResult Result(ActionOutcome outcome, int err, const char* stage, uint64_t 
   ActionResult r;
   r.outcome = outcome;
   r.err = err;
+  if (outcome == ActionOutcome::kStale || outcome == ActionOutcome::kFailed) r.cause = err;
   r.stage = stage;
   r.detail = std::move(detail);
   r.latency_ns = NowNs() - start;
@@ -98,23 +99,24 @@ std::function<void(const nshelper::Response&, int, uint64_t)> Adapt(ActionDone d
   return [done](const nshelper::Response& resp, int internal_err, uint64_t latency_ns) {
     ActionResult r;
     r.latency_ns = latency_ns;
+    r.err = resp.err;
+    r.answered = (resp.flags & nshelper::kAnswered) != 0;
+    r.send_err = resp.send_err;
     if (internal_err != 0) {
       r.outcome = ActionOutcome::kFailed;
-      r.err = internal_err;
+      r.cause = internal_err;
       r.stage = internal_err == ETIMEDOUT ? "helper-timeout" : internal_err == ECANCELED ? "stopped" : "helper";
     } else {
       r.outcome = OutcomeOfStage(resp.stage);
-      r.err = resp.err;
       r.stage = StageName(resp.stage);
-      r.answered = (resp.flags & nshelper::kAnswered) != 0;
-      r.send_err = resp.send_err;
       r.helper_ns = resp.helper_ns;
+      if (r.outcome == ActionOutcome::kStale || r.outcome == ActionOutcome::kFailed) r.cause = resp.err;
     }
     if (done) done(r);
   };
 }
 
-NsHelperJob MakeJob(const NotificationRef& ref, uint16_t op, bool respond, ActionDone done, ActionResult* early) {
+NsHelperJob MakeJob(const NotificationRef& ref, uint16_t op, bool respond, int failure_errno, ActionDone done) {
   NsHelperJob job;
   job.header.op = op;
   job.header.notif_id = ref.id;
@@ -122,12 +124,29 @@ NsHelperJob MakeJob(const NotificationRef& ref, uint16_t op, bool respond, Actio
   job.header.flags = respond ? uint32_t(nshelper::kRespond) : 0u;
   job.header.dirfd = AT_FDCWD;
   job.owner = ref.owner;
+  job.done = Adapt(std::move(done));
   job.notify_fd = ref.notify_fd >= 0 ? fcntl(ref.notify_fd, F_DUPFD_CLOEXEC, 0) : -1;
   if (job.notify_fd < 0) {
-    *early = Result(ActionOutcome::kFailed, ref.notify_fd < 0 ? EBADF : errno, "bad-request", NowNs());
+    // No copy to hand over (EMFILE): answer now on the caller's fd, report through the pool.
+    job.precomputed = true;
+    job.response.stage = nshelper::kStageInternal;
+    job.response.err = failure_errno;
+    if (respond && ref.notify_fd >= 0) {
+      seccomp_notif_resp answer = {};
+      answer.id = ref.id;
+      answer.error = -failure_errno;
+      if (ioctl(ref.notify_fd, SECCOMP_IOCTL_NOTIF_SEND, &answer) == 0) job.response.flags |= nshelper::kAnswered;
+    }
   }
-  job.done = Adapt(std::move(done));
   return job;
+}
+
+// Arguments the helper would refuse anyway are answered without one.
+void Precompute(NsHelperJob* job, uint16_t stage, int err) {
+  if (job->precomputed) return;
+  job->precomputed = true;
+  job->response.stage = stage;
+  job->response.err = err;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -303,40 +322,34 @@ std::unique_ptr<Emulator> Emulator::Create(const EmulatorOptions& options, std::
   po.max_helpers = options.max_helpers;
   po.request_timeout_ms = options.request_timeout_ms;
   po.idle_timeout_ms = options.idle_timeout_ms;
+  po.failure_errno = options.failure_errno;
   std::unique_ptr<NsHelperPool> pool = NsHelperPool::Start(po, error);
   if (!pool) return nullptr;
   std::unique_ptr<Emulator> e(new Emulator);
   e->pool_ = std::move(pool);
+  e->failure_errno_ = options.failure_errno;
   return e;
 }
 
 Emulator::~Emulator() { Stop(); }
 
 void Emulator::Mkdir(const NotificationRef& ref, const MkdirArgs& args, bool respond, ActionDone done) {
-  ActionResult early;
-  NsHelperJob job = MakeJob(ref, nshelper::kOpMkdir, respond, done, &early);
-  if (job.notify_fd < 0) return done(early);
-  if (args.path.size() > nshelper::kMaxString) {
-    close(job.notify_fd);
-    return done(Result(ActionOutcome::kDone, ENAMETOOLONG, "resolve", NowNs()));
-  }
+  NsHelperJob job = MakeJob(ref, nshelper::kOpMkdir, respond, failure_errno_, std::move(done));
+  if (args.path.size() > nshelper::kMaxString) Precompute(&job, nshelper::kStageResolve, ENAMETOOLONG);
   job.header.dirfd = args.dirfd;
   job.header.mode = args.mode;
-  job.strings[0] = args.path;
+  if (!job.precomputed) job.strings[0] = args.path;
   pool_->Submit(std::move(job));
 }
 
 void Emulator::Mount(const NotificationRef& ref, const MountArgs& args, bool respond, ActionDone done) {
-  ActionResult early;
-  NsHelperJob job = MakeJob(ref, nshelper::kOpMount, respond, done, &early);
-  if (job.notify_fd < 0) return done(early);
+  NsHelperJob job = MakeJob(ref, nshelper::kOpMount, respond, failure_errno_, std::move(done));
   const std::string* s[4] = {&args.source, &args.target, &args.fstype, &args.data};
   for (int i = 0; i < 4; ++i) {
-    if (s[i]->size() > nshelper::kMaxString) {
-      close(job.notify_fd);
-      return done(Result(ActionOutcome::kDone, i == 3 ? EINVAL : ENAMETOOLONG, "resolve", NowNs()));
-    }
-    job.strings[i] = *s[i];
+    if (s[i]->size() > nshelper::kMaxString) Precompute(&job, nshelper::kStageResolve, i == 3 ? EINVAL : ENAMETOOLONG);
+  }
+  if (!job.precomputed) {
+    for (int i = 0; i < 4; ++i) job.strings[i] = *s[i];
   }
   job.header.mount_flags = args.flags;
   if (args.require_cap_sys_admin) job.header.flags |= nshelper::kRequireCapSysAdmin;
@@ -428,4 +441,4 @@ ActionResult ThawContainer(pid_t pid) {
   return Result(err ? ActionOutcome::kFailed : ActionOutcome::kDone, err, err ? "write" : "done", start, t.file);
 }
 
-}  // namespace seccompagent
+}  // namespace seccomp_agent

@@ -4,6 +4,7 @@
 // Pure C++ (no N-API): the engine calls this directly with the notify fd it owns; the JS binding
 // (emulator_binding.cpp) is a thin shell over it for tests and tools. See docs/emulation.md.
 #pragma once
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
@@ -13,7 +14,7 @@
 #include <memory>
 #include <string>
 
-namespace seccompagent {
+namespace seccomp_agent {
 
 class NsHelperPool;
 
@@ -52,18 +53,22 @@ enum class ActionOutcome {
   kDone,     // acted: err is the result the target's syscall gets (0 or an errno)
   kStale,    // the notification is no longer pending (or the target is gone): nothing was done
   kRefused,  // a safety rule refused it (outside the root, host cgroup, capability check): err = EPERM
-  kFailed,   // the emulator could not act (helper spawn, death, timeout, stop): err says why
+  kFailed,   // the emulator could not act (helper spawn, death, timeout, stop): cause says why
 };
 
 struct ActionResult {
   ActionOutcome outcome = ActionOutcome::kFailed;
+  // The errno the target's syscall gets (0: success). kFailed: EmulatorOptions::failure_errno.
   int err = 0;
-  // respond=true only: the helper answered the notification itself with `err`. When false
-  // (kStale, kFailed, or NOTIF_SEND failed) the engine answers it, or knows it is gone.
+  // Why it was not done (kStale: ENOENT/ESRCH; kFailed: ETIMEDOUT, EIO, ECANCELED, a spawn errno).
+  int cause = 0;
+  // respond=true only: the notification was answered with `err` (by the helper, or by the
+  // emulator when no helper could). False with kStale, or when NOTIF_SEND failed (send_err:
+  // ENOENT, the target died meanwhile). The engine never needs to answer a respond=true call.
   bool answered = false;
-  int send_err = 0;          // NOTIF_SEND's errno when the helper's answer failed (ENOENT: gone)
+  int send_err = 0;
   const char* stage = "";    // "done", "stale", "resolve", "outside-root", ... (static string)
-  std::string detail;        // freeze/thaw: the control file written
+  std::string detail;        // freeze/thaw: the control file written; refusals: why
   uint64_t latency_ns = 0;   // from the call to the result
   uint64_t helper_ns = 0;    // time spent inside the helper
 };
@@ -76,6 +81,7 @@ struct EmulatorOptions {
   size_t max_helpers = 64;
   uint32_t request_timeout_ms = 10000;
   uint32_t idle_timeout_ms = 60000;
+  int failure_errno = EPERM;  // answer when no helper could act (respond=true)
 };
 
 struct EmulatorStats {
@@ -89,9 +95,10 @@ class Emulator {
   static std::unique_ptr<Emulator> Create(const EmulatorOptions& options, std::string* error);
   ~Emulator();
 
-  // Any thread. `done` runs exactly once on the emulator's thread (inline with kFailed/ECANCELED
-  // after Stop). respond=true: the helper answers the notification with NOTIF_SEND itself once it
-  // has acted (error = -err), so the target wakes without a hop back; see ActionResult::answered.
+  // Any thread. `done` runs exactly once on the emulator's thread (inline, kFailed/ECANCELED, after
+  // Stop). respond=true: the notification is answered by the emulator (the helper sends -err right
+  // after acting, so the target wakes without a hop back; failure_errno when no helper could act),
+  // and the engine only records the result. respond=false: the engine answers with result.err.
   void Mkdir(const NotificationRef& ref, const MkdirArgs& args, bool respond, ActionDone done);
   void Mount(const NotificationRef& ref, const MountArgs& args, bool respond, ActionDone done);
   // Any thread. The container is gone (its notify fd hung up): its helper exits.
@@ -103,6 +110,7 @@ class Emulator {
  private:
   Emulator() = default;
   std::unique_ptr<NsHelperPool> pool_;
+  int failure_errno_ = EPERM;
 };
 
 // Synchronous, any thread, no fork: a few /proc reads, one ioctl, one pidfd call or one write.
@@ -116,4 +124,4 @@ ActionResult ThawContainer(pid_t pid);
 
 const char* OutcomeName(ActionOutcome outcome);
 
-}  // namespace seccompagent
+}  // namespace seccomp_agent

@@ -1,5 +1,7 @@
 #include "nshelper_pool.hpp"
 
+#include "seccomp_compat.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -8,6 +10,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -19,7 +22,7 @@
 #define P_PIDFD 3
 #endif
 
-namespace seccompagent {
+namespace seccomp_agent {
 namespace {
 
 constexpr uint64_t kWakeId = 0;
@@ -88,19 +91,21 @@ NsHelperPool::~NsHelperPool() {
 }
 
 void NsHelperPool::Submit(NsHelperJob job) {
-  if (stopped_.load() || stopping_.load()) {
-    if (job.notify_fd >= 0) close(job.notify_fd);
-    if (job.done) job.done(nshelper::Response{}, ECANCELED, 0);
-    return;
-  }
   Pending p;
   p.submitted_ns = NowNs();
   p.job = std::move(job);
   stat_in_flight_++;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    p.tag = next_tag_++;
-    submitted_.push_back(std::move(p));
+    if (!closed_) {
+      p.tag = next_tag_++;
+      submitted_.push_back(std::move(p));
+      p.job.done = nullptr;
+    }
+  }
+  if (p.job.done) {
+    Complete(p, nshelper::Response{}, ECANCELED);  // inline: the pool thread has finished
+    return;
   }
   uint64_t one = 1;
   (void)!write(wake_, &one, sizeof(one));
@@ -162,6 +167,10 @@ void NsHelperPool::Run() {
     CheckTimers(NowNs());
   }
   // Shutdown: every request gets ECANCELED, every helper is killed and reaped.
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closed_ = true;
+  }
   DrainSubmissions();
   for (auto& entry : helpers_) {
     Helper* h = entry.second.get();
@@ -196,6 +205,22 @@ void NsHelperPool::DrainSubmissions() {
 }
 
 void NsHelperPool::Route(Pending p) {
+  if (p.job.precomputed) {
+    nshelper::Response r = p.job.response;
+    r.tag = p.tag;
+    if ((p.job.header.flags & nshelper::kRespond) && p.job.notify_fd >= 0) {
+      seccomp_notif_resp answer = {};
+      answer.id = p.job.header.notif_id;
+      answer.error = -r.err;
+      if (ioctl(p.job.notify_fd, SECCOMP_IOCTL_NOTIF_SEND, &answer) == 0) {
+        r.flags |= nshelper::kAnswered;
+      } else {
+        r.send_err = errno;
+      }
+    }
+    Complete(p, r, 0);
+    return;
+  }
   if (!options_.spawn_per_call && p.key == 0) {
     char path[64];
     snprintf(path, sizeof(path), "/proc/%d/ns/mnt", int(p.job.header.pid));
@@ -359,7 +384,6 @@ void NsHelperPool::Pump(Helper* h) {
       w = sendmsg(h->sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     } while (w < 0 && errno == EINTR);
     if (w < 0) return;  // EAGAIN: next answer pumps again; EPIPE: the pidfd reports the exit
-    CloseFd(&p.job.notify_fd);
     p.sent_ns = NowNs();
     h->last_used_ns = p.sent_ns;
     h->in_flight.push_back(std::move(p));
@@ -408,7 +432,7 @@ void NsHelperPool::OnExit(Helper* h) {
     }
   }
   FailAll(h, EIO);
-  for (Pending& p : h->backlog) waiting_.push_front(std::move(p));
+  for (auto it = h->backlog.rbegin(); it != h->backlog.rend(); ++it) waiting_.push_front(std::move(*it));
   h->backlog.clear();
   auto kept = kept_by_key_.find(h->key);
   if (kept != kept_by_key_.end() && kept->second == h) kept_by_key_.erase(kept);
@@ -430,7 +454,7 @@ void NsHelperPool::Retire(Helper* h, bool kill) {
   } else if (h->in_flight.empty() && h->sock >= 0) {
     CloseFd(&h->sock);  // EOF: the helper exits by itself
   }
-  for (Pending& p : h->backlog) waiting_.push_front(std::move(p));
+  for (auto it = h->backlog.rbegin(); it != h->backlog.rend(); ++it) waiting_.push_front(std::move(*it));
   h->backlog.clear();
 }
 
@@ -442,9 +466,27 @@ void NsHelperPool::FailAll(Helper* h, int err) {
 }
 
 void NsHelperPool::Complete(Pending& p, const nshelper::Response& response, int internal_err) {
+  nshelper::Response r = response;
+  if (internal_err != 0) {
+    r = nshelper::Response{};
+    r.tag = p.tag;
+    // No helper answered: a notification that was to be answered still gets one, or its syscall
+    // would wait until the engine's own fd closes.
+    if ((p.job.header.flags & nshelper::kRespond) && p.job.notify_fd >= 0) {
+      seccomp_notif_resp answer = {};
+      answer.id = p.job.header.notif_id;
+      answer.error = -options_.failure_errno;
+      r.err = options_.failure_errno;
+      if (ioctl(p.job.notify_fd, SECCOMP_IOCTL_NOTIF_SEND, &answer) == 0) {
+        r.flags |= nshelper::kAnswered;
+      } else {
+        r.send_err = errno;
+      }
+    }
+  }
   CloseFd(&p.job.notify_fd);
   stat_in_flight_--;
-  if (p.job.done) p.job.done(response, internal_err, NowNs() - p.submitted_ns);
+  if (p.job.done) p.job.done(r, internal_err, NowNs() - p.submitted_ns);
   p.job.done = nullptr;
 }
 
@@ -522,4 +564,4 @@ int NsHelperPool::NextTimeoutMs(uint64_t now) const {
   return int(std::min<uint64_t>(ms, 60000));
 }
 
-}  // namespace seccompagent
+}  // namespace seccomp_agent

@@ -9,6 +9,7 @@
 // its own process, so one container that hangs its helper delays no other container.
 // Spawn-per-call mode (the variant the issue asks to measure): one `--once` helper per request.
 #pragma once
+#include <errno.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -25,7 +26,7 @@
 
 #include "nshelper_protocol.h"
 
-namespace seccompagent {
+namespace seccomp_agent {
 
 struct NsHelperPoolOptions {
   std::string helper_path;           // build/Release/seccomp-nshelper
@@ -33,6 +34,9 @@ struct NsHelperPoolOptions {
   size_t max_helpers = 64;           // kept helpers alive at once (and spawn-per-call in flight)
   uint32_t request_timeout_ms = 10000;
   uint32_t idle_timeout_ms = 60000;  // a kept helper unused this long exits
+  // What a notification asked to be answered (kRespond) gets when no helper answered it: spawn
+  // failure, helper death or timeout, shutdown.
+  int failure_errno = EPERM;
 };
 
 struct NsHelperPoolStats {
@@ -44,15 +48,20 @@ struct NsHelperPoolStats {
 };
 
 // A request as the pool sends it: header fields except magic, version and tag, the strings, and
-// the notify fd (the pool owns this copy and closes it once sent).
+// the notify fd (the pool owns this copy and closes it on completion).
 struct NsHelperJob {
   nshelper::Request header = {};
   std::string strings[4];
   int notify_fd = -1;
   uint64_t owner = 0;
-  // Completion, run on the pool thread exactly once. `internal_err` != 0 means the helper never
-  // answered (spawn failed, it died, timed out, the pool stopped); the response is then zeroed.
+  // Completion, run on the pool thread exactly once. `internal_err` != 0 means no helper answered
+  // (spawn failed, it died, timed out, the pool stopped); the response then says whether the
+  // pool answered the notification itself (kAnswered, err = failure_errno) when kRespond was set.
   std::function<void(const nshelper::Response& response, int internal_err, uint64_t latency_ns)> done;
+  // Known without a helper (bad arguments): completed on the pool thread as if a helper had
+  // answered `response`, including its NOTIF_SEND when kRespond is set and notify_fd is given.
+  bool precomputed = false;
+  nshelper::Response response = {};
 };
 
 class NsHelperPool {
@@ -114,7 +123,8 @@ class NsHelperPool {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> stopped_{false};
 
-  mutable std::mutex mutex_;  // guards the three below
+  mutable std::mutex mutex_;  // guards the four below
+  bool closed_ = false;       // the pool thread has finished: Submit completes inline
   std::vector<Pending> submitted_;
   std::vector<uint64_t> forgotten_;
   uint64_t next_tag_ = 1;
@@ -128,4 +138,4 @@ class NsHelperPool {
   std::atomic<uint64_t> stat_helpers_{0}, stat_spawned_{0}, stat_died_{0}, stat_timed_out_{0}, stat_in_flight_{0};
 };
 
-}  // namespace seccompagent
+}  // namespace seccomp_agent
