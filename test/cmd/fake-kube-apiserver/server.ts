@@ -218,14 +218,17 @@ export class FakeKubeApiServer {
     return file;
   }
 
-  /** Adds (or replaces) a pod; watchers get ADDED (or MODIFIED). */
-  addPod(pod: FakePod | PodSpecInput): FakePod {
+  /**
+   * Adds (or replaces) a pod; watchers get ADDED (or MODIFIED). `notify: false` simulates an
+   * event a watcher missed: only a new list shows the change.
+   */
+  addPod(pod: FakePod | PodSpecInput, options: { notify?: boolean } = {}): FakePod {
     const full = 'kind' in pod ? structuredClone(pod) : makePod(pod);
     const key = `${full.metadata.namespace}/${full.metadata.name}`;
     const previous = this.pods.get(key) ?? null;
     full.metadata.resourceVersion = String(++this.rv);
     this.pods.set(key, full);
-    this.publish({ rv: this.rv, type: previous ? 'MODIFIED' : 'ADDED', pod: full, previous });
+    if (options.notify !== false) this.publish({ rv: this.rv, type: previous ? 'MODIFIED' : 'ADDED', pod: full, previous });
     return structuredClone(full);
   }
 
@@ -242,22 +245,31 @@ export class FakeKubeApiServer {
     return structuredClone(next);
   }
 
-  /** Removes a pod; watchers get DELETED. */
-  removePod(namespace: string, name: string): boolean {
+  /** Removes a pod; watchers get DELETED (unless `notify: false`, as for addPod). */
+  removePod(namespace: string, name: string, options: { notify?: boolean } = {}): boolean {
     const key = `${namespace}/${name}`;
     const previous = this.pods.get(key);
     if (!previous) return false;
     this.pods.delete(key);
     const gone = structuredClone(previous);
     gone.metadata.resourceVersion = String(++this.rv);
-    this.publish({ rv: this.rv, type: 'DELETED', pod: gone, previous: null });
+    if (options.notify !== false) this.publish({ rv: this.rv, type: 'DELETED', pod: gone, previous: null });
     return true;
   }
 
-  /** Forgets the event history, as etcd compaction does: older watches get 410 Expired. */
+  /** Ends every open watch cleanly, as the server does when a watch's timeout passes. */
+  endWatches(): void {
+    for (const watcher of this.watchers) watcher.response.end();
+    this.watchers.clear();
+  }
+
+  /**
+   * Forgets the event history, as etcd compaction does: a watch from any resourceVersion handed
+   * out so far gets 410 Expired; a new list gives a resourceVersion that works again.
+   */
   compact(): void {
     this.history = [];
-    this.oldestRv = this.rv;
+    this.oldestRv = ++this.rv;
   }
 
   listPods(): FakePod[] {

@@ -1,0 +1,232 @@
+import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
+import { Writable } from 'node:stream';
+import { test } from 'node:test';
+import pino from 'pino';
+import type { CgroupPodRef } from './cgroup-pod-uid';
+import { ContainerRegistry, type ContainerInfo } from './container-registry';
+import type { CachedPod, PodCacheEvents, PodCacheState } from './pod-cache';
+
+interface LogLine {
+  level: number;
+  msg: string;
+  container?: string;
+  [key: string]: unknown;
+}
+
+function captureLogger() {
+  const lines: LogLine[] = [];
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of String(chunk).split('\n')) if (line) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  return { logger: pino({ level: 'debug' }, stream), lines };
+}
+
+/** A pod cache without a server: tests set its state and pods. */
+class FakePods extends EventEmitter<PodCacheEvents> {
+  state: PodCacheState = 'connecting';
+  readonly byUid = new Map<string, CachedPod>();
+  counter: () => number = () => -1;
+  lookup(uid: string): CachedPod | undefined {
+    return this.byUid.get(uid);
+  }
+  setPendingCounter(counter: () => number): void {
+    this.counter = counter;
+  }
+  addPod(pod: CachedPod): void {
+    this.byUid.set(pod.uid, pod);
+    this.emit('pod', pod);
+  }
+  sync(): void {
+    this.state = 'synced';
+    this.emit('reachable', { pods: this.byUid.size });
+  }
+}
+
+const UID = '1b2c3d4e-5f60-4a7b-8c9d-0e1f2a3b4c5d';
+const CID = 'a'.repeat(64);
+
+function pod(containers: Record<string, string> = { [CID]: 'app' }): CachedPod {
+  return { namespace: 'shop', pod: 'web-1', uid: UID, containers: new Map(Object.entries(containers)), mirrorHash: null };
+}
+
+function info(over: Partial<ContainerInfo> = {}): ContainerInfo {
+  return { handle: 1n, containerId: CID, pid: 4242, annotations: {}, metadata: 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}', ...over };
+}
+
+const cgroupOf = (uid: string | null) => (): CgroupPodRef | null => (uid ? { podUid: uid, containerId: CID, path: `/kubepods/pod${uid}/${CID}` } : null);
+
+const CONTAINERD = {
+  'io.kubernetes.cri.sandbox-namespace': 'shop',
+  'io.kubernetes.cri.sandbox-name': 'web-1',
+  'io.kubernetes.cri.container-name': 'app',
+  'io.kubernetes.cri.sandbox-uid': UID,
+};
+
+test('registry: a container with pod annotations is resolved at once, without the cgroup or the cache', () => {
+  const { logger, lines } = captureLogger();
+  const pods = new FakePods();
+  let cgroupReads = 0;
+  const registry = new ContainerRegistry({ logger, pods, unresolvedAction: 'continue', readCgroup: () => (cgroupReads++, null) });
+  const entry = registry.add(info({ annotations: CONTAINERD, metadata: 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}-{{.Container}}' }));
+  assert.equal(entry.resolution, 'annotations');
+  assert.deepEqual(entry.mkdir, { kind: 'suffix', suffix: '-shop-web-1-app' });
+  assert.equal(cgroupReads, 0);
+  assert.equal(registry.get(1n), entry);
+  assert.equal(registry.get(1), entry);
+  assert.equal(registry.unresolvedCount, 0);
+  assert.deepEqual(lines, []);
+});
+
+test('registry: no annotations, pod UID from the cgroup found in the cache', () => {
+  const { logger } = captureLogger();
+  const pods = new FakePods();
+  pods.addPod(pod());
+  pods.sync();
+  const registry = new ContainerRegistry({ logger, pods, unresolvedAction: 'continue', readCgroup: cgroupOf(UID) });
+  const entry = registry.add(info({ metadata: 'MKDIR_TMPL=-{{.Pod}}-{{.Container}}' }));
+  assert.equal(entry.resolution, 'cgroup');
+  assert.deepEqual(entry.identity, { namespace: 'shop', pod: 'web-1', container: 'app', podUid: UID, source: 'cgroup' });
+  assert.deepEqual(entry.mkdir, { kind: 'suffix', suffix: '-web-1-app' });
+});
+
+test('registry: admitted unresolved while the cache is down, resolved when the pod arrives; logged once each way', () => {
+  const { logger, lines } = captureLogger();
+  const pods = new FakePods();
+  pods.state = 'unreachable';
+  const registry = new ContainerRegistry({ logger, pods, unresolvedAction: 'errno:EPERM', readCgroup: cgroupOf(UID) });
+  const init = registry.add(info());
+  const exec = registry.add(info({ handle: 2n }));
+  assert.equal(init.resolution, 'unresolved');
+  assert.equal(init.mkdir.kind, 'unresolved');
+  assert.match(init.unresolvedReason, /API server is unreachable/);
+  assert.equal(registry.unresolvedCount, 2);
+  assert.equal(pods.counter(), 2);
+  const warnings = lines.filter((l) => l.level === 40);
+  assert.equal(warnings.length, 1, 'one warning for the container, not one per notify fd');
+  assert.match(warnings[0].msg, /container a+ is unresolved .*--unresolved-action \(errno:EPERM\)/);
+  assert.equal(warnings[0].container, CID);
+
+  pods.addPod(pod());
+  assert.equal(init.resolution, 'cgroup');
+  assert.equal(exec.resolution, 'cgroup');
+  assert.deepEqual(init.mkdir, { kind: 'suffix', suffix: '-shop-web-1' });
+  assert.equal(registry.unresolvedCount, 0);
+  const infos = lines.filter((l) => l.level === 30);
+  assert.equal(infos.length, 1);
+  assert.match(infos[0].msg, /resolved to pod shop\/web-1 container app .*suffix "-shop-web-1"/);
+  pods.sync();
+  assert.equal(lines.length, 2, 'nothing more to say once resolved');
+});
+
+test('registry: the cache becoming reachable re-resolves every unresolved container', () => {
+  const { logger } = captureLogger();
+  const pods = new FakePods();
+  const registry = new ContainerRegistry({ logger, pods, unresolvedAction: 'continue', readCgroup: cgroupOf(UID) });
+  const entry = registry.add(info());
+  assert.match(entry.unresolvedReason, /still syncing/);
+  pods.byUid.set(UID, pod()); // in place before the event, as a list fills the cache
+  pods.sync();
+  assert.equal(entry.resolution, 'cgroup');
+});
+
+test('registry: {{.Container}} waits for the container id to appear in the pod status', () => {
+  const { logger } = captureLogger();
+  const pods = new FakePods();
+  pods.addPod(pod({}));
+  pods.sync();
+  const registry = new ContainerRegistry({ logger, pods, unresolvedAction: 'continue', readCgroup: cgroupOf(UID) });
+  const withContainer = registry.add(info({ metadata: 'MKDIR_TMPL=-{{.Container}}' }));
+  const withoutContainer = registry.add(info({ handle: 2n, containerId: 'b'.repeat(64), metadata: 'MKDIR_TMPL=-{{.Pod}}' }));
+  assert.equal(withContainer.resolution, 'unresolved');
+  assert.match(withContainer.unresolvedReason, /does not list container/);
+  assert.deepEqual(withoutContainer.mkdir, { kind: 'suffix', suffix: '-web-1' });
+  pods.addPod(pod({ [CID]: 'app' }));
+  assert.deepEqual(withContainer.mkdir, { kind: 'suffix', suffix: '-app' });
+});
+
+test('registry: --no-kubernetes and non-pod processes stay unresolved; a policy without MKDIR_TMPL is only noted', () => {
+  const { logger, lines } = captureLogger();
+  const registry = new ContainerRegistry({ logger, pods: null, unresolvedAction: 'continue', readCgroup: cgroupOf(UID) });
+  const entry = registry.add(info());
+  assert.match(entry.unresolvedReason, /--no-kubernetes/);
+  const plain = new ContainerRegistry({ logger, pods: null, unresolvedAction: 'continue', readCgroup: cgroupOf(null) }).add(
+    info({ containerId: 'c1', metadata: 'MOUNT_PROC=true' }),
+  );
+  assert.equal(plain.resolution, 'unresolved');
+  assert.deepEqual(plain.mkdir, { kind: 'none' });
+  assert.match(plain.unresolvedReason, /no pod UID in \/proc\/4242\/cgroup/);
+  assert.deepEqual(plain.policy.mount?.filesystems, ['proc']);
+  assert.deepEqual(lines.map((l) => l.level), [40, 30]);
+});
+
+test('registry: a cgroup read error is a reason, not a crash', () => {
+  const { logger } = captureLogger();
+  const registry = new ContainerRegistry({
+    logger,
+    pods: null,
+    unresolvedAction: 'continue',
+    readCgroup: () => {
+      throw new Error('cannot read /proc/4242/cgroup (EACCES)');
+    },
+  });
+  assert.match(registry.add(info()).unresolvedReason, /EACCES/);
+});
+
+test('registry: unknown policy keys and a refused template are logged once per container', () => {
+  const { logger, lines } = captureLogger();
+  const registry = new ContainerRegistry({ logger, pods: null, unresolvedAction: 'continue', readCgroup: cgroupOf(null) });
+  const annotations = { ...CONTAINERD, 'io.kubernetes.cri.sandbox-name': '..' };
+  const metadata = 'MKDIR_TMPL={{.Pod}}\nFOO=bar';
+  const first = registry.add(info({ annotations, metadata }));
+  registry.add(info({ handle: 2n, annotations, metadata }));
+  assert.equal(first.mkdir.kind, 'refused');
+  assert.equal(first.resolution, 'annotations');
+  assert.equal(first.mkdir.kind === 'refused' && first.mkdir.error.code, 'EMKDIR_SUFFIX');
+  assert.deepEqual(lines.map((l) => l.code), ['EPOLICY_UNKNOWN_KEY', 'EMKDIR_SUFFIX']);
+  // Once every fd of the container is gone, a new container with the same id is news again.
+  registry.remove(1n);
+  registry.remove(2n);
+  registry.add(info({ handle: 3n, annotations, metadata }));
+  assert.equal(lines.length, 4);
+});
+
+test('registry: remove and replaceAll follow the data plane', () => {
+  const { logger } = captureLogger();
+  const pods = new FakePods();
+  const registry = new ContainerRegistry({ logger, pods, unresolvedAction: 'continue', readCgroup: cgroupOf(UID) });
+  registry.add(info({ handle: 1n }));
+  registry.add(info({ handle: 2n }));
+  assert.equal(registry.unresolvedCount, 2);
+  assert.equal(registry.remove(1n), true);
+  assert.equal(registry.remove(1n), false);
+  assert.equal(registry.get(1n), undefined);
+  assert.equal(registry.unresolvedCount, 1);
+  const kept = registry.get(2n);
+  registry.replaceAll([info({ handle: 2n }), info({ handle: 5n, containerId: 'other', annotations: CONTAINERD })]);
+  assert.equal(registry.size, 2);
+  assert.equal(registry.get(2n), kept, 'an entry the snapshot still lists is kept as is');
+  assert.equal(registry.get(5n)?.resolution, 'annotations');
+  registry.replaceAll([]);
+  assert.equal(registry.size, 0);
+  assert.equal(registry.unresolvedCount, 0);
+  registry.close();
+  assert.equal(pods.listenerCount('pod'), 0);
+  assert.equal(pods.listenerCount('reachable'), 0);
+});
+
+test('registry: a static pod is found by the config hash in its cgroup path', () => {
+  const { logger } = captureLogger();
+  const pods = new FakePods();
+  const hash = '6c3c1c2e2f0c4b7a9d8e7f6a5b4c3d2e';
+  const registry = new ContainerRegistry({ logger, pods, unresolvedAction: 'continue', readCgroup: cgroupOf(hash) });
+  const entry = registry.add(info());
+  assert.equal(entry.resolution, 'unresolved');
+  const mirror = { ...pod(), mirrorHash: hash };
+  pods.byUid.set(hash, mirror); // the real cache answers lookup() by hash too
+  pods.emit('pod', mirror);
+  assert.equal(entry.resolution, 'cgroup');
+});

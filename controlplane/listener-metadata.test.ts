@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { parseListenerMetadata } from './listener-metadata';
+
+const codes = (text: string) => parseListenerMetadata(text).warnings.map((w) => `${w.code}:${w.key}`);
+
+test('listenerMetadata: the keys kinvolk/seccompagent reads', () => {
+  const { policy, warnings } = parseListenerMetadata(
+    'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}-{{.Container}}\nDEFAULT_ACTION=kill-container\nMOUNT_PROC=true\nMOUNT_SYSFS=true\nMOUNT_OTHER_FS_LIST=cifs,nfs\nMOUNT_NEED_CAP_ADMIN=true',
+  );
+  assert.deepEqual(warnings, []);
+  assert.equal(policy.mkdirTemplate?.source, '-{{.Namespace}}-{{.Pod}}-{{.Container}}');
+  assert.equal(policy.defaultAction, 'kill-container');
+  assert.deepEqual(policy.mount, { filesystems: ['proc', 'sysfs', 'cifs', 'nfs'], needCapAdmin: true });
+  assert.ok(Object.isFrozen(policy));
+  assert.ok(Object.isFrozen(policy.mount));
+  assert.ok(Object.isFrozen(policy.mount!.filesystems));
+  assert.ok(Object.isFrozen(policy.entries));
+});
+
+test('listenerMetadata: empty metadata is an empty policy', () => {
+  const { policy, warnings } = parseListenerMetadata('');
+  assert.deepEqual(warnings, []);
+  assert.equal(policy.mkdirTemplate, null);
+  assert.equal(policy.defaultAction, null);
+  assert.equal(policy.mount, null);
+  assert.equal(parseListenerMetadata('DEFAULT_ACTION=freeze-container\n').policy.defaultAction, 'freeze-container');
+});
+
+test('listenerMetadata: the value is everything after the first "=", verbatim; a later line wins', () => {
+  const { policy, warnings } = parseListenerMetadata('MKDIR_TMPL=-a=b\nMKDIR_TMPL=-{{.Pod}}=x');
+  assert.equal(policy.mkdirTemplate?.source, '-{{.Pod}}=x');
+  assert.deepEqual(warnings.map((w) => w.code), ['EPOLICY_DUPLICATE_KEY']);
+  assert.equal(parseListenerMetadata('MOUNT_PROC=true\r\nMOUNT_SYSFS=true\r\n').policy.mount?.filesystems.join(), 'proc,sysfs');
+});
+
+test('listenerMetadata: booleans are on only for "true"; other values warn', () => {
+  const { policy, warnings } = parseListenerMetadata('MOUNT_PROC=yes\nMOUNT_SYSFS=TRUE\nMOUNT_NEED_CAP_ADMIN=false');
+  assert.equal(policy.mount, null);
+  assert.deepEqual(warnings.map((w) => `${w.code}:${w.key}`), ['EPOLICY_BAD_VALUE:MOUNT_PROC', 'EPOLICY_BAD_VALUE:MOUNT_SYSFS']);
+  // A line without "=" is a key with an empty value, as in kinvolk/seccompagent.
+  assert.deepEqual(codes('MOUNT_PROC'), ['EPOLICY_BAD_VALUE:MOUNT_PROC']);
+});
+
+test('listenerMetadata: unknown and unsupported keys are warnings, one each', () => {
+  assert.deepEqual(codes('FOO=1\nMKDIR_TEMPLATE=-x\nEXEC_PATTERN=/bin/sh\nSIDECARS=a'), [
+    'EPOLICY_UNKNOWN_KEY:FOO',
+    'EPOLICY_UNKNOWN_KEY:MKDIR_TEMPLATE',
+    'EPOLICY_UNSUPPORTED_KEY:EXEC_PATTERN',
+    'EPOLICY_UNSUPPORTED_KEY:SIDECARS',
+  ]);
+  assert.deepEqual(codes('=orphan'), ['EPOLICY_BAD_VALUE:']);
+  // A key named like an Object.prototype property is just an unknown key.
+  assert.deepEqual(codes('__proto__=x\nconstructor=y'), ['EPOLICY_UNKNOWN_KEY:__proto__', 'EPOLICY_UNKNOWN_KEY:constructor']);
+});
+
+test('listenerMetadata: bad DEFAULT_ACTION and MKDIR_TMPL are ignored with a warning', () => {
+  const bad = parseListenerMetadata('DEFAULT_ACTION=kill-process\nMKDIR_TMPL=-{{.Pid}}');
+  assert.equal(bad.policy.defaultAction, null);
+  assert.equal(bad.policy.mkdirTemplate, null);
+  assert.deepEqual(bad.warnings.map((w) => `${w.code}:${w.key}`), ['EMKDIR_TEMPLATE:MKDIR_TMPL', 'EPOLICY_BAD_VALUE:DEFAULT_ACTION']);
+  assert.deepEqual(codes('MKDIR_TMPL='), ['EPOLICY_BAD_VALUE:MKDIR_TMPL']);
+});
+
+test('listenerMetadata: MOUNT_OTHER_FS_LIST trims names, skips empty ones and duplicates', () => {
+  const { policy } = parseListenerMetadata('MOUNT_PROC=true\nMOUNT_OTHER_FS_LIST= cifs,,proc ,tmpfs,');
+  assert.deepEqual(policy.mount?.filesystems, ['proc', 'cifs', 'tmpfs']);
+  assert.equal(policy.mount?.needCapAdmin, false);
+  assert.equal(parseListenerMetadata('MOUNT_OTHER_FS_LIST=').policy.mount, null);
+  assert.deepEqual(codes('MOUNT_NEED_CAP_ADMIN=true'), ['EPOLICY_BAD_VALUE:MOUNT_NEED_CAP_ADMIN']);
+});
