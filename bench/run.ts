@@ -30,8 +30,8 @@ const USAGE = `usage: node dist/bench/run.js [--quick] [--json] [--runs N] [--se
   --runs N        runs per row, medians quoted (env BENCH_RUNS, default 5)
   --seconds S     measured seconds per workload (env BENCH_SECONDS, default 2)
   --containers N  live containers of the containers scenario (env BENCH_CONTAINERS, default 1000)
-  --only IDS      only these scenarios (${SCENARIOS.map((s) => s.id).join(', ')}); a reference
-                  a chosen scenario is compared with runs too`;
+  --only IDS      only these scenarios (${SCENARIOS.map((s) => s.id).join(', ')});
+                  the reference each one is compared with runs too`;
 
 function positiveNumber(text: string | undefined, what: string): number {
   const value = Number(text);
