@@ -295,7 +295,7 @@ export class PodCache extends EventEmitter<PodCacheEvents> {
           needList = false;
           // 'reachable' first, with every pod in place, so the count in its log line is right.
           this.enterSynced();
-          for (const pod of changed) this.emit('pod', pod);
+          for (const pod of changed) this.tell('pod', pod);
         } catch (err) {
           if (this.stopped) break;
           this.enterUnreachable(err);
@@ -424,7 +424,7 @@ export class PodCache extends EventEmitter<PodCacheEvents> {
 
   private upsert(item: PodLike): void {
     const pod = cachedPodFrom(item);
-    if (pod && this.store(pod)) this.emit('pod', pod);
+    if (pod && this.store(pod)) this.tell('pod', pod);
   }
 
   /** Stores a pod; false when nothing the registry uses changed. */
@@ -449,6 +449,15 @@ export class PodCache extends EventEmitter<PodCacheEvents> {
     if (pod.mirrorHash) this.byMirrorHash.delete(pod.mirrorHash);
   }
 
+  /** Emits to the listeners; a listener that throws is logged, never taken for an API failure. */
+  private tell<E extends keyof PodCacheEvents>(event: E, ...args: PodCacheEvents[E]): void {
+    try {
+      (this.emit as (event: E, ...args: PodCacheEvents[E]) => boolean)(event, ...args);
+    } catch (err) {
+      this.log.error({ err, event }, `pod cache listener failed on '${event}': ${(err as Error).message}`);
+    }
+  }
+
   private enterSynced(): void {
     const previous = this.currentState;
     if (previous === 'synced') return;
@@ -463,7 +472,7 @@ export class PodCache extends EventEmitter<PodCacheEvents> {
         `Kubernetes API server reachable again at ${this.url}: ${this.byUid.size} pods cached; resolving ${pending} containers admitted without identity`,
       );
     }
-    this.emit('reachable', { pods: this.byUid.size });
+    this.tell('reachable', { pods: this.byUid.size });
   }
 
   private enterUnreachable(err: unknown): void {
@@ -482,6 +491,6 @@ export class PodCache extends EventEmitter<PodCacheEvents> {
         `MKDIR_TMPL is not applied to them and their mkdir gets --unresolved-action (${this.options.unresolvedAction}) ` +
         `until their pod is known; other policy keys still apply; retrying with backoff up to ${this.options.retryMaxMs / 1000}s`,
     );
-    this.emit('unreachable', { reason });
+    this.tell('unreachable', { reason });
   }
 }

@@ -238,3 +238,19 @@ test('pod cache: the resync period lists again and repairs what the watch missed
   assert.equal(warnings(lines).length, 0);
   assert.equal(infos(lines).length, 1, 'a resync is not news');
 });
+
+test('pod cache: a listener that throws is logged as an error, not taken for an API failure', async (t) => {
+  const { server, cache, lines } = await setup(t);
+  server.addPod({ name: 'web-1', namespace: 'shop', uid: UID, nodeName: NODE });
+  cache.on('pod', () => {
+    throw new Error('listener bug');
+  });
+  await cache.start();
+  await cache.waitFor('synced', 5000);
+  await sleep(100);
+  assert.equal(cache.state, 'synced');
+  assert.equal(warnings(lines).length, 0);
+  const errors = lines.filter((l) => l.level === 50);
+  assert.equal(errors.length, 1);
+  assert.match(errors[0].msg, /listener failed on 'pod': listener bug/);
+});
