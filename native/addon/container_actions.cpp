@@ -63,6 +63,21 @@ bool StillPending(const NotificationRef& ref) {
   return ioctl(ref.notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
 }
 
+// Answers the notification with r.err (or answer_errno for a success) unless it is stale.
+ActionResult Answer(const NotificationRef& ref, ActionResult r, int answer_errno) {
+  if (answer_errno <= 0 || r.outcome == ActionOutcome::kStale) return r;
+  if (r.outcome == ActionOutcome::kDone && r.err == 0) r.err = answer_errno;
+  seccomp_notif_resp resp = {};
+  resp.id = ref.id;
+  resp.error = -r.err;
+  if (ioctl(ref.notify_fd, SECCOMP_IOCTL_NOTIF_SEND, &resp) == 0) {
+    r.answered = true;
+  } else {
+    r.send_err = errno;
+  }
+  return r;
+}
+
 const char* StageName(uint16_t stage) {
   switch (stage) {
     case nshelper::kStageDone: return "done";
@@ -303,6 +318,9 @@ bool SameNs(pid_t a, pid_t b, const char* ns) {
 
 }  // namespace
 
+static ActionResult KillContainerOnly(const NotificationRef& ref, const KillArgs& args);
+static ActionResult FreezeContainerOnly(const NotificationRef& ref);
+
 const char* OutcomeName(ActionOutcome outcome) {
   switch (outcome) {
     case ActionOutcome::kDone: return "done";
@@ -376,10 +394,19 @@ EmulatorStats Emulator::Stats() const {
 // ---------------------------------------------------------------------------------------------
 // kill-container
 
-ActionResult KillContainer(const NotificationRef& ref, const KillArgs& args) {
+ActionResult KillContainer(const NotificationRef& ref, const KillArgs& args, int answer_errno) {
+  return Answer(ref, KillContainerOnly(ref, args), answer_errno);
+}
+
+ActionResult FreezeContainer(const NotificationRef& ref, int answer_errno) {
+  return Answer(ref, FreezeContainerOnly(ref), answer_errno);
+}
+
+static ActionResult KillContainerOnly(const NotificationRef& ref, const KillArgs& args) {
   const uint64_t start = NowNs();
   const int sig = args.signal > 0 ? args.signal : SIGKILL;
   if (ref.notify_fd < 0 || ref.pid <= 0) return Result(ActionOutcome::kFailed, EINVAL, "bad-request", start);
+  if (!StillPending(ref)) return Result(ActionOutcome::kStale, ENOENT, "stale", start);
   int pidfd = args.init_pidfd;
   Fd owned;
   if (pidfd < 0) {
@@ -419,7 +446,7 @@ ActionResult KillContainer(const NotificationRef& ref, const KillArgs& args) {
 // ---------------------------------------------------------------------------------------------
 // freeze / thaw
 
-ActionResult FreezeContainer(const NotificationRef& ref) {
+static ActionResult FreezeContainerOnly(const NotificationRef& ref) {
   const uint64_t start = NowNs();
   if (ref.notify_fd < 0 || ref.pid <= 0) return Result(ActionOutcome::kFailed, EINVAL, "bad-request", start);
   std::string cgroups = ReadProc(ref.pid, "cgroup");

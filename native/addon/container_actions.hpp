@@ -114,11 +114,15 @@ class Emulator {
 };
 
 // Synchronous, any thread, no fork: a few /proc reads, one ioctl, one pidfd call or one write.
-ActionResult KillContainer(const NotificationRef& ref, const KillArgs& args);
+// answer_errno > 0: the notification is then answered with that errno (refusals with EPERM), so
+// the engine only records the result, as with respond=true; 0: the engine answers it.
+ActionResult KillContainer(const NotificationRef& ref, const KillArgs& args, int answer_errno = 0);
 // Freezes the target's cgroup: cgroup v2 `cgroup.freeze` when the target has a non-root v2
 // cgroup, else the v1 freezer's `freezer.state`. Refuses a root cgroup and any cgroup that holds
-// the data plane itself.
-ActionResult FreezeContainer(const NotificationRef& ref);
+// the data plane itself. The answer, when asked, is sent after the freeze: the target never runs
+// past the call unfrozen. The v1 freezer interrupts the notified syscall at once (send_err ENOENT):
+// it restarts when thawed and is notified again.
+ActionResult FreezeContainer(const NotificationRef& ref, int answer_errno = 0);
 // Thaws the cgroup FreezeContainer would pick for `pid` (operators and tests; no notification).
 ActionResult ThawContainer(pid_t pid);
 

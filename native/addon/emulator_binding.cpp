@@ -369,23 +369,28 @@ class EmulatorWrap : public Napi::ObjectWrap<EmulatorWrap> {
     Napi::Env env = info.Env();
     Napi::Object o;
     NotificationRef ref;
-    double init = 0, sig = SIGKILL;
+    double init = 0, sig = SIGKILL, answer = 0;
     if (!Usable(env) || !GetObject(info, "kill", &o) || !GetRef(o, &ref) || !GetInt(o, "initPid", false, 0, 2147483647, &init) ||
-        !GetInt(o, "signal", false, 1, 64, &sig)) {
+        !GetInt(o, "signal", false, 1, 64, &sig) || !GetInt(o, "answerErrno", false, 0, 4095, &answer)) {
       return env.Undefined();
     }
     KillArgs args;
     args.init_pid = pid_t(init);
     args.signal = int(sig);
-    return RunAction(env, [ref, args] { return KillContainer(ref, args); });
+    int answer_errno = int(answer);
+    return RunAction(env, [ref, args, answer_errno] { return KillContainer(ref, args, answer_errno); });
   }
 
   Napi::Value JsFreeze(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     Napi::Object o;
     NotificationRef ref;
-    if (!Usable(env) || !GetObject(info, "freeze", &o) || !GetRef(o, &ref)) return env.Undefined();
-    return RunAction(env, [ref] { return FreezeContainer(ref); });
+    double answer = 0;
+    if (!Usable(env) || !GetObject(info, "freeze", &o) || !GetRef(o, &ref) || !GetInt(o, "answerErrno", false, 0, 4095, &answer)) {
+      return env.Undefined();
+    }
+    int answer_errno = int(answer);
+    return RunAction(env, [ref, answer_errno] { return FreezeContainer(ref, answer_errno); });
   }
 
   Napi::Value JsThaw(const Napi::CallbackInfo& info) {

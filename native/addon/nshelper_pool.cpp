@@ -84,11 +84,7 @@ bool NsHelperPool::Init(std::string* error) {
   return true;
 }
 
-NsHelperPool::~NsHelperPool() {
-  Stop();
-  CloseFd(&epoll_);
-  CloseFd(&wake_);
-}
+NsHelperPool::~NsHelperPool() { Stop(); }
 
 void NsHelperPool::Submit(NsHelperJob job) {
   Pending p;
@@ -100,32 +96,38 @@ void NsHelperPool::Submit(NsHelperJob job) {
     if (!closed_) {
       p.tag = next_tag_++;
       submitted_.push_back(std::move(p));
-      p.job.done = nullptr;
+      Wake();
+      return;
     }
   }
-  if (p.job.done) {
-    Complete(p, nshelper::Response{}, ECANCELED);  // inline: the pool thread has finished
-    return;
-  }
-  uint64_t one = 1;
-  (void)!write(wake_, &one, sizeof(one));
+  Complete(p, nshelper::Response{}, ECANCELED);  // inline: the pool thread has finished
 }
 
 void NsHelperPool::Forget(uint64_t owner) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    forgotten_.push_back(owner);
-  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (closed_) return;
+  forgotten_.push_back(owner);
+  Wake();
+}
+
+// Under mutex_, so the eventfd cannot be closed by Stop() under the write.
+void NsHelperPool::Wake() {
   uint64_t one = 1;
-  (void)!write(wake_, &one, sizeof(one));
+  if (wake_ >= 0) (void)!write(wake_, &one, sizeof(one));
 }
 
 void NsHelperPool::Stop() {
   if (stopped_.exchange(true)) return;
   stopping_ = true;
-  uint64_t one = 1;
-  (void)!write(wake_, &one, sizeof(one));
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Wake();
+  }
   if (thread_.joinable()) thread_.join();
+  // The thread set closed_ before it finished: nobody writes to the eventfd any more.
+  std::lock_guard<std::mutex> lock(mutex_);
+  CloseFd(&epoll_);
+  CloseFd(&wake_);
 }
 
 NsHelperPoolStats NsHelperPool::Stats() const {

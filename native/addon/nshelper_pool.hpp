@@ -102,6 +102,7 @@ class NsHelperPool {
   explicit NsHelperPool(const NsHelperPoolOptions& options);
   bool Init(std::string* error);
   void Run();
+  void Wake();
   void DrainSubmissions();
   void Route(Pending pending);
   Helper* Spawn(uint64_t key, int* err);

@@ -1,0 +1,732 @@
+// The emulated actions (native/addon/container_actions.*, native/tools/nshelper.cpp) against real
+// targets: processes under seccomp-run's real filters, in their own mount (and pid) namespaces
+// and busybox roots, as uid 0 and 1000, in real v1 freezer and v2 cgroups of this hybrid host.
+// The test itself plays the engine: it receives each notification and asks the Emulator to act.
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+import { loadNative } from '../../dataplane/native';
+import { ROOT, SECCOMP_RUN } from '../support/paths';
+import { start, type Started } from '../support/processes';
+import { scratchDir } from '../support/scratch';
+
+// ---- the addon's emulator API (exported by native/addon/emulator_binding.cpp) -----------------
+
+interface ActionResult {
+  outcome: 'done' | 'stale' | 'refused' | 'failed';
+  errno: number;
+  cause: number;
+  answered: boolean;
+  sendErrno: number;
+  stage: string;
+  detail: string;
+  latencyNs: bigint;
+  helperNs: bigint;
+}
+interface Ref {
+  notifyFd: number;
+  id: bigint;
+  pid: number;
+  owner?: number;
+}
+interface EmulatorOptions {
+  helperPath?: string;
+  spawnPerCall?: boolean;
+  maxHelpers?: number;
+  requestTimeoutMs?: number;
+  idleTimeoutMs?: number;
+  failureErrno?: number;
+}
+interface BenchResult {
+  n: number;
+  p50Us: number;
+  p99Us: number;
+  maxUs: number;
+  helperP50Us: number;
+  helperP99Us: number;
+  unanswered: number;
+  continued: number;
+}
+interface Emulator {
+  mkdir(a: Ref & { path: string; dirfd?: number; mode?: number; respond?: boolean }): Promise<ActionResult>;
+  mount(a: Ref & { source?: string; target: string; fstype: string; flags?: bigint; data?: string; requireCapSysAdmin?: boolean; respond?: boolean }): Promise<ActionResult>;
+  kill(a: Ref & { initPid?: number; signal?: number; answerErrno?: number }): Promise<ActionResult>;
+  freeze(a: Ref & { answerErrno?: number }): Promise<ActionResult>;
+  thaw(pid: number): Promise<ActionResult>;
+  forget(owner: number): void;
+  stats(): { helpers: number; spawned: number; died: number; timedOut: number; inFlight: number };
+  benchMkdir(a: { notifyFd: number; count: number; timeoutMs?: number; owner?: number }): Promise<BenchResult>;
+  close(): void;
+}
+interface Notification {
+  id: bigint;
+  pid: number;
+  nr: number;
+  args: bigint[];
+  strings: string[];
+  valid: boolean;
+}
+interface EmulatorAddon {
+  Emulator: new (options?: EmulatorOptions) => Emulator;
+  openFdCount(): number;
+  emulatorTestSupport: {
+    receiveNotifyFd(socketPath: string, timeoutMs: number): Promise<{ fds: number[]; json: string }>;
+    recvNotification(fd: number, timeoutMs: number): Promise<Notification | null>;
+    answer(fd: number, id: bigint, errno: number): number;
+    closeFd(fd: number): number;
+  };
+}
+
+const addon = loadNative() as unknown as EmulatorAddon;
+const support = addon.emulatorTestSupport;
+const BENCH_WORKLOAD = path.join(ROOT, 'build', 'Release', 'seccomp-bench-workload');
+const NR_MKDIR = 83;
+const NR_MKDIRAT = 258;
+const NR_MOUNT = 165;
+const CONTINUE = -1;
+const EPERM = 1;
+const ENOENT = 2;
+const EACCES = 13;
+const EEXIST = 17;
+const ELOOP = 40;
+const MS_NOSUID = 2n;
+const MS_NODEV = 4n;
+const MS_NOEXEC = 8n;
+const MS_BIND = 4096n;
+
+// ---- harness --------------------------------------------------------------------------------
+
+function newEmulator(t: TestContext, options: EmulatorOptions = {}): Emulator {
+  const emu = new addon.Emulator(options);
+  t.after(() => emu.close());
+  return emu;
+}
+
+/** A minimal busybox root: /bin, /tmp (1777), /proc, /mnt, /rootonly (root 0755), symlinks. */
+function makeRootfs(dir: string): string {
+  const root = path.join(dir, 'rootfs');
+  for (const d of ['bin', 'tmp', 'proc', 'mnt', 'rootonly']) fs.mkdirSync(path.join(root, d), { recursive: true });
+  fs.chmodSync(path.join(root, 'tmp'), 0o1777);
+  fs.chmodSync(path.join(root, 'rootonly'), 0o755);
+  fs.copyFileSync('/bin/busybox', path.join(root, 'bin', 'busybox'));
+  fs.chmodSync(path.join(root, 'bin', 'busybox'), 0o755);
+  for (const applet of ['sh', 'mkdir', 'ls', 'cat', 'sleep', 'mount', 'readlink', 'grep', 'id', 'wc']) {
+    fs.symlinkSync('busybox', path.join(root, 'bin', applet));
+  }
+  fs.symlinkSync('/tmp', path.join(root, 'escape')); // absolute: must mean the root's /tmp
+  fs.symlinkSync('../../../../../..', path.join(root, 'up')); // climbs: must stop at the root
+  return root;
+}
+
+type Handler = (n: Notification, fd: number) => Promise<void> | void;
+
+interface RunResult {
+  exit: number | string;
+  output: string;
+}
+
+/**
+ * Runs `command` under seccomp-run notifying mkdir, mkdirat and mount; every notification goes to
+ * `handler` (which must answer it), until the process exits. `prefix` runs before seccomp-run
+ * in the same shell (to join a cgroup).
+ */
+async function runTarget(t: TestContext, dir: string, command: string[], handler: Handler, prefix = ''): Promise<RunResult> {
+  const socket = path.join(dir, `agent-${Math.random().toString(36).slice(2)}.sock`);
+  const received = support.receiveNotifyFd(socket, 10_000);
+  for (let i = 0; i < 200 && !fs.existsSync(socket); i++) await sleep(10);
+  const started: Started = start(t, '/bin/sh', [
+    '-c',
+    `${prefix}exec "$@"`,
+    'sh',
+    SECCOMP_RUN,
+    '--socket',
+    socket,
+    '--syscalls',
+    'mkdir,mkdirat,mount',
+    '--',
+    ...command,
+  ]);
+  const { fds } = await received;
+  assert.equal(fds.length, 1, 'seccomp-run sends one notify fd');
+  const fd = fds[0];
+  let exited = false;
+  void started.exited.then(() => (exited = true));
+  try {
+    while (!exited) {
+      const n = await support.recvNotification(fd, 50);
+      if (n) await handler(n, fd);
+    }
+  } finally {
+    support.closeFd(fd);
+  }
+  return { exit: await started.exited, output: started.output() };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function mkdirArgs(n: Notification): { path: string; dirfd: number; mode: number } {
+  if (n.nr === NR_MKDIRAT) {
+    return { path: n.strings[1], dirfd: Number(BigInt.asIntN(32, n.args[0])), mode: Number(n.args[2]) };
+  }
+  return { path: n.strings[0], dirfd: -100, mode: Number(n.args[1]) };
+}
+
+/** Emulates every mkdir/mkdirat, continues everything else; records each result by path. */
+function emulateMkdirs(emu: Emulator, results: Map<string, ActionResult>, owner = 1): Handler {
+  return async (n, fd) => {
+    if (n.nr !== NR_MKDIR && n.nr !== NR_MKDIRAT) {
+      assert.equal(support.answer(fd, n.id, CONTINUE), 0);
+      return;
+    }
+    const a = mkdirArgs(n);
+    const r = await emu.mkdir({ notifyFd: fd, id: n.id, pid: n.pid, owner, ...a });
+    assert.equal(r.answered, true, `the emulator answered mkdir ${a.path}: ${JSON.stringify(r, bigints)}`);
+    results.set(a.path, r);
+  };
+}
+
+function bigints(_key: string, value: unknown): unknown {
+  return typeof value === 'bigint' ? value.toString() : value;
+}
+
+function exists(p: string): boolean {
+  try {
+    fs.lstatSync(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Children of this process that are zombies (helpers never reaped). */
+function zombieChildren(): number[] {
+  const out: number[] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const status = fs.readFileSync(`/proc/${entry}/status`, 'utf8');
+      if (new RegExp(`^PPid:\\s+${process.pid}$`, 'm').test(status) && /^State:\s+Z/m.test(status)) out.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/** Helpers (seccomp-nshelper) that are children of this process. */
+function helperChildren(): number[] {
+  const out: number[] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const status = fs.readFileSync(`/proc/${entry}/status`, 'utf8');
+      if (new RegExp(`^PPid:\\s+${process.pid}$`, 'm').test(status) && /^Name:\s+seccomp-nshelpe/m.test(status)) {
+        out.push(Number(entry));
+      }
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+async function until(what: string, check: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+// ---- mkdir ------------------------------------------------------------------------------------
+
+test('emulated mkdir: lands inside the target root of its own mount namespace; ../../../x and symlinks stay inside; EEXIST is real', async (t) => {
+  const dir = scratchDir(t, 'emulation-');
+  const root = makeRootfs(dir);
+  const emu = newEmulator(t);
+  const results = new Map<string, ActionResult>();
+  const marker = `emu-${process.pid}-${Date.now()}`;
+  const script = [
+    'cd /tmp',
+    `mkdir ../../../${marker}-climb; echo climb=$?`,
+    `mkdir ${marker}-rel; echo rel=$?`,
+    `mkdir ${marker}-rel; echo again=$?`,
+    `mkdir /escape/${marker}-sym; echo sym=$?`,
+    `mkdir /up/${marker}-up; echo up=$?`,
+    `mkdir /tmp/../../${marker}-abs; echo abs=$?`,
+  ].join('; ');
+  const run = await runTarget(t, dir, ['unshare', '-m', '--propagation', 'private', 'chroot', root, '/bin/sh', '-c', script], emulateMkdirs(emu, results));
+  assert.equal(run.exit, 0, run.output);
+  assert.match(run.output, /climb=0/);
+  assert.match(run.output, /rel=0/);
+  assert.match(run.output, /again=1/);
+  assert.match(run.output, /File exists/);
+  assert.equal(results.get(`${marker}-rel`)?.outcome, 'done');
+  assert.equal(results.get(`${marker}-rel`)?.errno, EEXIST, 'the second mkdir got the real EEXIST');
+  // Inside the root:
+  assert.ok(exists(path.join(root, `${marker}-climb`)), '../../../x from /tmp lands at the root');
+  assert.ok(exists(path.join(root, 'tmp', `${marker}-rel`)));
+  assert.ok(exists(path.join(root, 'tmp', `${marker}-sym`)), 'an absolute symlink resolves inside the root');
+  assert.ok(exists(path.join(root, `${marker}-up`)), 'a climbing symlink stops at the root');
+  assert.ok(exists(path.join(root, `${marker}-abs`)));
+  // Never on the host:
+  for (const name of ['climb', 'sym', 'up', 'abs']) {
+    assert.ok(!exists(`/${marker}-${name}`), `/${marker}-${name} must not exist on the host`);
+    assert.ok(!exists(`/tmp/${marker}-${name}`), `/tmp/${marker}-${name} must not exist on the host`);
+  }
+  assert.ok(!exists(path.join(dir, `${marker}-climb`)));
+});
+
+test('emulated mkdirat: the dirfd is the target fd, seen in the target mount namespace (a tmpfs only it has)', async (t) => {
+  const dir = scratchDir(t, 'emulation-');
+  const mnt = path.join(dir, 'mnt');
+  fs.mkdirSync(mnt);
+  const emu = newEmulator(t);
+  const results = new Map<string, ActionResult>();
+  const py = `import os; fd = os.open(${JSON.stringify(mnt)}, os.O_RDONLY); os.mkdir("sub", dir_fd=fd); print("inside:", sorted(os.listdir(${JSON.stringify(mnt)})))`;
+  const script = `mount -t tmpfs none ${mnt} && /usr/bin/python3 -c '${py}'`;
+  const run = await runTarget(t, dir, ['unshare', '-m', '--propagation', 'private', '/bin/sh', '-c', script], emulateMkdirs(emu, results));
+  assert.equal(run.exit, 0, run.output);
+  assert.match(run.output, /inside: \['sub'\]/, 'the target sees the directory in its own tmpfs');
+  assert.equal(results.get('sub')?.outcome, 'done');
+  assert.deepEqual(fs.readdirSync(mnt), [], 'the host directory under the tmpfs is untouched');
+});
+
+test('emulated mkdir: a target running as uid 1000 gets EACCES in a root-owned 0755 dir; its own dirs get its fsuid, fsgid and umask', async (t) => {
+  const dir = scratchDir(t, 'emulation-');
+  const root = makeRootfs(dir);
+  const emu = newEmulator(t);
+  const results = new Map<string, ActionResult>();
+  const script = 'umask 027; mkdir /rootonly/denied; echo denied=$?; mkdir /tmp/mine; echo mine=$?';
+  const run = await runTarget(
+    t,
+    dir,
+    ['unshare', '-m', '--propagation', 'private', 'chroot', '--userspec=1000:1000', root, '/bin/sh', '-c', script],
+    emulateMkdirs(emu, results),
+  );
+  assert.equal(run.exit, 0, run.output);
+  assert.equal(results.get('/rootonly/denied')?.errno, EACCES, JSON.stringify(results.get('/rootonly/denied'), bigints));
+  assert.match(run.output, /denied=1/);
+  assert.match(run.output, /Permission denied/);
+  assert.ok(!exists(path.join(root, 'rootonly', 'denied')));
+  const st = fs.statSync(path.join(root, 'tmp', 'mine'));
+  assert.equal(st.uid, 1000);
+  assert.equal(st.gid, 1000);
+  assert.equal(st.mode & 0o7777, 0o750, 'mode 0777 minus the target umask 027');
+});
+
+test('emulated mkdir: /proc magic links are refused (ELOOP) and a cwd outside the root is refused (EPERM)', async (t) => {
+  const dir = scratchDir(t, 'emulation-');
+  const root = makeRootfs(dir);
+  const emu = newEmulator(t);
+  const results = new Map<string, ActionResult>();
+  const marker = `emu-magic-${process.pid}-${Date.now()}`;
+  // The container mounts a proc of the host pid namespace: /proc/self/root, looked up by the
+  // helper, is the helper's (the host's) root; /proc/1/root is the host init's.
+  const script = `mount -t proc proc /proc && mkdir /proc/self/root/tmp/${marker}; mkdir /proc/1/root/tmp/${marker}; echo magic=$?`;
+  const run = await runTarget(t, dir, ['unshare', '-m', '--propagation', 'private', 'chroot', root, '/bin/sh', '-c', script], emulateMkdirs(emu, results));
+  assert.equal(run.exit, 0, run.output);
+  assert.equal(results.get(`/proc/self/root/tmp/${marker}`)?.errno, ELOOP);
+  // ELOOP, or EACCES when the ptrace check on the host's pid 1 comes first (as on this host).
+  assert.ok([ELOOP, EACCES].includes(results.get(`/proc/1/root/tmp/${marker}`)?.errno ?? 0));
+  assert.ok(!exists(`/tmp/${marker}`), 'nothing on the host through /proc magic links');
+
+  // chroot(2) without chdir: the cwd stays outside the new root; relative paths are refused.
+  const outside = new Map<string, ActionResult>();
+  const py = `import os; os.chroot(${JSON.stringify(root)})\ntry:\n  os.mkdir("${marker}-rel")\nexcept OSError as e:\n  print("errno", e.errno)`;
+  const run2 = await runTarget(t, dir, ['/usr/bin/python3', '-c', py], emulateMkdirs(emu, outside));
+  assert.equal(run2.exit, 0, run2.output);
+  assert.equal(outside.get(`${marker}-rel`)?.outcome, 'refused');
+  assert.equal(outside.get(`${marker}-rel`)?.stage, 'outside-root');
+  assert.match(run2.output, /errno 1\b/);
+  assert.ok(!exists(path.join(dir, `${marker}-rel`)) && !exists(path.join(root, `${marker}-rel`)));
+});
+
+test('emulated mkdir: a stale notification id is refused without acting (answered already, or the target killed)', async (t) => {
+  const dir = scratchDir(t, 'emulation-');
+  const root = makeRootfs(dir);
+  const emu = newEmulator(t);
+  const outcomes: ActionResult[] = [];
+  const run = await runTarget(t, dir, ['unshare', '-m', '--propagation', 'private', 'chroot', root, '/bin/sh', '-c', 'mkdir /tmp/stale; echo stale=$?'], async (n, fd) => {
+    if (n.nr === NR_MOUNT) return void support.answer(fd, n.id, CONTINUE);
+    assert.equal(support.answer(fd, n.id, EPERM), 0);
+    outcomes.push(await emu.mkdir({ notifyFd: fd, id: n.id, pid: n.pid, ...mkdirArgs(n) }));
+  });
+  assert.equal(run.exit, 0, run.output);
+  assert.match(run.output, /stale=1/);
+  assert.equal(outcomes.length, 1);
+  assert.equal(outcomes[0].outcome, 'stale');
+  assert.equal(outcomes[0].answered, false);
+  assert.ok(!exists(path.join(root, 'tmp', 'stale')), 'nothing was created for a stale id');
+
+  let killed: ActionResult | undefined;
+  const run2 = await runTarget(t, dir, ['/bin/sh', '-c', `mkdir ${dir}/killed`], async (n, fd) => {
+    process.kill(n.pid, 'SIGKILL');
+    await until('the target to die', () => !exists(`/proc/${n.pid}/status`) || /State:\s+[ZX]/.test(fs.readFileSync(`/proc/${n.pid}/status`, 'utf8')));
+    killed = await emu.mkdir({ notifyFd: fd, id: n.id, pid: n.pid, ...mkdirArgs(n) });
+  });
+  assert.notEqual(run2.exit, 0);
+  assert.equal(killed?.outcome, 'stale', JSON.stringify(killed, bigints));
+  assert.ok(!exists(path.join(dir, 'killed')));
+});
+
+// ---- mount ----------------------------------------------------------------------------------
+
+function mountHandler(emu: Emulator, results: ActionResult[], extra: { requireCapSysAdmin?: boolean; flags?: bigint } = {}): Handler {
+  return async (n, fd) => {
+    const [source, target, fstype] = n.strings;
+    // unshare's own propagation change (no fstype) runs as it would without the agent.
+    if (n.nr !== NR_MOUNT || fstype === '') return void support.answer(fd, n.id, CONTINUE);
+    results.push(
+      await emu.mount({
+        notifyFd: fd,
+        id: n.id,
+        pid: n.pid,
+        source,
+        target,
+        fstype,
+        flags: extra.flags ?? n.args[3],
+        requireCapSysAdmin: extra.requireCapSysAdmin,
+      }),
+    );
+  };
+}
+
+test('emulated mount: proc in the target mount and pid namespaces, inside its root, with its flags', async (t) => {
+  const dir = scratchDir(t, 'emulation-');
+  const root = makeRootfs(dir);
+  const emu = newEmulator(t);
+  const results: ActionResult[] = [];
+  const script = 'mount -t proc -o nosuid,nodev,noexec proc /proc; echo rc=$?; echo comm=$(cat /proc/1/comm); echo self=$(readlink /proc/self); grep " /proc " /proc/mounts';
+  const run = await runTarget(
+    t,
+    dir,
+    ['unshare', '-m', '-p', '-f', '--propagation', 'private', 'chroot', root, '/bin/sh', '-c', script],
+    mountHandler(emu, results, { requireCapSysAdmin: true }),
+  );
+  assert.equal(run.exit, 0, run.output);
+  assert.equal(results.length, 1, run.output);
+  assert.equal(results[0].outcome, 'done', JSON.stringify(results[0], bigints));
+  assert.equal(results[0].errno, 0);
+  assert.match(run.output, /rc=0/);
+  assert.match(run.output, /comm=sh\b/, 'pid 1 of the mounted proc is the container init: its own pid namespace');
+  const self = /self=(\d+)/.exec(run.output);
+  assert.ok(self && Number(self[1]) < 10, `pids in the mounted proc are the namespace's: ${run.output}`);
+  assert.match(run.output, /proc \/proc proc rw,nosuid,nodev,noexec/, 'the caller flags were honoured');
+  assert.deepEqual(fs.readdirSync(path.join(root, 'proc')), [], 'the host sees no mount on the rootfs');
+  assert.ok(!fs.readFileSync('/proc/self/mountinfo', 'utf8').includes(path.join(root, 'proc')));
+});
+
+test('emulated mount: refused with EPERM without CAP_SYS_ADMIN when asked, and for bind mounts', async (t) => {
+  const dir = scratchDir(t, 'emulation-');
+  const root = makeRootfs(dir);
+  const emu = newEmulator(t);
+  const results: ActionResult[] = [];
+  const run = await runTarget(
+    t,
+    dir,
+    ['unshare', '-m', '--propagation', 'private', 'chroot', '--userspec=1000:1000', root, '/bin/sh', '-c', 'mount -t proc proc /proc; echo rc=$?'],
+    mountHandler(emu, results, { requireCapSysAdmin: true }),
+  );
+  assert.match(run.output, /rc=\d/);
+  assert.ok(results.length >= 1);
+  for (const r of results) {
+    assert.equal(r.outcome, 'refused');
+    assert.equal(r.errno, EPERM);
+    assert.equal(r.stage, 'permission');
+  }
+  assert.deepEqual(fs.readdirSync(path.join(root, 'proc')), []);
+
+  const bind: ActionResult[] = [];
+  const run2 = await runTarget(
+    t,
+    dir,
+    ['unshare', '-m', '--propagation', 'private', 'chroot', root, '/bin/sh', '-c', 'mount -t proc proc /proc; echo rc=$?; ls /proc | wc -l'],
+    mountHandler(emu, bind, { flags: MS_BIND }),
+  );
+  assert.match(run2.output, /rc=\d/);
+  assert.equal(bind[0]?.errno, EPERM);
+  assert.equal(bind[0]?.outcome, 'refused');
+  assert.match(run2.output, /^0$/m, 'nothing was mounted');
+});
+
+// ---- kill -----------------------------------------------------------------------------------
+
+test('kill-container: SIGKILL through a pidfd to the init of the target pid namespace kills the container and nothing else', async (t) => {
+  const dir = scratchDir(t, 'emulation-');
+  const emu = newEmulator(t);
+  const bystander = start(t, '/bin/sleep', ['300']);
+  const tag = `${3000 + (process.pid % 1000)}.5`;
+  let result: ActionResult | undefined;
+  const run = await runTarget(t, dir, ['unshare', '-p', '-f', '/bin/sh', '-c', `sleep ${tag} & mkdir ${dir}/k; echo survived`], async (n, fd) => {
+    result = await emu.kill({ notifyFd: fd, id: n.id, pid: n.pid, answerErrno: EPERM });
+  });
+  assert.equal(result?.outcome, 'done', JSON.stringify(result, bigints));
+  // unshare reports its child's death by signal ("sigprocmask unblock failed" for SIGKILL here).
+  assert.notEqual(run.exit, 0, run.output);
+  assert.doesNotMatch(run.output, /survived/, 'the container init died before it could go on');
+  await until('the container sleep to be gone', () => {
+    for (const entry of fs.readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        if (fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(tag)) return false;
+      } catch {
+        // gone
+      }
+    }
+    return true;
+  });
+  assert.equal(bystander.child.exitCode, null, 'a process outside the container is untouched');
+  assert.equal(bystander.child.signalCode, null);
+});
+
+test('kill-container: refused in the host pid namespace without the init pid; a stale id kills nothing', async (t) => {
+  const dir = scratchDir(t, 'emulation-');
+  const emu = newEmulator(t);
+  const results: ActionResult[] = [];
+  const run = await runTarget(t, dir, ['/bin/sh', '-c', `mkdir ${dir}/a; echo after-a=$?; mkdir ${dir}/b; echo after-b=$?`], async (n, fd) => {
+    if (n.strings[0].endsWith('/a')) {
+      results.push(await emu.kill({ notifyFd: fd, id: n.id, pid: n.pid, answerErrno: EPERM }));
+    } else {
+      support.answer(fd, n.id, EPERM);
+      results.push(await emu.kill({ notifyFd: fd, id: n.id, pid: n.pid, initPid: n.pid }));
+    }
+  });
+  assert.equal(run.exit, 0, run.output);
+  assert.match(run.output, /after-a=1/);
+  assert.match(run.output, /after-b=1/);
+  assert.equal(results[0].outcome, 'refused');
+  assert.equal(results[0].errno, EPERM);
+  assert.equal(results[0].answered, true);
+  assert.equal(results[1].outcome, 'stale');
+  assert.equal(results[1].answered, false);
+});
+
+// ---- freeze ---------------------------------------------------------------------------------
+
+interface CgroupCase {
+  name: string;
+  dir: string;
+  file: string;
+  frozen: (dir: string) => boolean;
+}
+
+const CGROUP_CASES: CgroupCase[] = [
+  {
+    name: 'v1 freezer',
+    dir: '/sys/fs/cgroup/freezer',
+    file: 'freezer.state',
+    frozen: (d) => fs.readFileSync(path.join(d, 'freezer.state'), 'utf8').trim() === 'FROZEN',
+  },
+  {
+    name: 'v2 (unified)',
+    dir: fs.existsSync('/sys/fs/cgroup/cgroup.controllers') ? '/sys/fs/cgroup' : '/sys/fs/cgroup/unified',
+    file: 'cgroup.freeze',
+    frozen: (d) => /^frozen 1$/m.test(fs.readFileSync(path.join(d, 'cgroup.events'), 'utf8')),
+  },
+];
+
+async function removeCgroup(cg: string, thawFile: string, thawValue: string): Promise<void> {
+  if (!exists(cg)) return;
+  try {
+    fs.writeFileSync(path.join(cg, thawFile), thawValue);
+  } catch {
+    // already gone
+  }
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const pids = fs.readFileSync(path.join(cg, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean);
+    for (const pid of pids) {
+      try {
+        process.kill(Number(pid), 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+    try {
+      fs.rmdirSync(cg);
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await sleep(20);
+    }
+  }
+}
+
+for (const c of CGROUP_CASES) {
+  test(`freeze-container: ${c.name} cgroup frozen (the target stops making progress), then thawed`, async (t) => {
+    const dir = scratchDir(t, 'emulation-');
+    const emu = newEmulator(t);
+    const cg = path.join(c.dir, `seccomp-emu-test-${process.pid}-${Date.now()}`);
+    fs.mkdirSync(cg);
+    t.after(() => removeCgroup(cg, c.file, c.file === 'freezer.state' ? 'THAWED' : '0'));
+    const counter = path.join(dir, 'counter');
+    const script = `i=0; while :; do i=$((i+1)); echo $i > ${counter}; [ $i = 10 ] && mkdir ${dir}/freeze-me; sleep 0.02; done`;
+    let checked = false;
+    const run = runTarget(
+      t,
+      dir,
+      ['/bin/sh', '-c', script],
+      async (n, fd) => {
+        if (checked) return void support.answer(fd, n.id, EPERM); // the restarted call (v1)
+        const result = await emu.freeze({ notifyFd: fd, id: n.id, pid: n.pid, answerErrno: EPERM });
+        assert.equal(result.outcome, 'done', JSON.stringify(result, bigints));
+        // v2 lets the answer in; v1 interrupts the notified call at once (it restarts on thaw).
+        assert.ok(result.answered || result.sendErrno === ENOENT, JSON.stringify(result, bigints));
+        assert.equal(result.detail, path.join(cg, c.file));
+        await until(`${c.name} to report frozen`, () => c.frozen(cg));
+        const before = fs.readFileSync(counter, 'utf8');
+        await sleep(300);
+        assert.equal(fs.readFileSync(counter, 'utf8'), before, 'no progress while frozen');
+        const thawed = await emu.thaw(n.pid);
+        assert.equal(thawed.outcome, 'done', JSON.stringify(thawed, bigints));
+        await until('the target to make progress again', () => Number(fs.readFileSync(counter, 'utf8')) > Number(before) + 2);
+        checked = true;
+        for (const pid of fs.readFileSync(path.join(cg, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean)) {
+          try {
+            process.kill(Number(pid), 'SIGKILL');
+          } catch {
+            // exited meanwhile
+          }
+        }
+      },
+      `echo $$ > ${path.join(cg, 'cgroup.procs')} && `,
+    );
+    await run;
+    assert.ok(checked, 'the freeze notification was seen');
+  });
+}
+
+test('freeze-container: refuses the root cgroup (which holds the data plane too)', async (t) => {
+  const dir = scratchDir(t, 'emulation-');
+  const emu = newEmulator(t);
+  let result: ActionResult | undefined;
+  const run = await runTarget(t, dir, ['/bin/sh', '-c', `mkdir ${dir}/f; echo rc=$?`], async (n, fd) => {
+    result = await emu.freeze({ notifyFd: fd, id: n.id, pid: n.pid, answerErrno: EPERM });
+  });
+  assert.equal(run.exit, 0, run.output);
+  assert.match(run.output, /rc=1/);
+  assert.equal(result?.outcome, 'refused', JSON.stringify(result, bigints));
+  assert.equal(result?.errno, EPERM);
+  assert.equal(result?.answered, true);
+});
+
+// ---- helpers: kept, reaped, respawned; spawn per call ------------------------------------------
+
+test('nshelper pool: one kept helper per mount namespace, respawned when it dies, gone on forget and close, no zombie or fd leak', async (t) => {
+  const dir = scratchDir(t, 'emulation-');
+  const root = makeRootfs(dir);
+  const fdsBefore = addon.openFdCount();
+  const emu = new addon.Emulator();
+  let closed = false;
+  t.after(() => {
+    if (!closed) emu.close();
+  });
+  const results = new Map<string, ActionResult>();
+  let killedHelper = false;
+  const handler = emulateMkdirs(emu, results, 7);
+  const run = await runTarget(
+    t,
+    dir,
+    ['unshare', '-m', '--propagation', 'private', 'chroot', root, '/bin/sh', '-c', 'mkdir /a; mkdir /b; mkdir /c; echo done'],
+    async (n, fd) => {
+      if (n.nr === NR_MKDIR && n.strings[0] === '/c') {
+        assert.equal(emu.stats().spawned, 1, 'a and b shared one helper');
+        const helpers = helperChildren();
+        assert.equal(helpers.length, 1);
+        process.kill(helpers[0], 'SIGKILL');
+        await until('the pool to notice the death', () => emu.stats().died === 1);
+        killedHelper = true;
+      }
+      await handler(n, fd);
+    },
+  );
+  assert.equal(run.exit, 0, run.output);
+  assert.ok(killedHelper);
+  for (const name of ['a', 'b', 'c']) assert.equal(results.get(`/${name}`)?.errno, 0, name);
+  assert.equal(emu.stats().spawned, 2, 'respawned after the death');
+  emu.forget(7);
+  await until('the forgotten helper to exit', () => emu.stats().helpers === 0 && helperChildren().length === 0);
+  emu.close();
+  closed = true;
+  await sleep(50);
+  assert.deepEqual(zombieChildren(), []);
+  // The target's stdio pipes close shortly after its exit: wait for them, then compare.
+  await until(`the fd count to return to ${fdsBefore} (now ${addon.openFdCount()})`, () => addon.openFdCount() === fdsBefore);
+});
+
+test('nshelper pool: spawn-per-call mode gives the same results, one helper per request', async (t) => {
+  const dir = scratchDir(t, 'emulation-');
+  const root = makeRootfs(dir);
+  const emu = newEmulator(t, { spawnPerCall: true });
+  const results = new Map<string, ActionResult>();
+  const run = await runTarget(
+    t,
+    dir,
+    ['unshare', '-m', '--propagation', 'private', 'chroot', root, '/bin/sh', '-c', 'cd /tmp; mkdir ../../x; mkdir ../../x; echo done'],
+    emulateMkdirs(emu, results),
+  );
+  assert.equal(run.exit, 0, run.output);
+  assert.equal(results.get('../../x')?.errno, EEXIST);
+  assert.ok(exists(path.join(root, 'x')));
+  assert.equal(emu.stats().spawned, 2);
+  await until('the one-shot helpers to be reaped', () => emu.stats().helpers === 0);
+  assert.deepEqual(zombieChildren(), []);
+});
+
+// ---- round trip: kept helper vs spawn per call (figures printed; see docs/emulation.md) ---------
+
+async function benchOnce(t: TestContext, spawnPerCall: boolean, seconds: number): Promise<{ bench: BenchResult; workload: Record<string, number> }> {
+  const dir = scratchDir(t, 'emulation-bench-');
+  const emu = newEmulator(t, { spawnPerCall });
+  const socket = path.join(dir, 'agent.sock');
+  const received = support.receiveNotifyFd(socket, 10_000);
+  for (let i = 0; i < 200 && !fs.existsSync(socket); i++) await sleep(10);
+  const workload = start(t, SECCOMP_RUN, [
+    '--socket',
+    socket,
+    '--syscalls',
+    'mkdir',
+    '--',
+    BENCH_WORKLOAD,
+    '--threads',
+    '1',
+    '--seconds',
+    String(seconds),
+    '--warmup-ms',
+    '200',
+    '--syscall',
+    'mkdir',
+    '--path-prefix',
+    path.join(dir, 'm'),
+  ]);
+  const { fds } = await received;
+  let bench: BenchResult;
+  try {
+    bench = await emu.benchMkdir({ notifyFd: fds[0], count: 1e9, timeoutMs: 1000 });
+  } finally {
+    support.closeFd(fds[0]);
+  }
+  assert.equal(await workload.exited, 0, workload.output());
+  const line = workload.output().split('\n').find((l) => l.startsWith('{'));
+  return { bench, workload: JSON.parse(line ?? '{}') as Record<string, number> };
+}
+
+test('emulated mkdir round trip: kept helper beats spawn per call (figures printed)', async (t) => {
+  const kept = await benchOnce(t, false, 1);
+  const spawned = await benchOnce(t, true, 1);
+  for (const [name, r] of [['kept helper', kept], ['spawn per call', spawned]] as const) {
+    t.diagnostic(
+      `${name}: target-side mkdir p50 ${r.workload.p50Us} µs p99 ${r.workload.p99Us} µs (${r.workload.calls} calls); ` +
+        `agent-side p50 ${r.bench.p50Us.toFixed(1)} µs p99 ${r.bench.p99Us.toFixed(1)} µs; helper p50 ${r.bench.helperP50Us.toFixed(1)} µs`,
+    );
+    assert.equal(r.bench.unanswered, 0);
+    assert.ok(r.bench.n > 50, `${name}: ${r.bench.n} emulated mkdirs`);
+    assert.equal(r.workload.errors, 0);
+  }
+  assert.ok(kept.bench.p50Us < spawned.bench.p50Us, 'a kept helper is faster than a spawn per call');
+});
