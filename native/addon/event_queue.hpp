@@ -82,7 +82,7 @@ class EventQueue {
   EventQueue(size_t max_queued, uint64_t batch_delay_ns);
   ~EventQueue();
 
-  // JS thread. Creates the thread-safe function calling `on_events(events[])`; unref'd so it never
+  // JS thread. Creates the thread-safe function that ends in `on_events(events[])`; unref'd so it never
   // keeps the process alive. Returns false with a JS exception pending on failure.
   bool Init(Napi::Env env, Napi::Function on_events);
 
@@ -107,7 +107,7 @@ class EventQueue {
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
 
  private:
-  static void CallJs(Napi::Env env, Napi::Function on_events, EventSink* sink, Batch* batch);
+  static void CallJs(Napi::Env env, Napi::Function decoder, EventSink* sink, Batch* batch);
   using Tsfn = Napi::TypedThreadSafeFunction<EventSink, Batch, EventQueue::CallJs>;
   void FlushLocked();
 

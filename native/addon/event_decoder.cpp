@@ -1,0 +1,181 @@
+#include "event_decoder.hpp"
+
+#include <string.h>
+
+#include <vector>
+
+namespace seccomp_agent {
+namespace {
+
+// Record layout shared with kDecoderSource. Per event: kW64 uint64 words and kW32 uint32 words.
+constexpr size_t kW64 = 9;   // id, ip, args[0..5], ns
+constexpr size_t kW32 = 16;  // see Encode()
+
+// Flags word (w32[5]).
+constexpr uint32_t kForwarded = 1u << 0;
+constexpr uint32_t kGone = 1u << 1;
+
+const char kDecoderSource[] = R"JS(
+(function (onEvents) {
+  'use strict';
+  const TYPES = ['connection', 'ingest-error', 'notification', 'answered', 'removed', 'error'];
+  const BY = ['no-control-plane', 'deadline', 'detached'];
+  const action = (kind, errno) => (kind === 1 ? { kind: 'error', errno } : { kind: 'continue' });
+  return function decode(buf64, buf32, strings, count) {
+    const w = new BigUint64Array(buf64);
+    const u = new Uint32Array(buf32);
+    const events = new Array(count);
+    for (let i = 0, a = 0, b = 0; i < count; i++, a += 9, b += 16) {
+      const type = u[b];
+      const flags = u[b + 5];
+      const s = u[b + 8];
+      switch (type) {
+        case 2: {
+          const n = u[b + 7];
+          const args = [w[a + 2], w[a + 3], w[a + 4], w[a + 5], w[a + 6], w[a + 7]];
+          const strs = new Array(n);
+          for (let k = 0; k < n; k++) {
+            const x = u[b + 10 + k];
+            strs[k] = { index: x & 0xff, value: strings[s + k], truncated: (x & 0x100) !== 0 };
+          }
+          events[i] = {
+            type: 'notification', handle: u[b + 1], id: w[a], pid: u[b + 2], nr: u[b + 3], arch: u[b + 4],
+            ip: w[a + 1], args, strings: strs, forwarded: (flags & 1) !== 0, receivedNs: w[a + 8],
+          };
+          break;
+        }
+        case 3:
+          events[i] = {
+            type: 'answered', handle: u[b + 1], id: w[a], by: BY[(flags >> 8) & 0xff],
+            action: action((flags >> 16) & 0xff, u[b + 6]), gone: (flags & 2) !== 0, latencyNs: w[a + 8],
+          };
+          break;
+        case 0: {
+          const n = u[b + 7];
+          const mask = u[b + 9];
+          const fds = new Array(n);
+          for (let k = 0; k < n; k++) fds[k] = { seccomp: ((mask >>> k) & 1) === 1 };
+          events[i] = {
+            type: 'connection', conn: u[b + 1], json: strings[s], fds,
+            peer: { pid: u[b + 2] | 0, uid: u[b + 3], gid: u[b + 4] },
+          };
+          break;
+        }
+        case 1:
+          events[i] = {
+            type: 'ingest-error', code: strings[s + 1], message: strings[s],
+            peer: { pid: u[b + 2] | 0, uid: u[b + 3], gid: u[b + 4] },
+          };
+          break;
+        case 4:
+          events[i] = { type: 'removed', handle: u[b + 1] };
+          break;
+        default:
+          events[i] = { type: TYPES[5], message: strings[s] };
+      }
+    }
+    onEvents(events);
+  };
+})
+)JS";
+
+// Fills one record; appends the event's strings (their texts) to *texts.
+void Encode(const Event& e, const std::string& arena, uint64_t* w64, uint32_t* w32,
+            std::vector<std::pair<const char*, size_t>>* texts) {
+  w64[0] = e.id;
+  w64[1] = e.ip;
+  for (int i = 0; i < 6; i++) w64[2 + i] = e.args[i];
+  w64[8] = e.ns;
+  w32[0] = static_cast<uint32_t>(e.type);
+  w32[8] = static_cast<uint32_t>(texts->size());
+  auto text = [&](TextRef ref) { texts->emplace_back(arena.data() + ref.offset, ref.length); };
+  switch (e.type) {
+    case EventType::kNotification:
+      w32[1] = e.handle;
+      w32[2] = e.pid;
+      w32[3] = e.nr;
+      w32[4] = e.arch;
+      w32[5] = e.forwarded ? kForwarded : 0;
+      w32[7] = e.string_count;
+      for (uint8_t k = 0; k < e.string_count; k++) {
+        w32[10 + k] = e.strings[k].index | (e.strings[k].truncated ? 0x100u : 0u);
+        text(e.strings[k].text);
+      }
+      break;
+    case EventType::kAnswered:
+      w32[1] = e.handle;
+      w32[5] = (e.gone ? kGone : 0) | (static_cast<uint32_t>(e.by) << 8) | (static_cast<uint32_t>(e.action.kind) << 16);
+      w32[6] = static_cast<uint32_t>(e.action.error);
+      break;
+    case EventType::kConnection:
+      w32[1] = e.conn;
+      w32[2] = static_cast<uint32_t>(e.peer.pid);
+      w32[3] = e.peer.uid;
+      w32[4] = e.peer.gid;
+      w32[7] = e.fd_count;
+      w32[9] = e.seccomp_mask;
+      text(e.text);
+      break;
+    case EventType::kIngestError: {
+      w32[2] = static_cast<uint32_t>(e.peer.pid);
+      w32[3] = e.peer.uid;
+      w32[4] = e.peer.gid;
+      text(e.text);
+      const char* code = e.code != nullptr ? e.code : "read-error";
+      texts->emplace_back(code, strlen(code));
+      break;
+    }
+    case EventType::kRemoved:
+      w32[1] = e.handle;
+      break;
+    case EventType::kError:
+      text(e.text);
+      break;
+  }
+}
+
+}  // namespace
+
+Napi::Function MakeEventDecoder(Napi::Env env, Napi::Function on_events) {
+  napi_value source, factory, decoder;
+  if (napi_create_string_utf8(env, kDecoderSource, sizeof kDecoderSource - 1, &source) != napi_ok ||
+      napi_run_script(env, source, &factory) != napi_ok) {
+    return Napi::Function();
+  }
+  napi_value argv[1] = {on_events};
+  if (napi_call_function(env, factory, factory, 1, argv, &decoder) != napi_ok) return Napi::Function();
+  return Napi::Function(env, decoder);
+}
+
+void DeliverBatch(napi_env env, napi_value decoder, const Batch& batch) {
+  const size_t count = batch.events.size();
+  void* raw64 = nullptr;
+  void* raw32 = nullptr;
+  napi_value buf64, buf32, strings, js_count, result;
+  if (napi_create_arraybuffer(env, count * kW64 * sizeof(uint64_t), &raw64, &buf64) != napi_ok ||
+      napi_create_arraybuffer(env, count * kW32 * sizeof(uint32_t), &raw32, &buf32) != napi_ok) {
+    return;
+  }
+  uint64_t* w64 = static_cast<uint64_t*>(raw64);
+  uint32_t* w32 = static_cast<uint32_t*>(raw32);
+  memset(w32, 0, count * kW32 * sizeof(uint32_t));
+  std::vector<std::pair<const char*, size_t>> texts;
+  texts.reserve(count);
+  for (size_t i = 0; i < count; i++) Encode(batch.events[i], batch.arena, w64 + i * kW64, w32 + i * kW32, &texts);
+  if (napi_create_array_with_length(env, texts.size(), &strings) != napi_ok) return;
+  for (size_t i = 0; i < texts.size(); i++) {
+    napi_value s;
+    if (napi_create_string_utf8(env, texts[i].first, texts[i].second, &s) != napi_ok ||
+        napi_set_element(env, strings, static_cast<uint32_t>(i), s) != napi_ok) {
+      return;
+    }
+  }
+  if (napi_create_uint32(env, static_cast<uint32_t>(count), &js_count) != napi_ok) return;
+  napi_value argv[4] = {buf64, buf32, strings, js_count};
+  napi_value global;
+  if (napi_get_global(env, &global) != napi_ok) return;
+  // A throw from onEvents stays pending and Node reports it as uncaught, like any callback's.
+  napi_call_function(env, global, decoder, 4, argv, &result);
+}
+
+}  // namespace seccomp_agent
