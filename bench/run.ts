@@ -208,7 +208,7 @@ async function main(): Promise<void> {
   for (const scenario of scenarios) {
     for (const variant of scenario.variants) {
       const row = rows.get(key(scenario.id, variant.label))!;
-      const reference = scenario.reference ? rows.get(key(scenario.reference, variant.label)) : undefined;
+      const reference = scenario.reference ? rows.get(key(scenario.reference, variant.referenceVariant ?? variant.label)) : undefined;
       for (const ratio of scenario.ratios ?? []) {
         const mine = row.median[ratio.key];
         const theirs = reference?.median[ratio.key];

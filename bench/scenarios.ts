@@ -14,6 +14,8 @@ export interface Variant {
   /** Row label; also how a variant finds its reference row in the reference scenario. */
   label: string;
   params: Partial<ScenarioParams>;
+  /** The reference row it is compared with, when not the one of the same label. */
+  referenceVariant?: string;
 }
 
 export interface Ratio {
@@ -91,6 +93,16 @@ export const SCENARIOS: Scenario[] = [
       { key: 'perBatch', title: 'per batch', digits: 1 }, { key: 'defaultAnswers', title: 'by default', digits: 0 },
       { key: 'rssMiB', title: 'RSS MiB', digits: 1 },
     ],
+    reference: 'reference',
+    ratios: LATENCY_RATIOS,
+  },
+  {
+    id: 'grpc-floor',
+    title: 'context for (c): bare gRPC round trip between two Node processes',
+    about: '@grpc/grpc-js bidi echo on a Unix socket, one 100-byte message in flight, no seccomp: the floor of any per-notification round trip to a Node control plane',
+    script: 'grpc-floor',
+    variants: [{ label: 'echo, 1 in flight', params: {}, referenceVariant: 'getppid, 1 thread' }],
+    columns: [{ key: 'callsPerSec', title: 'round trips/s', digits: 0 }, ...LATENCY_COLUMNS],
     reference: 'reference',
     ratios: LATENCY_RATIOS,
   },
