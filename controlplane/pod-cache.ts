@@ -150,6 +150,7 @@ export class PodCache extends EventEmitter<PodCacheEvents> {
   private resourceVersion = '';
   private stopped = false;
   private loop: Promise<void> | null = null;
+  private starting: Promise<void> | null = null;
   private wake: (() => void) | null = null;
   private abortWatch: (() => void) | null = null;
   private listAbort: AbortController | null = null;
@@ -207,7 +208,14 @@ export class PodCache extends EventEmitter<PodCacheEvents> {
    * background; returns before the first sync. Throws AgentError EKUBE_CONFIG when there is no
    * usable configuration: that is an operator error, not an outage.
    */
-  async start(): Promise<void> {
+  start(): Promise<void> {
+    this.starting ??= this.connect().finally(() => {
+      this.starting = null;
+    });
+    return this.starting;
+  }
+
+  private async connect(): Promise<void> {
     if (this.loop) return;
     const kube = await loadKube();
     const config = new kube.KubeConfig();
@@ -242,6 +250,7 @@ export class PodCache extends EventEmitter<PodCacheEvents> {
 
   /** Stops the loop and closes the watch; the cache content stays readable. */
   async stop(): Promise<void> {
+    await this.starting?.catch(() => undefined);
     this.stopped = true;
     this.abortWatch?.();
     this.listAbort?.abort();
