@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <vector>
 
 #include "nshelper_protocol.h"
 #include "seccomp_compat.h"
@@ -87,8 +88,7 @@ uint64_t NowNs() {
 struct Credentials {
   uid_t fsuid = 0;
   gid_t fsgid = 0;
-  gid_t groups[NGROUPS_MAX];
-  int ngroups = 0;
+  std::vector<gid_t> groups;
   mode_t umask = 022;
   uint64_t cap_eff = 0;
   bool init_userns = true;
@@ -107,6 +107,7 @@ struct Target {
 };
 
 int g_proc = -1;           // the host's /proc, opened before anything else
+int g_host_root = -1;      // the helper's own root, taken back after each chroot
 uint64_t g_own_userns = 0;  // inode of the helper's (the host's) user namespace
 
 bool ParseIds(const char* line, unsigned* out4) {
@@ -140,12 +141,12 @@ Status ReadCredentials(const Target& t, Credentials* c) {
       eff = true;
     } else if (!strncmp(line, "Groups:", 7)) {
       char* p = line + 7;
-      c->ngroups = 0;
-      while (c->ngroups < NGROUPS_MAX) {
+      c->groups.clear();
+      while (c->groups.size() < NGROUPS_MAX) {
         char* end;
         unsigned long g = strtoul(p, &end, 10);
         if (end == p) break;
-        c->groups[c->ngroups++] = gid_t(g);
+        c->groups.push_back(gid_t(g));
         p = end;
       }
     }
@@ -195,7 +196,7 @@ class ActAs {
   // the helper cannot express that, so it drops them all there (fails safe: EACCES, not access).
   Status Enter(const Credentials& c) {
     entered_ = true;
-    if (setgroups(size_t(c.ngroups), c.groups) != 0) return Fail(nshelper::kStageCredentials, errno);
+    if (setgroups(c.groups.size(), c.groups.data()) != 0) return Fail(nshelper::kStageCredentials, errno);
     setfsgid(c.fsgid);
     if (gid_t(setfsgid(gid_t(-1))) != c.fsgid) return Fail(nshelper::kStageCredentials, EPERM);
     setfsuid(c.fsuid);
@@ -242,12 +243,17 @@ Status BaseFromRoot(const Target& t, int dirfd, std::string* out) {
     if (fstat(base.get(), &st) != 0) return Fail(nshelper::kStageResolve, errno);
     if (!S_ISDIR(st.st_mode)) return Fail(nshelper::kStageResolve, ENOTDIR);
   }
-  if (fchdir(t.root.get()) != 0 || chroot(".") != 0 || fchdir(base.get()) != 0) {
-    return Fail(nshelper::kStageInternal, errno);
-  }
   char buf[PATH_MAX + 1];
-  long n = syscall(SYS_getcwd, buf, sizeof(buf));
-  if (n < 0) return Fail(nshelper::kStageResolve, errno);  // ENOENT: the directory was removed
+  long n = -1;
+  int err = 0;
+  bool entered = fchdir(t.root.get()) == 0 && chroot(".") == 0 && fchdir(base.get()) == 0;
+  if (entered) n = syscall(SYS_getcwd, buf, sizeof(buf));
+  err = errno;
+  // Back to the host root at once: a root or cwd left inside the container would keep its
+  // mounts busy after it is gone.
+  if (fchdir(g_host_root) != 0 || chroot(".") != 0) _exit(70);
+  if (!entered) return Fail(nshelper::kStageInternal, err);
+  if (n < 0) return Fail(nshelper::kStageResolve, err);  // ENOENT: the directory was removed
   if (buf[0] != '/') return Fail(nshelper::kStageOutsideRoot, EPERM);
   out->assign(buf);
   return {};
@@ -524,6 +530,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   g_own_userns = st.st_ino;
+  g_host_root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (g_host_root < 0 || fchdir(g_host_root) != 0) {
+    perror("seccomp-nshelper: /");
+    return 1;
+  }
   umask(022);
   static char buf[nshelper::kMaxRequestBytes];
   do {

@@ -566,16 +566,26 @@ for (const c of CGROUP_CASES) {
     t.after(() => removeCgroup(cg, c.file, c.file === 'freezer.state' ? 'THAWED' : '0'));
     const counter = path.join(dir, 'counter');
     const script = `i=0; while :; do i=$((i+1)); echo $i > ${counter}; [ $i = 10 ] && mkdir ${dir}/freeze-me; sleep 0.02; done`;
-    let checked = false;
-    const run = runTarget(
+    const killAll = () => {
+      for (const pid of fs.readFileSync(path.join(cg, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean)) {
+        try {
+          process.kill(Number(pid), 'SIGKILL');
+        } catch {
+          // exited meanwhile
+        }
+      }
+    };
+    let progress: Promise<void> | undefined;
+    await runTarget(
       t,
       dir,
       ['/bin/sh', '-c', script],
       async (n, fd) => {
-        if (checked) return void support.answer(fd, n.id, EPERM); // the restarted call (v1)
+        // Later calls (v1: the frozen call restarts on thaw and is notified again) get EPERM.
+        if (progress) return void support.answer(fd, n.id, EPERM);
         const result = await emu.freeze({ notifyFd: fd, id: n.id, pid: n.pid, answerErrno: EPERM });
         assert.equal(result.outcome, 'done', JSON.stringify(result, bigints));
-        // v2 lets the answer in; v1 interrupts the notified call at once (it restarts on thaw).
+        // v2 may let the answer in first; v1 interrupts the notified call at once.
         assert.ok(result.answered || result.sendErrno === ENOENT, JSON.stringify(result, bigints));
         assert.equal(result.detail, path.join(cg, c.file));
         await until(`${c.name} to report frozen`, () => c.frozen(cg));
@@ -584,20 +594,13 @@ for (const c of CGROUP_CASES) {
         assert.equal(fs.readFileSync(counter, 'utf8'), before, 'no progress while frozen');
         const thawed = await emu.thaw(n.pid);
         assert.equal(thawed.outcome, 'done', JSON.stringify(thawed, bigints));
-        await until('the target to make progress again', () => Number(fs.readFileSync(counter, 'utf8')) > Number(before) + 2);
-        checked = true;
-        for (const pid of fs.readFileSync(path.join(cg, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean)) {
-          try {
-            process.kill(Number(pid), 'SIGKILL');
-          } catch {
-            // exited meanwhile
-          }
-        }
+        // Watched while this loop keeps answering the target's calls; then the target is stopped.
+        progress = until('the target to make progress again', () => Number(fs.readFileSync(counter, 'utf8')) > Number(before) + 2).finally(killAll);
       },
       `echo $$ > ${path.join(cg, 'cgroup.procs')} && `,
     );
-    await run;
-    assert.ok(checked, 'the freeze notification was seen');
+    assert.ok(progress, 'the freeze notification was seen');
+    await progress;
   });
 }
 
