@@ -284,8 +284,9 @@ void Ingest::OnTimer(uint64_t now_ns) {
       auto it = pending_.begin();
       size_t count = it->second.fds.size();
       CloseFds(&it->second.fds);
-      queue_->PushError("connection " + std::to_string(it->first) + " (" + PeerText(it->second.peer) +
-                        ") was neither adopted nor rejected within 10 s; " + FdsText(count));
+      queue_->PushError("runtime connection " + std::to_string(it->first) + " from pid " +
+                        std::to_string(it->second.peer.pid) + " was neither adopted nor rejected within 10 s; " +
+                        FdsText(count));
       pending_.erase(it);
     }
     pending_count_ = pending_.size();

@@ -172,6 +172,35 @@ test('native engine default continue: mkdir is notified with its path, answered 
   assert.equal(h.engine.stats().containers, 0);
 });
 
+test('native engine path strings: mount has three, a NULL pointer has none, a 5000-byte path is truncated', async (t) => {
+  const h = new Harness(t);
+  // perl (essential in Debian) makes raw syscalls: mount(2) = 165, mkdir(2) = 83 with a NULL path.
+  const script = 'my ($s, $t, $f) = ("src-x", "tgt-y", "fstype-z"); syscall(165, $s, $t, $f, 0, 0); syscall(83, 0, 0)';
+  const result = await h.run(['--syscalls', 'mount,mkdir'], ['/usr/bin/perl', '-e', script]).exit;
+  assert.equal(result.code, 0, result.stderr);
+  const mount = await h.waitFor((e) => e.type === 'notification' && e.nr === 165, 'the mount');
+  assert.ok(mount.type === 'notification');
+  assert.deepEqual(
+    mount.strings.map((s) => [s.index, s.value]),
+    [[0, 'src-x'], [1, 'tgt-y'], [2, 'fstype-z']],
+  );
+  const nullMkdir = await h.waitFor((e) => e.type === 'notification' && e.nr === NR_MKDIR, 'the NULL mkdir');
+  assert.ok(nullMkdir.type === 'notification');
+  assert.deepEqual(nullMkdir.strings, []);
+  assert.equal(nullMkdir.args[0], 0n);
+
+  const long = 'a'.repeat(5000);
+  const longRun = await h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/mkdir', long]).exit;
+  assert.match(longRun.stderr, /File name too long/);
+  const truncated = await h.waitFor(
+    (e) => e.type === 'notification' && e.strings.some((s) => s.truncated),
+    'the truncated path',
+  );
+  assert.ok(truncated.type === 'notification');
+  const s = truncated.strings.find((x) => x.truncated)!;
+  assert.equal(s.value, 'a'.repeat(4096));
+});
+
 test('native engine default errno:EPERM: mkdir fails with EPERM', async (t) => {
   const h = new Harness(t, { defaultAction: { kind: 'error', errno: EPERM } });
   const target = path.join(h.dir, 'refused');
