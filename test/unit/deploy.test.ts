@@ -408,6 +408,22 @@ test('DaemonSet: RollingUpdate with maxSurge 1 and maxUnavailable 0 (the new pod
   assert.deepEqual(one('DaemonSet').obj.spec.updateStrategy, { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } });
 });
 
+test('deploy/kubernetes/node-by-node: the overlay is the same install with an OnDelete DaemonSet', () => {
+  const [k] = loadYaml('deploy/kubernetes/node-by-node/kustomization.yaml');
+  assert.equal(k.obj.kind, 'Kustomization');
+  assert.deepEqual(k.obj.resources, ['..']);
+  const ds = one('DaemonSet');
+  assert.equal(k.obj.patches.length, 1);
+  const { target, patch } = k.obj.patches[0];
+  assert.deepEqual(target, { group: 'apps', version: 'v1', kind: 'DaemonSet', name: ds.obj.metadata.name });
+  const ops = parseAllDocuments(patch as string)[0]?.toJS() as Json[];
+  assert.deepEqual(ops.map((op) => [op.op, op.path]), [['replace', '/spec/updateStrategy']]);
+  const patched = structuredClone(ds.obj);
+  patched.spec.updateStrategy = ops[0].value;
+  validateObject({ ...ds, file: k.file, obj: patched });
+  assert.deepEqual(patched.spec.updateStrategy, { type: 'OnDelete' });
+});
+
 test('DaemonSet: hostPID, system-node-critical, every node, grace period, resources', () => {
   const spec = podSpec();
   assert.equal(spec.hostPID, true);
