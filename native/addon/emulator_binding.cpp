@@ -189,6 +189,8 @@ class PromiseWorker : public Napi::AsyncWorker {
   Napi::Promise Promise() { return deferred_.Promise(); }
   // Set from Execute (pool thread): how to build the resolution value on the JS thread.
   Settle settle;
+  // Keeps an object (the Emulator whose C++ side Execute uses) from being collected meanwhile.
+  Napi::ObjectReference keep_alive;
   void Fail(const std::string& message) { SetError(message); }
 
  protected:
@@ -500,6 +502,7 @@ class EmulatorWrap : public Napi::ObjectWrap<EmulatorWrap> {
         return out;
       };
     });
+    w->keep_alive = Napi::Persistent(Value());
     Napi::Promise p = w->Promise();
     w->Queue();
     return p;

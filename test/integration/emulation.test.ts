@@ -662,6 +662,37 @@ test('nshelper pool: one kept helper per mount namespace, respawned when it dies
   await until(`the fd count to return to ${fdsBefore} (now ${addon.openFdCount()})`, () => addon.openFdCount() === fdsBefore);
 });
 
+test('nshelper pool: a helper that stops answering is killed at the request timeout; the call gets failureErrno; the next one a new helper', async (t) => {
+  const dir = scratchDir(t, 'emulation-');
+  const root = makeRootfs(dir);
+  const emu = newEmulator(t, { requestTimeoutMs: 300, failureErrno: EACCES });
+  const results = new Map<string, ActionResult>();
+  const run = await runTarget(
+    t,
+    dir,
+    ['unshare', '-m', '--propagation', 'private', 'chroot', root, '/bin/sh', '-c', 'mkdir /a; mkdir /b; echo b=$?; mkdir /c; echo c=$?'],
+    async (n, fd) => {
+      if (n.nr !== NR_MKDIR) return void support.answer(fd, n.id, CONTINUE);
+      // A stopped helper stands for one stuck on a hung FUSE or NFS mount of the container.
+      if (n.strings[0] === '/b') for (const pid of helperChildren()) process.kill(pid, 'SIGSTOP');
+      results.set(n.strings[0], await emu.mkdir({ notifyFd: fd, id: n.id, pid: n.pid, ...mkdirArgs(n) }));
+    },
+  );
+  assert.equal(run.exit, 0, run.output);
+  const b = results.get('/b');
+  assert.equal(b?.outcome, 'failed', JSON.stringify(b, bigints));
+  assert.equal(b?.stage, 'helper-timeout');
+  assert.equal(b?.answered, true);
+  assert.equal(b?.errno, EACCES, 'answered with failureErrno');
+  assert.match(run.output, /b=1/);
+  assert.equal(results.get('/c')?.errno, 0);
+  assert.match(run.output, /c=0/);
+  assert.equal(emu.stats().timedOut, 1);
+  assert.equal(emu.stats().spawned, 2);
+  assert.ok(!exists(path.join(root, 'b')), 'the stopped helper never acted');
+  await until('the killed helper to be reaped', () => zombieChildren().length === 0);
+});
+
 test('nshelper pool: spawn-per-call mode gives the same results, one helper per request', async (t) => {
   const dir = scratchDir(t, 'emulation-');
   const root = makeRootfs(dir);
