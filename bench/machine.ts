@@ -9,6 +9,8 @@ export interface Machine {
   cores: number;
   memoryGiB: number;
   node: string;
+  /** 1-minute load average when the bench started: other work on the machine skews every figure. */
+  loadAverage: number;
 }
 
 export function describeMachine(): Machine {
@@ -20,11 +22,12 @@ export function describeMachine(): Machine {
     cores: cpus.length,
     memoryGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
     node: process.version,
+    loadAverage: Math.round(os.loadavg()[0] * 100) / 100,
   };
 }
 
 export function machineLine(machine: Machine): string {
-  return `machine: ${machine.kernel} ${machine.arch} | ${machine.cpu} | ${machine.cores} cores | ${machine.memoryGiB} GiB | node ${machine.node}`;
+  return `machine: ${machine.kernel} ${machine.arch} | ${machine.cpu} | ${machine.cores} cores | ${machine.memoryGiB} GiB | node ${machine.node} | load ${machine.loadAverage} at start`;
 }
 
 function cpuModelFromProc(): string {

@@ -29,6 +29,8 @@ export interface BenchReport {
   runs: number;
   quick: boolean;
   seconds: number;
+  /** 1-minute load average when the last run ended. */
+  loadAverageAtEnd: number;
   scenarios: ScenarioResult[];
   targets: TargetResult[];
 }
@@ -76,7 +78,7 @@ export function renderScenario(scenario: Scenario, result: ScenarioResult, runs:
 export function renderReport(report: BenchReport, scenarios: Scenario[]): string {
   const lines = [
     machineLine(report.machine),
-    `median of ${report.runs} run${report.runs === 1 ? '' : 's'} per row, ${report.seconds} s measured per run, each run a fresh process${report.quick ? ' (--quick: a smoke check, not a measurement)' : ''}`,
+    `median of ${report.runs} run${report.runs === 1 ? '' : 's'} per row, ${report.seconds} s measured per run, each run a fresh process, load ${report.loadAverageAtEnd} at end${report.quick ? ' (--quick: a smoke check, not a measurement)' : ''}`,
     '',
   ];
   for (const result of report.scenarios) {

@@ -221,7 +221,10 @@ async function main(): Promise<void> {
       }
     }
   }
-  const report: BenchReport = { machine, runs: options.runs, quick: options.quick, seconds: options.seconds, scenarios: results, targets: allTargets };
+  const report: BenchReport = {
+    machine, runs: options.runs, quick: options.quick, seconds: options.seconds,
+    loadAverageAtEnd: Math.round(os.loadavg()[0] * 100) / 100, scenarios: results, targets: allTargets,
+  };
   if (options.json) {
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   } else {
