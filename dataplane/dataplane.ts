@@ -156,7 +156,7 @@ export class DataPlane {
             break;
           case 'ingest-error':
             this.counters.ingestRejected++;
-            this.log.warn({ peer: event.peer, code: event.code }, `runtime connection refused: ${event.message}; every fd it sent was closed`);
+            this.log.warn({ peer: event.peer, code: event.code }, `runtime connection refused: ${event.message}`);
             this.hub.publish({ $case: 'ingestRejected', ingestRejected: { reason: event.message, peer: event.peer } }, null);
             break;
           case 'removed':

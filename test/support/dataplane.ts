@@ -22,9 +22,13 @@ export async function startDataPlane(t: TestContext, extraArgs: string[] = [], d
   const proc = start(t, process.execPath, [
     DATAPLANE_MAIN, '--listener-socket', listenerSocket, '--grpc-socket', grpcSocket, '--log-level', 'debug', ...extraArgs,
   ]);
-  await proc.waitFor(/data plane ready/, 15_000);
   const client = createDataPlaneClient(grpcSocket);
   t.after(() => client.close());
+  // Ready when the gRPC API answers (whatever the log level).
+  await new Promise<void>((resolve, reject) => {
+    client.waitForReady(new Date(Date.now() + 15_000), (err) => (err ? reject(new Error(`data plane not ready: ${err.message}; output:\n${proc.output()}`)) : resolve()));
+  });
+  await getStatus(client);
   return { proc, dir, listenerSocket, grpcSocket, client, status: () => getStatus(client) };
 }
 
