@@ -17,6 +17,7 @@ import {
   type Notification,
 } from '../proto/gen/seccompagent/v1/dataplane';
 import { AttachSession } from './attach-session';
+import { DATAPLANE_FEATURES, outcomeOf, toNativeDecision, type AnswerOutcome } from './decisions';
 import { ContainerTable } from './container-table';
 import type {
   AnsweredEvent,
@@ -40,8 +41,7 @@ export interface DataPlaneConfig {
   decisionTimeoutMs: number;
 }
 
-/** Features this data plane offers to control planes (Welcome.features). */
-export const DATAPLANE_FEATURES = ['decision.continue', 'decision.error', 'decision.value'];
+const emulationKey = (handle: number, id: bigint) => `${handle}:${id}`;
 
 type MutableCounters = { -readonly [K in keyof Counters]: number };
 
@@ -49,6 +49,7 @@ const NATIVE_ANSWERED_BY: Record<AnsweredEvent['by'], AnsweredBy> = {
   'no-control-plane': AnsweredBy.ANSWERED_BY_DEFAULT_NO_CONTROL_PLANE,
   deadline: AnsweredBy.ANSWERED_BY_DEFAULT_DEADLINE,
   detached: AnsweredBy.ANSWERED_BY_DEFAULT_DETACHED,
+  'control-plane': AnsweredBy.ANSWERED_BY_CONTROL_PLANE,
 };
 
 const COUNTER_BY_ANSWER: Partial<Record<AnsweredBy, keyof Counters>> = {
@@ -81,6 +82,8 @@ export class DataPlane {
   private readonly engine: NativeEngine;
   private readonly syscallNames: string[];
   private readonly pending = new PendingTable<AttachSession>();
+  /** Decisions the engine is emulating (mkdir, mount, kill, freeze), until their answer. */
+  private readonly emulating = new Map<string, { containerId: string; syscall: string }>();
   private active: AttachSession | null = null;
   private readonly startedAt = Date.now();
   /** Wall-clock ns minus monotonic ns: turns the engine's CLOCK_MONOTONIC stamps into dates. */
@@ -95,10 +98,12 @@ export class DataPlane {
     private readonly config: DataPlaneConfig,
     private readonly log: Logger,
     private readonly addon: NativeAddon,
+    helperPath: string,
   ) {
     this.hub = new WatchHub(log);
     this.syscallNames = addon.syscallNames();
     this.engine = new addon.Engine({
+      helperPath,
       onEvents: (events) => this.onEngineEvents(events),
       defaultAction: config.defaultAction,
       decisionTimeoutMs: config.decisionTimeoutMs,
@@ -198,6 +203,7 @@ export class DataPlane {
 
   private onRemoved(handle: number): void {
     this.pending.dropHandle(handle);
+    for (const key of this.emulating.keys()) if (key.startsWith(`${handle}:`)) this.emulating.delete(key);
     const container = this.containers.remove(handle);
     const containerId = container?.containerId ?? '';
     this.counters.containersRemoved++;
@@ -246,46 +252,46 @@ export class DataPlane {
   private onNativeAnswer(event: AnsweredEvent): void {
     const by = NATIVE_ANSWERED_BY[event.by];
     let entry;
-    if (event.by === 'deadline') {
+    if (event.by === 'control-plane') {
+      entry = this.emulating.get(emulationKey(event.handle, event.id));
+      this.emulating.delete(emulationKey(event.handle, event.id));
+      if (entry && 'errno' in event.action && event.action.errno !== 0) {
+        this.log.info(
+          { container: entry.containerId, syscall: entry.syscall, id: String(event.id), handle: event.handle, errno: errnoName(event.action.errno) },
+          `emulated ${event.action.kind} returned ${errnoName(event.action.errno)} to the container`,
+        );
+      }
+    } else if (event.by === 'deadline') {
       entry = this.pending.expire(event.handle, event.id);
       this.log.warn(
         { container: entry?.containerId, syscall: entry?.syscall, id: String(event.id), handle: event.handle, session: entry?.session.id },
-        `control plane missed the ${this.config.decisionTimeoutMs} ms decision deadline: answered with the default action (${describeAction(event.action)})`,
+        `control plane missed the ${this.config.decisionTimeoutMs} ms decision deadline: answered with the default action (${describeAction(this.config.defaultAction)})`,
       );
     } else {
       entry = this.pending.take(event.handle, event.id);
     }
     const containerId = entry?.containerId ?? this.containers.containerIdOf(event.handle);
     const syscall = entry?.syscall ?? '';
-    this.recordAnswer(event.handle, event.id, containerId, syscall, by, event.action, event.gone, event.latencyNs);
+    this.recordAnswer(event.handle, event.id, containerId, syscall, by, outcomeOf(event.action, event.gone), event.latencyNs);
   }
 
   private recordAnswer(
-    handle: number, id: bigint, containerId: string, syscall: string, by: AnsweredBy,
-    action: NativeDecision, gone: boolean, latencyNs: bigint,
+    handle: number, id: bigint, containerId: string, syscall: string, by: AnsweredBy, outcome: AnswerOutcome, latencyNs: bigint,
   ): void {
-    if (gone) this.counters.targetGone++;
+    if (outcome.kind === AnswerKind.ANSWER_KIND_TARGET_GONE) this.counters.targetGone++;
     else this.counters[COUNTER_BY_ANSWER[by]!]++;
     this.observeLatency?.(by, latencyNs);
     if (!this.hub.active) return;
-    const kind = gone ? AnswerKind.ANSWER_KIND_TARGET_GONE
-      : action.kind === 'continue' ? AnswerKind.ANSWER_KIND_CONTINUE
-      : action.kind === 'error' ? AnswerKind.ANSWER_KIND_ERROR : AnswerKind.ANSWER_KIND_VALUE;
     this.hub.publish({
       $case: 'answer',
-      answer: {
-        handle: BigInt(handle), id, containerId, syscall, answeredBy: by, kind,
-        errno: action.kind === 'error' ? action.errno : 0,
-        value: action.kind === 'value' ? action.value : 0n,
-        latency: durationFromNs(latencyNs),
-      },
+      answer: { handle: BigInt(handle), id, containerId, syscall, answeredBy: by, ...outcome, latency: durationFromNs(latencyNs) },
     }, { containerId, syscall });
   }
 
   private answerWithDefault(handle: number, id: bigint, containerId: string, syscall: string, by: AnsweredBy): void {
     const result = this.engine.respond(handle, id, this.config.defaultAction);
     if (result.status === 'unknown') return; // the engine answered it already and reported so
-    this.recordAnswer(handle, id, containerId, syscall, by, this.config.defaultAction, result.status === 'gone', result.latencyNs);
+    this.recordAnswer(handle, id, containerId, syscall, by, outcomeOf(this.config.defaultAction, result.status === 'gone'), result.latencyNs);
   }
 
   // ---- Attach sessions (JS thread) ------------------------------------------------------------
@@ -349,22 +355,6 @@ export class DataPlane {
     this.hub.publish({ $case: 'decisionDropped', decisionDropped: { handle, id, sessionId: session.id, reason } }, null);
   }
 
-  private toNativeDecision(decision: Decision): NativeDecision | string {
-    const action = decision.action;
-    if (action === undefined) return 'the decision has no action';
-    switch (action.$case) {
-      case 'continue':
-        return { kind: 'continue' };
-      case 'error':
-        if (action.error.errno <= 0 || action.error.errno > 4095) return `errno ${action.error.errno} is not between 1 and 4095`;
-        return { kind: 'error', errno: action.error.errno };
-      case 'value':
-        return { kind: 'value', value: action.value.value };
-      default:
-        return `action ${action.$case} is not supported by this data plane (features: ${DATAPLANE_FEATURES.join(', ')})`;
-    }
-  }
-
   private applyDecision(session: AttachSession, decision: Decision): void {
     const handle = Number(decision.handle);
     const entry = this.pending.get(handle, decision.id);
@@ -383,7 +373,7 @@ export class DataPlane {
       this.rejectDecision(session, decision.handle, decision.id, 'unknown-id', 'the notification belongs to another control plane session');
       return;
     }
-    const nativeDecision = this.toNativeDecision(decision);
+    const nativeDecision = toNativeDecision(decision, this.containers.get(handle)?.pid ?? 0);
     this.pending.take(handle, decision.id);
     if (typeof nativeDecision === 'string') {
       this.counters.decisionsInvalid++;
@@ -397,7 +387,11 @@ export class DataPlane {
       this.rejectDecision(session, decision.handle, decision.id, 'unknown-id', 'late: the deadline passed and the default action answered');
       return;
     }
-    this.recordAnswer(handle, decision.id, entry.containerId, entry.syscall, AnsweredBy.ANSWERED_BY_CONTROL_PLANE, nativeDecision, result.status === 'gone', result.latencyNs);
+    if (result.status === 'accepted') {
+      this.emulating.set(emulationKey(handle, decision.id), { containerId: entry.containerId, syscall: entry.syscall });
+      return;
+    }
+    this.recordAnswer(handle, decision.id, entry.containerId, entry.syscall, AnsweredBy.ANSWERED_BY_CONTROL_PLANE, outcomeOf(nativeDecision, result.status === 'gone'), result.latencyNs);
   }
 
   onSessionEnded(session: AttachSession, reason: string): void {

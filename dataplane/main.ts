@@ -5,10 +5,10 @@ import { createLogger } from '../common/logger';
 import { helpText, parseCommandLine } from '../common/options';
 import { VERSION } from '../common/version';
 import { DataPlane } from './dataplane';
-import { startGrpcServer } from './grpc-server';
+import { claimSocketPath, startGrpcServer } from './grpc-server';
 import { DataPlaneMetrics } from './metrics';
 import { startMetricsServer } from '../common/metrics-server';
-import { loadNative } from './native';
+import { loadNative, nshelperPath } from './native';
 import { DATAPLANE_OPTIONS } from './options';
 
 const SUMMARY = 'Data plane of the seccomp notify agent: receives notify fds from the OCI runtime and answers their syscalls.';
@@ -40,9 +40,13 @@ async function main(): Promise<void> {
     },
     log,
     loadNative(),
+    nshelperPath(),
   );
   let grpcServer;
   try {
+    // Both paths are checked before either is touched: a second data plane must leave a live one alone.
+    await claimSocketPath(options.grpcSocket, 'gRPC socket');
+    await claimSocketPath(options.listenerSocket, 'listener socket');
     dataplane.start();
     grpcServer = await startGrpcServer(dataplane, options.grpcSocket, options.socketMode, options.socketGroup, log);
     if (options.metricsAddr) await startMetricsServer(new DataPlaneMetrics(dataplane).registry, options.metricsAddr, log);

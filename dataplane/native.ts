@@ -5,16 +5,35 @@ import * as path from 'node:path';
 /** What the data plane answers by itself (no control plane, deadline passed, detach). */
 export type NativeDefaultAction = { kind: 'continue' } | { kind: 'error'; errno: number };
 
-/** A control plane's decision as the native side applies it. */
-export type NativeDecision =
+/** Answers the engine sends at once. */
+export type NativeImmediateDecision =
   | { kind: 'continue' }
   | { kind: 'error'; errno: number }
   | { kind: 'value'; value: bigint };
 
-/** Why the native side answered a notification by itself. */
-export type NativeAnsweredBy = 'no-control-plane' | 'deadline' | 'detached';
+/**
+ * Emulations: the data plane does the operation as the target would (see docs/emulation.md)
+ * and answers with its result. respond() returns 'accepted'; an 'answered' event with
+ * by 'control-plane' follows once done.
+ */
+export type NativeEmulatedDecision =
+  /** mkdir/mkdirat of `path` (dirfd from the notification's args for mkdirat), confined to the target's root. */
+  | { kind: 'mkdir'; path: string; mode: number }
+  | { kind: 'mount'; source: string; target: string; fstype: string; flags: bigint; data: string; requireCapSysAdmin: boolean }
+  /** Kill the container through a pidfd of its init (`initPid`, the runtime's state.pid); the syscall gets `errno` if it survives. */
+  | { kind: 'kill'; signal: number; initPid: number; errno: number }
+  /** Freeze the target's cgroup; the syscall gets `errno` once thawed. */
+  | { kind: 'freeze'; errno: number };
+
+/** A control plane's decision as the native side applies it. */
+export type NativeDecision = NativeImmediateDecision | NativeEmulatedDecision;
+
+/** Why the native side answered a notification by itself, or 'control-plane' for a finished emulation. */
+export type NativeAnsweredBy = 'no-control-plane' | 'deadline' | 'detached' | 'control-plane';
 
 export interface NativeEngineOptions {
+  /** Path of build/Release/seccomp-nshelper, the emulation helper. */
+  helperPath: string;
   /** Receives batches of events on the JS thread. Must not throw. */
   onEvents: (events: NativeEvent[]) => void;
   defaultAction: NativeDefaultAction;
@@ -78,8 +97,9 @@ export interface AnsweredEvent {
   handle: number;
   id: bigint;
   by: NativeAnsweredBy;
-  action: NativeDefaultAction;
-  /** True when the target was gone (SEND said ENOENT). */
+  /** The default action (by != 'control-plane'), or the emulation's kind and outcome. */
+  action: NativeDefaultAction | { kind: 'mkdir' | 'mount' | 'kill' | 'freeze'; errno: number; value: bigint };
+  /** True when the target was gone (SEND said ENOENT, or the emulation found it stale). */
   gone: boolean;
   latencyNs: bigint;
 }
@@ -104,7 +124,8 @@ export type NativeEvent =
   | RemovedEvent
   | ErrorEvent;
 
-export type RespondStatus = 'ok' | 'unknown' | 'gone';
+/** 'accepted': an emulation started; its 'answered' event follows. */
+export type RespondStatus = 'ok' | 'unknown' | 'gone' | 'accepted';
 
 export interface RespondResult {
   status: RespondStatus;
@@ -117,6 +138,8 @@ export interface NativeStats {
   pendingConnections: number;
   eventsDropped: number;
   syncWakeUp: boolean;
+  /** Emulation helpers alive (one per target mount namespace). */
+  emulationHelpers: number;
 }
 
 export interface NativeEngine {
@@ -150,12 +173,18 @@ export interface NativeAddon {
   AUDIT_ARCH_X86_64: number;
 }
 
+const ROOT = path.resolve(__dirname, '..', '..');
+
+/** The emulation helper built beside the addon. */
+export function nshelperPath(): string {
+  return path.join(ROOT, 'build', 'Release', 'seccomp-nshelper');
+}
+
 /** Loads the addon; the error lists every path tried. */
 export function loadNative(): NativeAddon {
-  const root = path.resolve(__dirname, '..', '..');
   const candidates = [
-    path.join(root, 'build', 'Release', 'seccomp_agent.node'),
-    path.join(root, 'build', 'Debug', 'seccomp_agent.node'),
+    path.join(ROOT, 'build', 'Release', 'seccomp_agent.node'),
+    path.join(ROOT, 'build', 'Debug', 'seccomp_agent.node'),
   ];
   const failures: string[] = [];
   for (const candidate of candidates) {
