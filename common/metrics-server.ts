@@ -3,8 +3,21 @@ import * as http from 'node:http';
 import type { Registry } from 'prom-client';
 import type { Logger } from './logger';
 
-export async function startMetricsServer(registry: Registry, address: { host: string; port: number }, log: Logger): Promise<http.Server> {
+/** Optional /healthz: its HTTP status and JSON body. */
+export type HealthProbe = () => { httpStatus: number; body: Record<string, unknown> };
+
+export async function startMetricsServer(
+  registry: Registry,
+  address: { host: string; port: number },
+  log: Logger,
+  health?: HealthProbe,
+): Promise<http.Server> {
   const server = http.createServer((req, res) => {
+    if (req.method === 'GET' && health && req.url === '/healthz') {
+      const { httpStatus, body } = health();
+      res.writeHead(httpStatus, { 'content-type': 'application/json' }).end(`${JSON.stringify(body)}\n`);
+      return;
+    }
     if (req.method !== 'GET' || (req.url !== '/metrics' && !req.url?.startsWith('/metrics?'))) {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /metrics\n');
       return;

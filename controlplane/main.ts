@@ -1,0 +1,104 @@
+// seccomp-controlplane: all policy. Attaches to the data plane, learns its containers, resolves
+// them to pods, and decides each notification. Stateless: it can be killed or replaced at any time.
+import { AgentError } from '../common/errors';
+import { createLogger } from '../common/logger';
+import { startMetricsServer } from '../common/metrics-server';
+import { helpText, parseCommandLine } from '../common/options';
+import { VERSION } from '../common/version';
+import type { Container } from '../proto/gen/seccompagent/v1/dataplane';
+import { ContainerRegistry, type ContainerInfo } from './container-registry';
+import { DataPlaneLink } from './dataplane-link';
+import { controlPlaneHealth, controlPlaneMetrics } from './metrics';
+import { CONTROLPLANE_OPTIONS, formatAction } from './options';
+import { PodCache } from './pod-cache';
+import { PolicyEngine } from './policy-engine';
+
+const SUMMARY = 'Control plane of the seccomp notify agent: Kubernetes-aware policy for the notifications of the data plane.';
+
+/** Decisions this control plane may send (Hello.features). */
+export const CONTROLPLANE_FEATURES = ['decision.continue', 'decision.error', 'decision.mkdir', 'decision.mount', 'decision.kill', 'decision.freeze'];
+
+function toInfo(container: Container): ContainerInfo {
+  return {
+    handle: container.handle,
+    containerId: container.containerId,
+    pid: container.pid,
+    annotations: container.annotations,
+    metadata: container.metadata,
+  };
+}
+
+async function main(): Promise<void> {
+  let parsed;
+  try {
+    parsed = parseCommandLine(CONTROLPLANE_OPTIONS, process.argv.slice(2));
+  } catch (err) {
+    process.stderr.write(`seccomp-controlplane: ${(err as Error).message}\n`);
+    process.exit(2);
+  }
+  if (parsed.help) {
+    process.stdout.write(`${helpText('seccomp-controlplane', SUMMARY, CONTROLPLANE_OPTIONS)}\n`);
+    return;
+  }
+  const options = parsed.options;
+  const log = createLogger('seccomp-controlplane', options.logLevel);
+  const unresolvedAction = formatAction(options.unresolvedAction);
+
+  let pods: PodCache | null = null;
+  if (options.noKubernetes) {
+    log.info('--no-kubernetes: pod identity comes from runtime annotations only; containers without them are unresolved');
+  } else {
+    pods = new PodCache({
+      logger: log,
+      nodeName: options.nodeName,
+      kubeconfig: options.kubeconfig,
+      unresolvedAction,
+      resyncPeriodMs: options.resyncPeriodMs,
+      retryMaxMs: options.reconnectMaxMs,
+    });
+  }
+  const registry = new ContainerRegistry({ logger: log, pods, unresolvedAction });
+  const policy = new PolicyEngine(registry, options.unresolvedAction, log);
+  const link = new DataPlaneLink(
+    { grpcSocket: options.grpcSocket, name: 'seccomp-controlplane', features: CONTROLPLANE_FEATURES, reconnectMaxMs: options.reconnectMaxMs },
+    {
+      onSnapshot: (containers) => registry.replaceAll(containers.map(toInfo)),
+      onContainerAdded: (container) => registry.add(toInfo(container)),
+      onContainerRemoved: (removed) => registry.remove(removed.handle),
+      decide: (notification) => policy.decide(notification),
+    },
+    log,
+  );
+
+  if (pods) {
+    try {
+      await pods.start();
+    } catch (err) {
+      // No usable kubeconfig is a setup error, not an outage: say so and keep deciding without it.
+      const code = err instanceof AgentError ? err.code : 'EKUBE_CONFIG';
+      log.error({ err, code }, `${(err as Error).message}; running without Kubernetes: containers without pod annotations are unresolved and get --unresolved-action (${unresolvedAction})`);
+      pods = null;
+    }
+  }
+  link.start();
+  const parts = { link, registry, policy, pods };
+  if (options.metricsAddr) await startMetricsServer(controlPlaneMetrics(parts), options.metricsAddr, log, () => controlPlaneHealth(parts));
+  log.info({ version: VERSION, grpcSocket: options.grpcSocket, node: options.nodeName, kubernetes: pods !== null }, 'control plane started');
+
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, `stopping on ${signal}: the data plane's default action answers until a control plane attaches again`);
+    link.stop();
+    registry.close();
+    void (pods?.stop() ?? Promise.resolve()).finally(() => {
+      log.flush();
+      process.exit(0);
+    });
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+void main();

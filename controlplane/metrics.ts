@@ -1,0 +1,74 @@
+// The control plane's Prometheus metrics and its /healthz, read from its parts when scraped.
+import { Counter, Gauge, Registry } from 'prom-client';
+import type { ContainerRegistry } from './container-registry';
+import type { DataPlaneLink } from './dataplane-link';
+import type { PodCache } from './pod-cache';
+import type { PolicyEngine } from './policy-engine';
+
+export interface ControlPlaneParts {
+  link: DataPlaneLink;
+  registry: ContainerRegistry;
+  policy: PolicyEngine;
+  /** null with --no-kubernetes. */
+  pods: PodCache | null;
+}
+
+export function controlPlaneMetrics(parts: ControlPlaneParts): Registry {
+  const registry = new Registry();
+  new Counter({
+    name: 'seccomp_agent_controlplane_decisions_total',
+    help: 'Decisions made, by action',
+    labelNames: ['action'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [action, n] of parts.policy.counts) this.inc({ action }, n);
+    },
+  });
+  new Gauge({
+    name: 'seccomp_agent_controlplane_attached',
+    help: '1 while attached to the data plane',
+    registers: [registry],
+    collect() {
+      this.set(parts.link.state === 'attached' ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'seccomp_agent_controlplane_containers',
+    help: 'Containers known, by resolution',
+    labelNames: ['resolution'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const entry of parts.registry.values()) this.inc({ resolution: entry.resolution });
+    },
+  });
+  new Gauge({
+    name: 'seccomp_agent_kubernetes_api_reachable',
+    help: '1 while the Kubernetes API server answers (0 with --no-kubernetes)',
+    registers: [registry],
+    collect() {
+      if (parts.pods) this.set(parts.pods.reachable ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'seccomp_agent_pod_cache_size',
+    help: 'Pods of this node in the informer cache',
+    registers: [registry],
+    collect() {
+      this.set(parts.pods?.size ?? 0);
+    },
+  });
+  return registry;
+}
+
+/** /healthz: 200 ok, 200 degraded (API server unreachable), 503 while not attached. */
+export function controlPlaneHealth(parts: ControlPlaneParts): { httpStatus: number; body: Record<string, unknown> } {
+  const attached = parts.link.state === 'attached';
+  const kubernetes = parts.pods ? parts.pods.state : 'disabled';
+  const status = !attached ? 'not-attached' : kubernetes === 'unreachable' || kubernetes === 'connecting' ? 'degraded' : 'ok';
+  return {
+    httpStatus: attached ? 200 : 503,
+    body: { status, attached, session: parts.link.sessionId, kubernetes, containers: parts.registry.size, unresolved: parts.registry.unresolvedCount },
+  };
+}
