@@ -34,13 +34,20 @@ export function requireRunc(): void {
 }
 
 /** Makes a bundle in `dir`: busybox rootfs, `runc spec`, no terminal, writable root, the seccomp section. */
-export function makeBundle(dir: string, args: string[], seccomp: SeccompSection, annotations: Record<string, string> = {}): Bundle {
+export function makeBundle(
+  dir: string,
+  args: string[],
+  seccomp: SeccompSection,
+  annotations: Record<string, string> = {},
+  /** e.g. a kubelet-style /kubepods/besteffort/pod<uid>/<id> (cgroupfs driver). */
+  cgroupsPath?: string,
+): Bundle {
   requireRunc();
   const rootfs = path.join(dir, 'rootfs');
   for (const sub of ['bin', 'proc', 'sys', 'dev', 'tmp', 'etc']) fs.mkdirSync(path.join(rootfs, sub), { recursive: true });
   fs.copyFileSync(BUSYBOX, path.join(rootfs, 'bin', 'busybox'));
   fs.chmodSync(path.join(rootfs, 'bin', 'busybox'), 0o755);
-  for (const applet of ['sh', 'mkdir', 'sleep', 'ls', 'cat', 'true', 'echo']) fs.symlinkSync('busybox', path.join(rootfs, 'bin', applet));
+  for (const applet of ['sh', 'mkdir', 'sleep', 'ls', 'cat', 'true', 'echo', 'mount', 'test', '[']) fs.symlinkSync('busybox', path.join(rootfs, 'bin', applet));
   execFileSync('runc', ['spec', '--bundle', dir]);
   const configPath = path.join(dir, 'config.json');
   const config = JSON.parse(fs.readFileSync(configPath, 'utf8'));
@@ -48,6 +55,7 @@ export function makeBundle(dir: string, args: string[], seccomp: SeccompSection,
   config.process.args = args;
   config.root.readonly = false;
   config.annotations = annotations;
+  if (cgroupsPath) config.linux.cgroupsPath = cgroupsPath;
   config.linux.seccomp = {
     defaultAction: 'SCMP_ACT_ALLOW',
     listenerPath: seccomp.listenerPath,

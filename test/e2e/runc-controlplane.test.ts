@@ -1,0 +1,163 @@
+// Both planes with the real runc: Kubernetes-aware policy on real containers.
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { FakeKubeApiServer } from '../cmd/fake-kube-apiserver/server';
+import { startControlPlane } from '../support/controlplane';
+import { eventually, startDataPlane } from '../support/dataplane';
+import { run } from '../support/processes';
+import { makeBundle, runContainer, runcExec, type Bundle } from '../support/runc';
+import { scratchDir } from '../support/scratch';
+
+const CONTAINERD = (ns: string, pod: string, container: string) => ({
+  'io.kubernetes.cri.sandbox-namespace': ns,
+  'io.kubernetes.cri.sandbox-name': pod,
+  'io.kubernetes.cri.container-name': container,
+  'io.kubernetes.cri.sandbox-uid': `uid-${pod}`,
+});
+const CRIO = (ns: string, pod: string, container: string) => ({
+  'io.kubernetes.pod.namespace': ns,
+  'io.kubernetes.pod.name': pod,
+  'io.kubernetes.container.name': container,
+  'io.kubernetes.pod.uid': `uid-${pod}`,
+});
+
+async function planes(t: TestContext, controlPlaneArgs?: string[]) {
+  const dir = scratchDir(t);
+  const dp = await startDataPlane(t, [], dir);
+  const cp = await startControlPlane(t, dp.grpcSocket, controlPlaneArgs);
+  return { dir, dp, cp };
+}
+
+/** A container that sleeps; its syscalls are made with runc exec. */
+async function sleepingContainer(
+  t: TestContext, dir: string, listenerPath: string, metadata: string, syscalls: string[],
+  annotations: Record<string, string> = {}, cgroupsPath?: string,
+): Promise<{ bundle: Bundle; id: string }> {
+  const id = `cp-${path.basename(dir)}-${Math.random().toString(36).slice(2, 8)}`;
+  const bundle = makeBundle(path.join(dir, id), ['/bin/sh', '-c', 'echo started; exec sleep 600'], { listenerPath, listenerMetadata: metadata, syscalls }, annotations, cgroupsPath);
+  const proc = runContainer(t, bundle, id);
+  await proc.waitFor(/started/, 20_000);
+  return { bundle, id };
+}
+
+for (const [runtime, annotations] of [['containerd', CONTAINERD('shop', 'web-1', 'app')], ['CRI-O', CRIO('shop', 'web-1', 'app')]] as const) {
+  test(`seccomp-controlplane MKDIR_TMPL with ${runtime} annotations: mkdir lands with the suffix inside the rootfs, ../../../x stays inside, EEXIST is EEXIST`, async (t) => {
+    const { dir, dp } = await planes(t);
+    const { bundle, id } = await sleepingContainer(t, dir, dp.listenerSocket, 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}-{{.Container}}', ['mkdir', 'mkdirat'], annotations);
+    const first = await runcExec(bundle, id, ['/bin/mkdir', '/tmp/a']);
+    assert.equal(first.code, 0, first.stderr);
+    assert.ok(fs.statSync(path.join(bundle.rootfs, 'tmp', 'a-shop-web-1-app')).isDirectory());
+    assert.equal(fs.existsSync(path.join(bundle.rootfs, 'tmp', 'a')), false, 'the unsuffixed path must not be created');
+    const again = await runcExec(bundle, id, ['/bin/mkdir', '/tmp/a']);
+    assert.notEqual(again.code, 0);
+    assert.match(again.stderr, /File exists/);
+    const escape = await runcExec(bundle, id, ['/bin/sh', '-c', 'cd /tmp && mkdir ../../../escape']);
+    assert.equal(escape.code, 0, escape.stderr);
+    assert.ok(fs.existsSync(path.join(bundle.rootfs, 'escape-shop-web-1-app')), 'resolved against the container root');
+    assert.equal(fs.existsSync('/escape-shop-web-1-app'), false, 'never on the host');
+    const relative = await runcExec(bundle, id, ['/bin/sh', '-c', 'cd /tmp && mkdir rel']);
+    assert.equal(relative.code, 0, relative.stderr);
+    assert.ok(fs.existsSync(path.join(bundle.rootfs, 'tmp', 'rel-shop-web-1-app')), 'relative to the caller cwd');
+  });
+}
+
+test('seccomp-controlplane pod identity from the cgroup and the Kubernetes API stand-in; API server down and back', async (t) => {
+  const api = await FakeKubeApiServer.create();
+  t.after(() => api.stop());
+  const uid1 = '6f1c2a4e-1111-4a5b-9c3d-00000000a001';
+  const uid2 = '6f1c2a4e-2222-4a5b-9c3d-00000000a002';
+  api.addPod({ name: 'kpod', namespace: 'kns', uid: uid1, nodeName: 'node-e2e' });
+  const dir = scratchDir(t);
+  const kubeconfig = api.writeKubeconfig(path.join(dir, 'kubeconfig'));
+  const dp = await startDataPlane(t, [], dir);
+  const cp = await startControlPlane(t, dp.grpcSocket, ['--kubeconfig', kubeconfig, '--node-name', 'node-e2e']);
+  await cp.waitFor(/"msg":"[^"]*pods? cached|synced|reachable/i, 15_000).catch(() => undefined);
+
+  const one = await sleepingContainer(t, dir, dp.listenerSocket, 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}', ['mkdir', 'mkdirat'], {}, `/kubepods/besteffort/pod${uid1}/e2e-${process.pid}-1`);
+  await eventually(async () => (await runcExec(one.bundle, one.id, ['/bin/mkdir', '-p', '/tmp'])).code === 0, 10_000, 'exec to work');
+  const found = await runcExec(one.bundle, one.id, ['/bin/mkdir', '/tmp/k']);
+  assert.equal(found.code, 0, found.stderr);
+  assert.ok(fs.existsSync(path.join(one.bundle.rootfs, 'tmp', 'k-kns-kpod')), `resolved from the cgroup; log:\n${cp.output().slice(-3000)}`);
+
+  await api.stop();
+  const two = await sleepingContainer(t, dir, dp.listenerSocket, 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}', ['mkdir', 'mkdirat'], {}, `/kubepods/besteffort/pod${uid2}/e2e-${process.pid}-2`);
+  await cp.waitFor(/Kubernetes API server unreachable at/, 30_000);
+  const began = Date.now();
+  const during = await runcExec(two.bundle, two.id, ['/bin/mkdir', '/tmp/u']);
+  assert.equal(during.code, 0, during.stderr);
+  assert.ok(Date.now() - began < 1500, 'a syscall never waits for the API server');
+  assert.ok(fs.existsSync(path.join(two.bundle.rootfs, 'tmp', 'u')), 'unresolved: --unresolved-action continue makes the plain directory');
+  assert.equal((cp.output().match(/Kubernetes API server unreachable at/g) ?? []).length, 1, 'the outage is reported once');
+  assert.match(cp.output(), /is unresolved/);
+
+  api.addPod({ name: 'kpod2', namespace: 'kns', uid: uid2, nodeName: 'node-e2e' }, { notify: false });
+  await api.start();
+  await cp.waitFor(/reachable again/, 30_000);
+  await eventually(() => /resolved to pod kns\/kpod2/.test(cp.output()), 15_000, 'the unresolved container to be resolved again');
+  const after = await runcExec(two.bundle, two.id, ['/bin/mkdir', '/tmp/u2']);
+  assert.equal(after.code, 0, after.stderr);
+  assert.ok(fs.existsSync(path.join(two.bundle.rootfs, 'tmp', 'u2-kns-kpod2')));
+});
+
+test('seccomp-controlplane DEFAULT_ACTION=kill-container kills that container and nothing else', async (t) => {
+  const { dir, dp } = await planes(t);
+  const victim = await sleepingContainer(t, dir, dp.listenerSocket, 'DEFAULT_ACTION=kill-container', ['mkdir', 'mkdirat']);
+  const bystander = await sleepingContainer(t, dir, dp.listenerSocket, '', ['mkdir', 'mkdirat']);
+  const result = await runcExec(victim.bundle, victim.id, ['/bin/sh', '-c', 'mkdir /tmp/z; echo survived']);
+  assert.doesNotMatch(result.stdout, /survived/);
+  await eventually(async () => {
+    const state = await run('runc', ['--root', victim.bundle.stateRoot, 'state', victim.id]);
+    return state.code !== 0 || /"status": "stopped"/.test(state.stdout);
+  }, 10_000, 'the victim to stop');
+  const other = await run('runc', ['--root', bystander.bundle.stateRoot, 'state', bystander.id]);
+  assert.match(other.stdout, /"status": "running"/);
+  assert.equal(fs.existsSync(path.join(victim.bundle.rootfs, 'tmp', 'z')), false);
+});
+
+test('seccomp-controlplane DEFAULT_ACTION=freeze-container freezes the container', async (t) => {
+  const { dir, dp } = await planes(t);
+  const c = await sleepingContainer(t, dir, dp.listenerSocket, 'DEFAULT_ACTION=freeze-container', ['mkdir', 'mkdirat']);
+  t.after(() => run('runc', ['--root', c.bundle.stateRoot, 'resume', c.id]));
+  void runcExec(c.bundle, c.id, ['/bin/mkdir', '/tmp/frozen']);
+  await eventually(async () => /"status": "paused"/.test((await run('runc', ['--root', c.bundle.stateRoot, 'state', c.id])).stdout), 10_000, 'runc to report the container paused');
+});
+
+test('seccomp-controlplane MOUNT_PROC: mount of proc is emulated where allowed, refused without CAP_SYS_ADMIN when asked, and sysfs is not emulated', async (t) => {
+  const { dir, dp } = await planes(t);
+  const allowed = await sleepingContainer(t, dir, dp.listenerSocket, 'MOUNT_PROC=true', ['mount']);
+  const ok = await runcExec(allowed.bundle, allowed.id, ['/bin/sh', '-c', 'mkdir -p /tmp/p && mount -t proc proc /tmp/p && test -e /tmp/p/1/status && echo mounted']);
+  assert.match(ok.stdout, /mounted/, ok.stderr);
+  const sysfs = await runcExec(allowed.bundle, allowed.id, ['/bin/sh', '-c', 'mkdir -p /tmp/s && mount -t sysfs sysfs /tmp/s']);
+  assert.notEqual(sysfs.code, 0, 'sysfs is not in the policy: the kernel refuses it for an unprivileged container');
+  const needsAdmin = await sleepingContainer(t, dir, dp.listenerSocket, 'MOUNT_PROC=true\nMOUNT_NEED_CAP_ADMIN=true', ['mount']);
+  const refused = await runcExec(needsAdmin.bundle, needsAdmin.id, ['/bin/sh', '-c', 'mkdir -p /tmp/p && mount -t proc proc /tmp/p']);
+  assert.notEqual(refused.code, 0);
+  assert.match(refused.stderr, /Operation not permitted|permission denied/i);
+});
+
+test('seccomp-controlplane killed and restarted while a workload runs: no syscall fails, the default answers the gap, the new one resumes', async (t) => {
+  const { dir, dp, cp } = await planes(t);
+  const c = await sleepingContainer(t, dir, dp.listenerSocket, 'MKDIR_TMPL=-sfx', ['mkdir', 'mkdirat'], CONTAINERD('n', 'p', 'c'));
+  const loop = 'i=0; while [ ! -e /stop ]; do mkdir /tmp/d$i || echo FAIL $i; i=$((i+1)); done; echo made $i';
+  const workload = runcExec(c.bundle, c.id, ['/bin/sh', '-c', loop]);
+  const tmp = path.join(c.bundle.rootfs, 'tmp');
+  const suffixed = () => fs.readdirSync(tmp).filter((n) => n.endsWith('-sfx')).length;
+  await eventually(() => suffixed() > 20, 10_000, 'suffixed directories before the kill');
+  cp.child.kill('SIGKILL');
+  await cp.exited;
+  await eventually(() => fs.readdirSync(tmp).some((n) => /^d\d+$/.test(n)), 10_000, 'the default action to answer the gap');
+  const restarted = await startControlPlane(t, dp.grpcSocket);
+  const before = suffixed();
+  await eventually(() => suffixed() > before + 20, 10_000, 'the new control plane to decide again');
+  fs.writeFileSync(path.join(c.bundle.rootfs, 'stop'), '');
+  const result = await workload;
+  assert.equal(result.code, 0, result.stderr);
+  assert.doesNotMatch(result.stdout, /FAIL/);
+  assert.match(result.stdout, /made \d+/);
+  assert.equal(restarted.child.exitCode, null);
+  const counters = (await dp.status()).counters!;
+  assert.ok(counters.answeredDefaultNoControlPlane + counters.answeredDefaultDetached > 0n);
+  assert.equal(counters.answeredDefaultDeadline, 0n);
+});
