@@ -36,7 +36,8 @@ export interface DataPlaneLinkOptions {
   takeover?: boolean;
 }
 
-export type LinkState = 'connecting' | 'attached' | 'disconnected' | 'stopped';
+/** 'drained': a successor took over (planned handover); this one does not attach again. */
+export type LinkState = 'connecting' | 'attached' | 'disconnected' | 'drained' | 'stopped';
 
 /** Emits 'state' (LinkState) and 'welcome' (Welcome). */
 export class DataPlaneLink extends EventEmitter {
@@ -75,7 +76,8 @@ export class DataPlaneLink extends EventEmitter {
     const previous = this.state;
     this.state = state;
     this.emit('state', state);
-    if (state === 'attached') this.log.info({ session: this.sessionId, socket: this.options.grpcSocket }, `attached to the data plane: deciding notifications (${detail})`);
+    if (state === 'drained') this.log.info({ session: this.sessionId }, `handing over: ${detail}; answering what this control plane holds, then detaching`);
+    else if (state === 'attached') this.log.info({ session: this.sessionId, socket: this.options.grpcSocket }, `attached to the data plane: deciding notifications (${detail})`);
     else if (state === 'disconnected') {
       this.log.warn(
         { socket: this.options.grpcSocket, previous },
@@ -136,6 +138,9 @@ export class DataPlaneLink extends EventEmitter {
             } else queue(decided);
           }
           break;
+        case 'drain':
+          this.setState('drained', `${message.drain.successor} (session ${message.drain.successorSessionId}) took over`);
+          break;
         case 'decisionRejected': {
           const r = message.decisionRejected;
           this.log.warn({ id: String(r.id), handle: Number(r.handle), reason: r.reason }, `the data plane did not apply a decision: ${r.detail}`);
@@ -162,6 +167,11 @@ export class DataPlaneLink extends EventEmitter {
     if (this.call !== call) return;
     this.call = null;
     if (this.state === 'stopped') return;
+    if (this.state === 'drained') {
+      this.log.info({ session: this.sessionId }, 'handover complete: the data plane ended this session');
+      this.emit('handed-over');
+      return;
+    }
     if (reason !== this.lastError && this.state === 'disconnected') this.log.debug({ reason }, 'data plane still unreachable');
     this.lastError = reason;
     this.setState('disconnected', reason);

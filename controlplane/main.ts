@@ -60,7 +60,7 @@ async function main(): Promise<void> {
   const registry = new ContainerRegistry({ logger: log, pods, unresolvedAction });
   const policy = new PolicyEngine(registry, options.unresolvedAction, log);
   const link = new DataPlaneLink(
-    { grpcSocket: options.grpcSocket, name: 'seccomp-controlplane', features: CONTROLPLANE_FEATURES, reconnectMaxMs: options.reconnectMaxMs },
+    { grpcSocket: options.grpcSocket, name: 'seccomp-controlplane', features: CONTROLPLANE_FEATURES, reconnectMaxMs: options.reconnectMaxMs, takeover: options.takeover },
     {
       onSnapshot: (containers) => registry.replaceAll(containers.map(toInfo)),
       onContainerAdded: (container) => registry.add(toInfo(container)),
@@ -97,6 +97,7 @@ async function main(): Promise<void> {
       process.exit(0);
     });
   };
+  link.on('handed-over', () => shutdown('handover'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
 }

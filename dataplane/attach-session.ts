@@ -99,6 +99,10 @@ export class AttachSession {
     this.write({ message: { $case: 'notifications', notifications: { notifications } } });
   }
 
+  sendDrain(successor: AttachSession): void {
+    this.write({ message: { $case: 'drain', drain: { successorSessionId: successor.id, successor: `${successor.name} ${successor.hello?.version ?? ''}`.trim() } } });
+  }
+
   sendDecisionRejected(rejected: DecisionRejected): void {
     this.write({ message: { $case: 'decisionRejected', decisionRejected: rejected } });
   }

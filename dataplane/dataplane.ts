@@ -328,7 +328,8 @@ export class DataPlane {
     }, null);
     if (previous?.isOpen) {
       // Takeover: the previous session keeps what it holds and ends once it has answered it all.
-      this.log.info({ session: previous.id, successor: session.id }, `control plane ${previous.name} replaced; it finishes the notifications it holds`);
+      this.log.info({ session: previous.id, successor: session.id, held: this.pending.countSession(previous) }, `control plane ${previous.name} replaced by takeover; it finishes the notifications it holds, new ones go to ${hello.name}`);
+      previous.sendDrain(session);
       this.closeIfDrained(previous);
     }
     return null;

@@ -1,0 +1,37 @@
+// Planned control plane handover (Hello.takeover) under a running workload.
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { test } from 'node:test';
+import { startControlPlane } from '../support/controlplane';
+import { eventually, startDataPlane, watchEvents } from '../support/dataplane';
+import { startUnderFilter } from '../support/workload';
+
+test('seccomp-controlplane --takeover: a successor takes over under load, the old one drains and exits, no notification gets the default', async (t) => {
+  const dp = await startDataPlane(t, ['--log-level', 'info']);
+  const watch = watchEvents(t, dp.client);
+  const first = await startControlPlane(t, dp.grpcSocket, ['--no-kubernetes', '--takeover']);
+  const stopFile = path.join(dp.dir, 'stop');
+  const loop = `i=0; while [ ! -e ${stopFile} ]; do mkdir ${dp.dir}/d$i || echo FAIL $i; i=$((i+1)); done; echo made $i`;
+  const workload = startUnderFilter(t, { socket: dp.listenerSocket, syscalls: ['mkdir'], id: 'busy' }, ['/bin/sh', '-c', loop]);
+  const answered = async () => (await dp.status()).counters!.answeredControlPlane;
+  await eventually(async () => (await answered()) > 50n, 10_000, 'the first control plane to decide');
+  let previous = first;
+  for (let round = 0; round < 3; round++) {
+    const successor = await startControlPlane(t, dp.grpcSocket, ['--no-kubernetes', '--takeover']);
+    assert.equal(await previous.exited, 0, previous.output());
+    assert.match(previous.output(), /handover complete/);
+    previous = successor;
+    const before = await answered();
+    await eventually(async () => (await answered()) > before + 50n, 10_000, `successor ${round} to decide`);
+    assert.equal(successor.child.exitCode, null);
+  }
+  fs.writeFileSync(stopFile, '');
+  assert.equal(await workload.exited, 0);
+  assert.doesNotMatch(workload.output(), /FAIL/);
+  const counters = (await dp.status()).counters!;
+  assert.equal(counters.answeredDefaultDetached + counters.answeredDefaultDeadline + counters.answeredDefaultNoControlPlane, 0n,
+    'a planned handover leaves nothing to the default action');
+  assert.equal(counters.notifications, counters.answeredControlPlane);
+  assert.ok(watch.events.filter((e) => e.event?.$case === 'controlPlaneAttached').length >= 4);
+});
