@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -18,6 +19,14 @@ namespace {
 
 constexpr int kMaxEpollEvents = 64;
 constexpr uint32_t kMaxRecvFailures = 1000;  // consecutive unexpected RECV errors before giving up a fd
+// x86_64 syscall numbers an emulation answers.
+constexpr uint32_t kNrMkdir = 83;
+constexpr uint32_t kNrMount = 165;
+constexpr uint32_t kNrMkdirat = 258;
+// The errno an emulation that could not run answers with (never ENOSYS: that reads as "no agent").
+constexpr int kEmulationFailureErrno = EPERM;
+// A helper binary that could not be started is tried again after this long.
+constexpr uint64_t kEmulatorRetryNs = 10000000000ull;
 
 uint64_t PackAnswer(const Answer& a) {
   return (static_cast<uint64_t>(a.kind) << 32) | static_cast<uint32_t>(a.error);
@@ -31,6 +40,22 @@ Answer UnpackAnswer(uint64_t packed) {
 }
 
 std::string ErrnoText(int err) { return std::string(strerror(err)); }
+
+std::string HexText(uint32_t value) {
+  char text[16];
+  snprintf(text, sizeof text, "0x%x", value);
+  return text;
+}
+
+const char* EmulatedName(EmulatedKind kind) {
+  switch (kind) {
+    case EmulatedKind::kMkdir: return "mkdir";
+    case EmulatedKind::kMount: return "mount";
+    case EmulatedKind::kKill: return "kill-container";
+    case EmulatedKind::kFreeze: return "freeze-container";
+    default: return "none";
+  }
+}
 
 }  // namespace
 
@@ -109,6 +134,19 @@ void Engine::Stop() {
     pthread_join(thread_, nullptr);
     thread_started_ = false;
   }
+  // Emulations in flight hold copies of notify fds and answer through them: they end (answered with
+  // the failure errno, ECANCELED) and report to the queue before the fds and the queue close.
+  std::unique_ptr<Emulator> emulator;
+  std::unique_ptr<ActionWorker> action_worker;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    emulator.swap(emulator_);
+    action_worker.swap(action_worker_);
+  }
+  if (emulator != nullptr) emulator->Stop();
+  if (action_worker != nullptr) action_worker->Stop();
+  emulator.reset();
+  action_worker.reset();
   {
     std::lock_guard<std::mutex> lock(mu_);
     forwarding_.store(false);
@@ -250,7 +288,8 @@ void Engine::OnNotifyReady(Container* container, uint32_t events) {
       // Re-checked under mu_: setForwarding(false) answers everything pending under the same lock.
       if (forwarding_.load(std::memory_order_relaxed) && !queue_->Full()) {
         uint64_t deadline = received + decision_timeout_ns_.load(std::memory_order_relaxed);
-        pending_.emplace(Key{container->handle, event.id}, PendingEntry{container, received, deadline});
+        pending_.emplace(Key{container->handle, event.id},
+                         PendingEntry{container, received, deadline, event.pid, event.nr, event.arch, event.args[0]});
         container->pending_count++;
         deadlines_.push(Deadline{deadline, container->handle, event.id});
         if (deadlines_.size() > 2 * pending_.size() + 4096) CompactDeadlinesLocked();
@@ -290,6 +329,7 @@ void Engine::PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Ans
 // Engine thread: no task is left in the filter (or the fd failed): forget it and its pendings.
 void Engine::RemoveContainer(Container* container) {
   uint32_t handle = container->handle;
+  Emulator* emulator = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
     epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, container->fd, nullptr);
@@ -304,7 +344,10 @@ void Engine::RemoveContainer(Container* container) {
       }
     }
     containers_.erase(handle);  // frees container
+    emulator = emulator_.get();
   }
+  // Its helper exits once no other container uses it (emulations in flight still finish: stale).
+  if (emulator != nullptr) emulator->Forget(handle);
   Event event;
   event.type = EventType::kRemoved;
   event.handle = handle;
@@ -438,12 +481,182 @@ Engine::RespondStatus Engine::Respond(uint32_t handle, uint64_t id, const Answer
   return RespondStatus::kUnknown;
 }
 
+Engine::RespondStatus Engine::RespondEmulated(uint32_t handle, uint64_t id, const EmulatedDecision& decision,
+                                              uint64_t* latency_ns, std::string* error) {
+  *latency_ns = 0;
+  if (stopped_) return RespondStatus::kUnknown;
+  {
+    // An id no longer pending starts nothing (no helper, no error about one).
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pending_.find(Key{handle, id}) == pending_.end()) return RespondStatus::kUnknown;
+  }
+  const bool needs_helper = decision.kind == EmulatedKind::kMkdir || decision.kind == EmulatedKind::kMount;
+  Emulator* emulator = needs_helper ? EnsureEmulator() : nullptr;
+  ActionWorker* worker = needs_helper ? nullptr : EnsureActionWorker();
+  bool failed = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find(Key{handle, id});
+    if (it == pending_.end()) return RespondStatus::kUnknown;  // answered by its deadline meanwhile
+    const PendingEntry entry = it->second;
+    if (needs_helper) {
+      bool mkdir = decision.kind == EmulatedKind::kMkdir;
+      bool fits = entry.arch == AUDIT_ARCH_X86_64 &&
+                  (mkdir ? (entry.nr == kNrMkdir || entry.nr == kNrMkdirat) : entry.nr == kNrMount);
+      if (!fits) {
+        *error = std::string("an emulated ") + EmulatedName(decision.kind) + " answers only x86_64 " +
+                 (mkdir ? "mkdir and mkdirat" : "mount") + " notifications; notification " + std::to_string(id) +
+                 " of container " + std::to_string(handle) + " is syscall " + std::to_string(entry.nr) +
+                 " (arch " + HexText(entry.arch) + "); it stays pending";
+        return RespondStatus::kWrongSyscall;
+      }
+    }
+    pending_.erase(it);
+    entry.container->pending_count--;
+    *latency_ns = MonotonicNs() - entry.received_ns;
+    NotificationRef ref;
+    ref.notify_fd = entry.container->fd;  // borrowed under mu_: the executors dup it
+    ref.id = id;
+    ref.pid = static_cast<pid_t>(entry.pid);
+    ref.owner = handle;
+    const EmulatedKind kind = decision.kind;
+    const uint64_t received = entry.received_ns;
+    // Runs on the executor's thread; takes only the queue's lock, never mu_.
+    ActionDone done = [this, handle, id, kind, received](const ActionResult& r) { OnEmulated(handle, id, kind, received, r); };
+    if (needs_helper ? emulator == nullptr : worker == nullptr) {
+      FailEmulationLocked(handle, id, kind, entry);
+      failed = true;
+    } else {
+      switch (kind) {
+        case EmulatedKind::kMkdir: {
+          MkdirArgs args = decision.mkdir;
+          args.dirfd = entry.nr == kNrMkdirat ? static_cast<int>(static_cast<int32_t>(entry.arg0)) : AT_FDCWD;
+          emulator->Mkdir(ref, args, /*respond=*/true, std::move(done));
+          break;
+        }
+        case EmulatedKind::kMount:
+          emulator->Mount(ref, decision.mount, /*respond=*/true, std::move(done));
+          break;
+        case EmulatedKind::kKill: {
+          KillArgs args = decision.kill;
+          args.init_pidfd = -1;
+          worker->Kill(ref, args, decision.error, std::move(done));
+          break;
+        }
+        default:
+          worker->Freeze(ref, decision.error, std::move(done));
+          break;
+      }
+    }
+  }
+  if (failed) queue_->Flush();
+  return RespondStatus::kAccepted;
+}
+
+// JS thread. The emulator's thread and helpers start on the first mkdir or mount; a helper binary
+// that is missing is looked for again after kEmulatorRetryNs, not on every decision.
+Emulator* Engine::EnsureEmulator() {
+  if (emulator_ != nullptr) return emulator_.get();  // written only on this thread
+  uint64_t now = MonotonicNs();
+  if (emulator_failed_ns_ != 0 && now - emulator_failed_ns_ < kEmulatorRetryNs) return nullptr;
+  std::string error = "no helperPath was given";
+  std::unique_ptr<Emulator> emulator;
+  if (!options_.helper_path.empty()) {
+    EmulatorOptions o;
+    o.helper_path = options_.helper_path;
+    o.failure_errno = kEmulationFailureErrno;
+    emulator = Emulator::Create(o, &error);
+  }
+  if (emulator == nullptr) {
+    emulator_failed_ns_ = now;
+    queue_->PushError("cannot start the emulation helper (" + error +
+                      "): emulated mkdir and mount decisions are answered " + ErrnoText(kEmulationFailureErrno) +
+                      " (EPERM); trying again on the first one after " + std::to_string(kEmulatorRetryNs / 1000000000ull) +
+                      " s");
+    return nullptr;
+  }
+  emulator_failed_ns_ = 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  emulator_ = std::move(emulator);
+  return emulator_.get();
+}
+
+// JS thread.
+ActionWorker* Engine::EnsureActionWorker() {
+  if (action_worker_ != nullptr) return action_worker_.get();  // written only on this thread
+  std::string error;
+  std::unique_ptr<ActionWorker> worker = ActionWorker::Start(kEmulationFailureErrno, &error);
+  if (worker == nullptr) {
+    queue_->PushError("cannot start the thread for kill-container and freeze-container (" + error +
+                      "): this decision is answered EPERM; trying again on the next one");
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  action_worker_ = std::move(worker);
+  return action_worker_.get();
+}
+
+// JS thread, under mu_: the notification was taken from the pending table, no executor exists.
+void Engine::FailEmulationLocked(uint32_t handle, uint64_t id, EmulatedKind kind, const PendingEntry& entry) {
+  Answer answer;
+  answer.kind = Answer::kError;
+  answer.error = kEmulationFailureErrno;
+  int err = 0;
+  SendResult result = NotifySend(entry.container->fd, &js_buffers_, id, answer, &err);
+  Event event;
+  event.type = EventType::kAnswered;
+  event.handle = handle;
+  event.id = id;
+  event.by = AnsweredBy::kControlPlane;
+  event.emulated = kind;
+  event.action = answer;
+  event.gone = result == SendResult::kGone;
+  event.ns = MonotonicNs() - entry.received_ns;
+  queue_->Push(event, true);
+  if (result == SendResult::kFailed) {
+    queue_->PushError("NOTIF_SEND of EPERM for the emulated " + std::string(EmulatedName(kind)) + " of notification " +
+                      std::to_string(id) + " of container " + std::to_string(handle) + " failed: " + ErrnoText(err));
+  }
+}
+
+// Emulator or action-worker thread: reports the result at once (JS is waiting for it).
+void Engine::OnEmulated(uint32_t handle, uint64_t id, EmulatedKind kind, uint64_t received_ns, const ActionResult& r) {
+  const bool gone = r.outcome == ActionOutcome::kStale || (!r.answered && r.send_err == ENOENT);
+  Event event;
+  event.type = EventType::kAnswered;
+  event.handle = handle;
+  event.id = id;
+  event.by = AnsweredBy::kControlPlane;
+  event.emulated = kind;
+  event.action.kind = Answer::kError;
+  // mkdir, mount: what the syscall returned. kill, freeze: 0 when the container was killed or
+  // frozen (its syscall got the decision's errno), else why not.
+  bool acted = r.outcome == ActionOutcome::kDone && strcmp(r.stage, "done") == 0;
+  event.action.error = (kind == EmulatedKind::kKill || kind == EmulatedKind::kFreeze) && acted ? 0 : r.err;
+  event.gone = gone;
+  event.ns = MonotonicNs() - received_ns;
+  queue_->Push(event, true);
+  const std::string what = std::string("emulated ") + EmulatedName(kind) + " of notification " + std::to_string(id) +
+                           " of container " + std::to_string(handle);
+  const std::string got = r.answered ? "; its syscall got " + ErrnoText(r.err) : std::string();
+  if (r.outcome == ActionOutcome::kFailed) {
+    queue_->PushError(what + " failed at stage " + r.stage + " (" + ErrnoText(r.cause) + ")" + got);
+  } else if (r.outcome == ActionOutcome::kRefused && (kind == EmulatedKind::kKill || kind == EmulatedKind::kFreeze)) {
+    queue_->PushError(what + " refused: " + (r.detail.empty() ? r.stage : r.detail) + got);
+  }
+  if (!r.answered && !gone) {
+    queue_->PushError(what + " could not be answered (NOTIF_SEND: " + ErrnoText(r.send_err) + ")");
+  }
+  queue_->Flush();
+}
+
 Engine::Stats Engine::GetStats() {
   Stats stats;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stats.containers = containers_.size();
     stats.pending = pending_.size();
+    if (emulator_ != nullptr) stats.emulation_helpers = emulator_->Stats().helpers;
   }
   stats.pending_connections = ingest_ != nullptr ? ingest_->PendingConnections() : 0;
   stats.events_dropped = queue_ != nullptr ? queue_->dropped() : 0;

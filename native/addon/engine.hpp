@@ -1,6 +1,7 @@
 // The engine: one epoll thread that owns every container's notify fd, receives notifications,
 // reads their path arguments, and either answers them with the default action on the spot or
-// forwards them to JS and keeps them pending (with a deadline) until respond() answers them.
+// forwards them to JS and keeps them pending (with a deadline) until respond() answers them, at
+// once or through an emulation (container_actions.hpp) whose result comes back as an event.
 // Pure C++: JS sees it through engine_binding.cpp and the EventQueue.
 #pragma once
 #include <pthread.h>
@@ -15,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "container_actions.hpp"
 #include "epoll_source.hpp"
 #include "event_queue.hpp"
 #include "ingest.hpp"
@@ -32,14 +34,26 @@ class Engine {
     uint64_t ingest_timeout_ns = 5000000000ull;
     size_t ingest_max_bytes = 1024 * 1024;
     size_t max_queued_events = 65536;
+    std::string helper_path;  // seccomp-nshelper, for emulated mkdir and mount
   };
-  enum class RespondStatus { kOk, kUnknown, kGone };
+  // A control plane's decision the engine performs for the target (see docs/emulation.md).
+  struct EmulatedDecision {
+    EmulatedKind kind = EmulatedKind::kMkdir;
+    MkdirArgs mkdir;  // dirfd is taken from the notification, never from here
+    MountArgs mount;
+    KillArgs kill;    // init_pid and signal (init_pidfd unused)
+    int32_t error = 0;  // kill, freeze: the errno the syscall gets once the action is done
+  };
+  // kAccepted: an emulation took the notification; an 'answered' event follows.
+  // kWrongSyscall: mkdir or mount for a notification of another syscall; it stays pending.
+  enum class RespondStatus { kOk, kUnknown, kGone, kAccepted, kWrongSyscall };
   struct Stats {
     size_t containers = 0;
     size_t pending = 0;
     size_t pending_connections = 0;
     uint64_t events_dropped = 0;
     bool sync_wake_up = false;
+    size_t emulation_helpers = 0;
   };
 
   explicit Engine(const Options& options);
@@ -65,6 +79,12 @@ class Engine {
   void SetDefaultAction(const Answer& action);
   void SetDecisionTimeoutNs(uint64_t ns);
   RespondStatus Respond(uint32_t handle, uint64_t id, const Answer& answer, uint64_t* latency_ns);
+  // JS thread. Takes the notification out of the pending table (its deadline no longer applies)
+  // and hands it to the emulator (mkdir, mount: a helper process) or the action worker (kill,
+  // freeze): neither blocks this thread. The result arrives as an 'answered' event, by
+  // kControlPlane. *error explains kWrongSyscall. *latency_ns: receipt to now.
+  RespondStatus RespondEmulated(uint32_t handle, uint64_t id, const EmulatedDecision& decision, uint64_t* latency_ns,
+                                std::string* error);
   // Any thread.
   Stats GetStats();
 
@@ -88,6 +108,11 @@ class Engine {
     Container* container;
     uint64_t received_ns;
     uint64_t deadline_ns;
+    // What an emulation needs from the notification.
+    uint32_t pid;
+    uint32_t nr;
+    uint32_t arch;
+    uint64_t arg0;  // mkdirat: the target's dirfd
   };
   struct Deadline {
     uint64_t at;
@@ -108,6 +133,13 @@ class Engine {
   Answer DefaultAction() const;
   void PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, SendResult result,
                     uint64_t latency_ns);
+  // JS thread: the executors of emulations, made on first use (outside mu_; published under it).
+  Emulator* EnsureEmulator();
+  ActionWorker* EnsureActionWorker();
+  // Emulator or action-worker thread (inline under mu_ in rare cases): an emulation finished.
+  void OnEmulated(uint32_t handle, uint64_t id, EmulatedKind kind, uint64_t received_ns, const ActionResult& result);
+  // JS thread, under mu_: no executor could be made; answers with failure errno at once.
+  void FailEmulationLocked(uint32_t handle, uint64_t id, EmulatedKind kind, const PendingEntry& entry);
 
   Options options_;
   std::unique_ptr<EventQueue> queue_;
@@ -135,6 +167,14 @@ class Engine {
   std::mutex mu_;
   std::unordered_map<uint32_t, std::unique_ptr<Container>> containers_;
   std::unordered_map<Key, PendingEntry, KeyHash> pending_;
+  // Set by the JS thread under mu_ (the engine thread reads emulator_ under mu_ to Forget a
+  // container); destroyed only by Stop(), after the engine thread has ended.
+  std::unique_ptr<Emulator> emulator_;
+  std::unique_ptr<ActionWorker> action_worker_;
+
+  // JS thread: when the last failed attempt to start the emulator was, and why.
+  uint64_t emulator_failed_ns_ = 0;
+  std::string emulator_error_;
 
   // Engine thread only.
   std::priority_queue<Deadline, std::vector<Deadline>, std::greater<Deadline>> deadlines_;

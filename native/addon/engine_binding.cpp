@@ -99,7 +99,101 @@ bool ParseAnswer(Napi::Env env, Napi::Value v, bool allow_value, Answer* out) {
     return false;
   }
   ThrowType(env, std::string("unknown ") + (allow_value ? "decision" : "default action") + " kind \"" + k +
-                     "\" (expected continue, error" + (allow_value ? ", value)" : ")"));
+                     "\" (expected continue, error" + (allow_value ? ", value, mkdir, mount, kill, freeze)" : ")"));
+  return false;
+}
+
+// A string property without NUL bytes (the kernel would stop at the first one).
+bool ParseString(Napi::Object obj, const char* name, std::string* out) {
+  Napi::Env env = obj.Env();
+  Napi::Value v = obj.Get(name);
+  if (env.IsExceptionPending()) return false;
+  if (!v.IsString()) {
+    ThrowType(env, std::string("decision ") + name + " must be a string");
+    return false;
+  }
+  *out = v.As<Napi::String>().Utf8Value();
+  if (out->find('\0') != std::string::npos) {
+    ThrowRange(env, std::string("decision ") + name + " must not contain NUL bytes");
+    return false;
+  }
+  return true;
+}
+
+// An integer property in [min, max].
+bool ParseInteger(Napi::Object obj, const char* name, double min, double max, double* out) {
+  Napi::Env env = obj.Env();
+  Napi::Value v = obj.Get(name);
+  if (env.IsExceptionPending()) return false;
+  if (!v.IsNumber()) {
+    ThrowType(env, std::string("decision ") + name + " must be a number");
+    return false;
+  }
+  double d = v.As<Napi::Number>().DoubleValue();
+  if (!(d >= min && d <= max) || d != std::floor(d)) {
+    ThrowRange(env, std::string("decision ") + name + " must be an integer from " + std::to_string(static_cast<long long>(min)) +
+                        " to " + std::to_string(static_cast<long long>(max)) + ", got " + v.ToString().Utf8Value());
+    return false;
+  }
+  *out = d;
+  return true;
+}
+
+// The emulated kinds (mkdir, mount, kill, freeze); false with a JS exception pending otherwise.
+// *matched is false when `kind` is none of them (the caller tries the immediate kinds).
+bool ParseEmulated(Napi::Env env, Napi::Object obj, const std::string& kind, bool* matched, Engine::EmulatedDecision* out) {
+  *matched = true;
+  double d = 0;
+  if (kind == "mkdir") {
+    out->kind = EmulatedKind::kMkdir;
+    if (!ParseString(obj, "path", &out->mkdir.path) || !ParseInteger(obj, "mode", 0, 07777, &d)) return false;
+    out->mkdir.mode = static_cast<uint32_t>(d);
+    return true;
+  }
+  if (kind == "mount") {
+    out->kind = EmulatedKind::kMount;
+    if (!ParseString(obj, "source", &out->mount.source) || !ParseString(obj, "target", &out->mount.target) ||
+        !ParseString(obj, "fstype", &out->mount.fstype) || !ParseString(obj, "data", &out->mount.data)) {
+      return false;
+    }
+    Napi::Value flags = obj.Get("flags");
+    if (env.IsExceptionPending()) return false;
+    bool lossless = false;
+    if (flags.IsBigInt()) {
+      out->mount.flags = flags.As<Napi::BigInt>().Uint64Value(&lossless);
+    } else if (flags.IsNumber()) {
+      double f = flags.As<Napi::Number>().DoubleValue();
+      lossless = f >= 0 && f <= 9007199254740991.0 && f == std::floor(f);
+      out->mount.flags = lossless ? static_cast<uint64_t>(f) : 0;
+    }
+    if (!lossless) {
+      ThrowRange(env, "decision flags must be an unsigned 64-bit bigint");
+      return false;
+    }
+    Napi::Value cap = obj.Get("requireCapSysAdmin");
+    if (env.IsExceptionPending()) return false;
+    if (!cap.IsBoolean() && !cap.IsUndefined()) {
+      ThrowType(env, "decision requireCapSysAdmin must be a boolean");
+      return false;
+    }
+    out->mount.require_cap_sys_admin = cap.IsBoolean() && cap.As<Napi::Boolean>().Value();
+    return true;
+  }
+  if (kind == "kill") {
+    out->kind = EmulatedKind::kKill;
+    if (!ParseInteger(obj, "signal", 1, 64, &d)) return false;
+    out->kill.signal = static_cast<int>(d);
+    if (!ParseInteger(obj, "initPid", 0, 2147483647.0, &d)) return false;
+    out->kill.init_pid = static_cast<pid_t>(d);
+    Napi::Value e = obj.Get("errno");
+    return !env.IsExceptionPending() && ParseErrno(env, e, &out->error);
+  }
+  if (kind == "freeze") {
+    out->kind = EmulatedKind::kFreeze;
+    Napi::Value e = obj.Get("errno");
+    return !env.IsExceptionPending() && ParseErrno(env, e, &out->error);
+  }
+  *matched = false;
   return false;
 }
 
@@ -174,6 +268,13 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     v = static_cast<double>(o.max_queued_events);
     if (!OptionalNumber(opts, "maxQueuedEvents", 1, &v)) return;
     o.max_queued_events = static_cast<size_t>(v);
+    Napi::Value helper = opts.Get("helperPath");
+    if (env.IsExceptionPending()) return;
+    if (!helper.IsString()) {
+      ThrowType(env, "option helperPath must be a string (the path of seccomp-nshelper)");
+      return;
+    }
+    o.helper_path = helper.As<Napi::String>().Utf8Value();
 
     engine_ = std::make_unique<Engine>(o);
     std::string error;
@@ -336,14 +437,33 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
       ThrowType(env, "respond: id must be a bigint");
       return env.Undefined();
     }
-    Answer answer;
-    if (!ParseAnswer(env, info[2], true, &answer)) return env.Undefined();
     uint64_t latency = 0;
-    Engine::RespondStatus status = engine_->Respond(handle, id, answer, &latency);
+    Engine::RespondStatus status;
+    Engine::EmulatedDecision emulated;
+    bool is_emulated = false;
+    if (info[2].IsObject()) {
+      Napi::Value kind = info[2].As<Napi::Object>().Get("kind");
+      if (env.IsExceptionPending()) return env.Undefined();
+      std::string k = kind.IsString() ? kind.As<Napi::String>().Utf8Value() : "";
+      if (!ParseEmulated(env, info[2].As<Napi::Object>(), k, &is_emulated, &emulated) && is_emulated) return env.Undefined();
+    }
+    if (is_emulated) {
+      std::string error;
+      status = engine_->RespondEmulated(handle, id, emulated, &latency, &error);
+      if (status == Engine::RespondStatus::kWrongSyscall) {
+        ThrowRange(env, error);
+        return env.Undefined();
+      }
+    } else {
+      Answer answer;
+      if (!ParseAnswer(env, info[2], true, &answer)) return env.Undefined();
+      status = engine_->Respond(handle, id, answer, &latency);
+    }
     Napi::Object result = Napi::Object::New(env);
-    result.Set("status", status == Engine::RespondStatus::kOk     ? "ok"
-                         : status == Engine::RespondStatus::kGone ? "gone"
-                                                                  : "unknown");
+    result.Set("status", status == Engine::RespondStatus::kOk         ? "ok"
+                         : status == Engine::RespondStatus::kGone     ? "gone"
+                         : status == Engine::RespondStatus::kAccepted ? "accepted"
+                                                                      : "unknown");
     result.Set("latencyNs", Napi::BigInt::New(env, latency));
     return result;
   }
@@ -358,6 +478,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     o.Set("pendingConnections", Napi::Number::New(env, static_cast<double>(s.pending_connections)));
     o.Set("eventsDropped", Napi::Number::New(env, static_cast<double>(s.events_dropped)));
     o.Set("syncWakeUp", Napi::Boolean::New(env, s.sync_wake_up));
+    o.Set("emulationHelpers", Napi::Number::New(env, static_cast<double>(s.emulation_helpers)));
     return o;
   }
 

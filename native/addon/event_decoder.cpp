@@ -8,10 +8,11 @@ namespace seccomp_agent {
 namespace {
 
 // Record layout shared with kDecoderSource. Per event: kW64 uint64 words and kW32 uint32 words.
-constexpr size_t kW64 = 9;   // id, ip, args[0..5], ns
+constexpr size_t kW64 = 9;   // id, ip (answered: the emulation's value), args[0..5], ns
 constexpr size_t kW32 = 16;  // see Encode()
 
-// Flags word (w32[5]).
+// Flags word (w32[5]); answered events also carry by (bits 8-15), the answer kind (16-23) and the
+// emulated kind (24-31).
 constexpr uint32_t kForwarded = 1u << 0;
 constexpr uint32_t kGone = 1u << 1;
 
@@ -19,8 +20,11 @@ const char kDecoderSource[] = R"JS(
 (function (onEvents) {
   'use strict';
   const TYPES = ['connection', 'ingest-error', 'notification', 'answered', 'removed', 'error'];
-  const BY = ['no-control-plane', 'deadline', 'detached'];
-  const action = (kind, errno) => (kind === 1 ? { kind: 'error', errno } : { kind: 'continue' });
+  const BY = ['no-control-plane', 'deadline', 'detached', 'control-plane'];
+  const EMULATED = ['', 'mkdir', 'mount', 'kill', 'freeze'];
+  const action = (kind, errno, emulated, value) =>
+    emulated !== 0 ? { kind: EMULATED[emulated], errno, value }
+      : kind === 1 ? { kind: 'error', errno } : { kind: 'continue' };
   return function decode(buf64, buf32, strings, count) {
     const w = new BigUint64Array(buf64);
     const u = new Uint32Array(buf32);
@@ -47,7 +51,8 @@ const char kDecoderSource[] = R"JS(
         case 3:
           events[i] = {
             type: 'answered', handle: u[b + 1], id: w[a], by: BY[(flags >> 8) & 0xff],
-            action: action((flags >> 16) & 0xff, u[b + 6]), gone: (flags & 2) !== 0, latencyNs: w[a + 8],
+            action: action((flags >> 16) & 0xff, u[b + 6], flags >>> 24, w[a + 1]), gone: (flags & 2) !== 0,
+            latencyNs: w[a + 8],
           };
           break;
         case 0: {
@@ -104,8 +109,10 @@ void Encode(const Event& e, const std::string& arena, uint64_t* w64, uint32_t* w
       break;
     case EventType::kAnswered:
       w32[1] = e.handle;
-      w32[5] = (e.gone ? kGone : 0) | (static_cast<uint32_t>(e.by) << 8) | (static_cast<uint32_t>(e.action.kind) << 16);
+      w32[5] = (e.gone ? kGone : 0) | (static_cast<uint32_t>(e.by) << 8) |
+               (static_cast<uint32_t>(e.action.kind) << 16) | (static_cast<uint32_t>(e.emulated) << 24);
       w32[6] = static_cast<uint32_t>(e.action.error);
+      w64[1] = static_cast<uint64_t>(e.action.value);
       break;
     case EventType::kConnection:
       w32[1] = e.conn;

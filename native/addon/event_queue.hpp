@@ -17,7 +17,10 @@
 namespace seccomp_agent {
 
 enum class EventType : uint8_t { kConnection, kIngestError, kNotification, kAnswered, kRemoved, kError };
-enum class AnsweredBy : uint8_t { kNoControlPlane, kDeadline, kDetached };
+// kControlPlane: an emulation the control plane asked for has finished (respond() said 'accepted').
+enum class AnsweredBy : uint8_t { kNoControlPlane, kDeadline, kDetached, kControlPlane };
+// The emulated action an 'answered' event reports (kNone: `action` is a continue/error answer).
+enum class EmulatedKind : uint8_t { kNone, kMkdir, kMount, kKill, kFreeze };
 
 // Bytes [offset, offset + length) of the blob passed to Push, later of the batch arena.
 struct TextRef {
@@ -56,7 +59,8 @@ struct Event {
   uint64_t ns = 0;
   // answered
   AnsweredBy by = AnsweredBy::kNoControlPlane;
-  Answer action;
+  Answer action;  // emulated != kNone: action.error is the errno the target got (0: success)
+  EmulatedKind emulated = EmulatedKind::kNone;
   bool gone = false;
   // connection, ingest-error, error
   uint32_t conn = 0;

@@ -194,8 +194,13 @@ void NsHelperPool::Run() {
 void NsHelperPool::DrainSubmissions() {
   std::vector<Pending> batch;
   {
+    // Forgets are taken with the submissions they followed: a request submitted just before its
+    // owner was forgotten is routed (its helper gets the owner) before the owner is dropped, so
+    // that helper does not outlive the container until its idle timeout.
     std::lock_guard<std::mutex> lock(mutex_);
     batch.swap(submitted_);
+    forgotten_taken_.insert(forgotten_taken_.end(), forgotten_.begin(), forgotten_.end());
+    forgotten_.clear();
   }
   for (Pending& p : batch) {
     if (stopping_.load()) {
@@ -519,10 +524,7 @@ void NsHelperPool::CheckTimers(uint64_t now) {
 
 void NsHelperPool::ProcessForgotten() {
   std::vector<uint64_t> owners;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    owners.swap(forgotten_);
-  }
+  owners.swap(forgotten_taken_);
   if (owners.empty()) return;
   std::vector<Helper*> done;
   for (auto& entry : helpers_) {

@@ -134,6 +134,7 @@ class NsHelperPool {
   std::map<uint64_t, std::unique_ptr<Helper>> helpers_;  // by helper id
   std::map<uint64_t, Helper*> kept_by_key_;              // kept mode: by mount namespace inode
   std::deque<Pending> waiting_;                          // no helper slot free
+  std::vector<uint64_t> forgotten_taken_;               // taken from forgotten_ by DrainSubmissions
   uint64_t next_helper_id_ = 1;
 
   std::atomic<uint64_t> stat_helpers_{0}, stat_spawned_{0}, stat_died_{0}, stat_timed_out_{0}, stat_in_flight_{0};

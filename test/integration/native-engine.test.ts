@@ -18,15 +18,19 @@ import {
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const SECCOMP_RUN = path.join(ROOT, 'build', 'Release', 'seccomp-run');
+const NSHELPER = path.join(ROOT, 'build', 'Release', 'seccomp-nshelper');
+const BENCH_WORKLOAD = path.join(ROOT, 'build', 'Release', 'seccomp-bench-workload');
 const native = loadNative();
 const NR_MKDIR = 83;
 const NR_MKDIRAT = 258;
 const EPERM = 1;
+const EEXIST = 17;
 
 interface Exit {
   code: number | null;
   signal: NodeJS.Signals | null;
   stderr: string;
+  stdout: string;
 }
 
 /** One engine listening on a socket in its own temp dir, with its events recorded. */
@@ -46,6 +50,7 @@ class Harness {
     this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'native-engine-'));
     this.socket = path.join(this.dir, 'agent.sock');
     this.engine = new native.Engine({
+      helperPath: NSHELPER,
       defaultAction: { kind: 'continue' },
       decisionTimeoutMs: 2000,
       ...options,
@@ -99,15 +104,21 @@ class Harness {
     });
   }
 
-  /** Runs `command` under seccomp-run with `flags`; resolves when it exits. */
-  run(flags: string[], command: string[]): { child: ChildProcess; exit: Promise<Exit> } {
-    const child = spawn(SECCOMP_RUN, ['--socket', this.socket, ...flags, '--', ...command], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+  /**
+   * Runs `command` under seccomp-run with `flags`; resolves when it exits. `prefix`: shell
+   * commands run first in the same process (to join a cgroup), which then execs seccomp-run.
+   */
+  run(flags: string[], command: string[], prefix?: string): { child: ChildProcess; exit: Promise<Exit> } {
+    const argv = [SECCOMP_RUN, '--socket', this.socket, ...flags, '--', ...command];
+    const child = prefix === undefined
+      ? spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] })
+      : spawn('/bin/sh', ['-c', `${prefix}exec "$@"`, 'sh', ...argv], { stdio: ['ignore', 'pipe', 'pipe'] });
     this.children.push(child);
     let stderr = '';
+    let stdout = '';
     child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exit = new Promise<Exit>((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stderr })));
+    child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    const exit = new Promise<Exit>((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stderr, stdout })));
     return { child, exit };
   }
 
@@ -477,4 +488,426 @@ test('native engine stop: idempotent, closes every fd it owns, later calls fail 
   assert.equal(fs.existsSync(h.socket), true);
   assert.throws(() => h.engine.start());
   assert.equal(h.engine.respond(1, 1n, { kind: 'continue' }).status, 'unknown');
+});
+
+// ---- emulated decisions: the engine applies mkdir, mount, kill, freeze for the control plane ----
+
+type Answered = Extract<NativeEvent, { type: 'answered' }>;
+
+function answeredFor(id: bigint) {
+  return (e: NativeEvent): e is Answered => e.type === 'answered' && e.id === id;
+}
+
+/** A minimal busybox root (Debian's busybox-static): /bin, /tmp (1777). */
+function makeRootfs(dir: string): string {
+  const root = path.join(dir, 'rootfs');
+  for (const d of ['bin', 'tmp']) fs.mkdirSync(path.join(root, d), { recursive: true });
+  fs.chmodSync(path.join(root, 'tmp'), 0o1777);
+  fs.copyFileSync('/bin/busybox', path.join(root, 'bin', 'busybox'));
+  fs.chmodSync(path.join(root, 'bin', 'busybox'), 0o755);
+  for (const applet of ['sh', 'mkdir']) fs.symlinkSync('busybox', path.join(root, 'bin', applet));
+  return root;
+}
+
+/** Children of this process with `state` (e.g. /^Z/) and/or named seccomp-nshelper. */
+function children(filter: { zombie?: boolean; helper?: boolean }): number[] {
+  const out: number[] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const status = fs.readFileSync(`/proc/${entry}/status`, 'utf8');
+      if (!new RegExp(`^PPid:\\s+${process.pid}$`, 'm').test(status)) continue;
+      if (filter.zombie && !/^State:\s+Z/m.test(status)) continue;
+      if (filter.helper && !/^Name:\s+seccomp-nshelpe/m.test(status)) continue;
+      out.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+function exists(p: string): boolean {
+  try {
+    fs.lstatSync(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Polls `check` (for states no event reports: processes, cgroups, counters). */
+async function pollUntil(what: string, check: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+test('native engine emulated mkdir: respond {mkdir, path+"-suffix"} makes the suffixed directory, not the original; mkdir returns 0', async (t) => {
+  const h = new Harness(t);
+  h.engine.setForwarding(true);
+  const target = path.join(h.dir, 'wanted');
+  const statuses: string[] = [];
+  h.onEvent = (e) => {
+    if (e.type === 'notification' && e.forwarded) {
+      const decision = isMkdirOf(target)(e)
+        ? { kind: 'mkdir' as const, path: `${target}-suffix`, mode: 0o755 }
+        : { kind: 'continue' as const };
+      statuses.push(h.engine.respond(e.handle, e.id, decision).status);
+    }
+  };
+  const result = await h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/mkdir', target]).exit;
+  assert.equal(result.code, 0, result.stderr);
+  assert.ok(fs.statSync(`${target}-suffix`).isDirectory());
+  assert.equal(exists(target), false, 'the original path was not created');
+  assert.deepEqual(statuses, ['accepted']);
+  const n = await h.waitFor(isMkdirOf(target), 'the mkdir');
+  const answered = await h.waitFor(answeredFor(n.id), 'its answered event');
+  assert.equal(answered.by, 'control-plane');
+  assert.deepEqual(answered.action, { kind: 'mkdir', errno: 0, value: 0n });
+  assert.equal(answered.gone, false);
+  assert.ok(answered.latencyNs > 0n);
+  assert.equal(h.engine.stats().pending, 0);
+  // The kept helper leaves with the container (EPOLLHUP -> forget).
+  await h.waitFor((e) => e.type === 'removed' && e.handle === n.handle, 'removed');
+  await pollUntil('the helper to exit', () => h.engine.stats().emulationHelpers === 0);
+  assert.equal(h.events.filter((e) => e.type === 'error').length, 0, JSON.stringify(h.events.filter((e) => e.type === 'error')));
+});
+
+test('native engine emulated mkdir: EEXIST from the emulation reaches the workload as EEXIST', async (t) => {
+  const h = new Harness(t);
+  h.engine.setForwarding(true);
+  const existing = path.join(h.dir, 'already');
+  fs.mkdirSync(existing);
+  const target = path.join(h.dir, 'fresh');
+  h.onEvent = (e) => {
+    if (e.type === 'notification' && e.forwarded) {
+      h.engine.respond(e.handle, e.id, isMkdirOf(target)(e) ? { kind: 'mkdir', path: existing, mode: 0o777 } : { kind: 'continue' });
+    }
+  };
+  const result = await h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/mkdir', target]).exit;
+  assert.equal(result.code, 1);
+  assert.match(result.stderr, /File exists/);
+  assert.equal(exists(target), false);
+  const n = await h.waitFor(isMkdirOf(target), 'the mkdir');
+  const answered = await h.waitFor(answeredFor(n.id), 'its answered event');
+  assert.deepEqual(answered.action, { kind: 'mkdir', errno: EEXIST, value: 0n });
+});
+
+test('native engine emulated mkdirat: the path is resolved from the notification dirfd, not the cwd', async (t) => {
+  const h = new Harness(t);
+  h.engine.setForwarding(true);
+  const base = path.join(h.dir, 'base');
+  const cwd = path.join(h.dir, 'cwd');
+  fs.mkdirSync(base);
+  fs.mkdirSync(cwd);
+  let mkdirat: NotificationEvent | undefined;
+  h.onEvent = (e) => {
+    if (e.type !== 'notification' || !e.forwarded) return;
+    if (e.nr === NR_MKDIRAT && e.strings.some((s) => s.value === 'sub')) {
+      mkdirat = e;
+      assert.equal(h.engine.respond(e.handle, e.id, { kind: 'mkdir', path: 'sub-x', mode: 0o700 }).status, 'accepted');
+    } else {
+      h.engine.respond(e.handle, e.id, { kind: 'continue' });
+    }
+  };
+  const py = `import os; os.chdir(${JSON.stringify(cwd)}); fd = os.open(${JSON.stringify(base)}, os.O_RDONLY); os.mkdir("sub", dir_fd=fd)`;
+  const result = await h.run(['--syscalls', 'mkdir,mkdirat'], ['/usr/bin/python3', '-c', py]).exit;
+  assert.equal(result.code, 0, result.stderr);
+  assert.ok(mkdirat, 'python made a mkdirat');
+  assert.ok(fs.statSync(path.join(base, 'sub-x')).isDirectory());
+  assert.equal(fs.statSync(path.join(base, 'sub-x')).mode & 0o777, 0o700);
+  assert.deepEqual(fs.readdirSync(cwd), []);
+  assert.equal(exists(path.join(base, 'sub')), false);
+  const answered = await h.waitFor(answeredFor(mkdirat.id), 'its answered event');
+  assert.equal(answered.action.kind, 'mkdir');
+});
+
+test('native engine emulated mkdir: ../../../x from a chrooted target in its own mount namespace stays inside its root', async (t) => {
+  const h = new Harness(t);
+  h.engine.setForwarding(true);
+  const root = makeRootfs(h.dir);
+  const marker = `engine-climb-${process.pid}-${Date.now()}`;
+  const climb = `../../../${marker}`;
+  h.onEvent = (e) => {
+    if (e.type !== 'notification' || !e.forwarded) return;
+    const decision = e.strings.some((s) => s.value === climb)
+      ? { kind: 'mkdir' as const, path: `${climb}-s`, mode: 0o755 }
+      : { kind: 'continue' as const };
+    h.engine.respond(e.handle, e.id, decision);
+  };
+  const result = await h.run(
+    ['--syscalls', 'mkdir,mkdirat'],
+    ['unshare', '-m', '--propagation', 'private', 'chroot', root, '/bin/sh', '-c', `cd /tmp && mkdir ${climb}`],
+  ).exit;
+  assert.equal(result.code, 0, result.stderr);
+  assert.ok(fs.statSync(path.join(root, `${marker}-s`)).isDirectory(), 'made at the root of the target');
+  for (const outside of [`/${marker}-s`, `/tmp/${marker}-s`, path.join(h.dir, `${marker}-s`), path.join(root, marker)]) {
+    assert.equal(exists(outside), false, `${outside} must not exist`);
+  }
+  const n = await h.waitFor((e) => e.type === 'notification' && e.strings.some((s) => s.value === climb), 'the mkdir');
+  assert.ok(n.type === 'notification');
+  const answered = await h.waitFor(answeredFor(n.id), 'its answered event');
+  assert.deepEqual(answered.action, { kind: 'mkdir', errno: 0, value: 0n });
+});
+
+test('native engine emulated kill: respond {kill} kills the container (its pid namespace) and nothing else', async (t) => {
+  const h = new Harness(t);
+  h.engine.setForwarding(true);
+  const bystander = spawn('/bin/sleep', ['300'], { stdio: 'ignore' });
+  t.after(() => bystander.kill('SIGKILL'));
+  const tag = `${4000 + (process.pid % 1000)}.25`;
+  let initPid = 0;
+  h.onEvent = (e) => {
+    if (e.type === 'connection') initPid = JSON.parse(e.json).pid as number;
+    if (e.type === 'notification' && e.forwarded) {
+      assert.equal(h.engine.respond(e.handle, e.id, { kind: 'kill', signal: 9, initPid, errno: EPERM }).status, 'accepted');
+    }
+  };
+  const target = path.join(h.dir, 'k');
+  const result = await h.run(['--syscalls', 'mkdir,mkdirat'], ['unshare', '-p', '-f', '/bin/sh', '-c', `sleep ${tag} & mkdir ${target}; echo survived`]).exit;
+  assert.doesNotMatch(result.stdout, /survived/);
+  assert.notEqual(result.code, 0);
+  assert.equal(exists(target), false);
+  const n = await h.waitFor(isMkdirOf(target), 'the mkdir');
+  const answered = await h.waitFor(answeredFor(n.id), 'its answered event');
+  assert.equal(answered.by, 'control-plane');
+  assert.equal(answered.action.kind, 'kill');
+  assert.equal((answered.action as { errno: number }).errno, 0, 'killed');
+  await pollUntil('the container sleep to be gone', () => {
+    for (const entry of fs.readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        if (fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(tag)) return false;
+      } catch {
+        // gone
+      }
+    }
+    return true;
+  });
+  assert.equal(bystander.exitCode, null);
+  assert.equal(bystander.signalCode, null);
+});
+
+test('native engine emulated freeze: respond {freeze} freezes the v2 cgroup; once thawed the syscall gets the errno', async (t) => {
+  const h = new Harness(t);
+  h.engine.setForwarding(true);
+  const unified = fs.existsSync('/sys/fs/cgroup/cgroup.controllers') ? '/sys/fs/cgroup' : '/sys/fs/cgroup/unified';
+  const cg = path.join(unified, `seccomp-engine-test-${process.pid}-${Date.now()}`);
+  fs.mkdirSync(cg);
+  t.after(async () => {
+    fs.writeFileSync(path.join(cg, 'cgroup.freeze'), '0');
+    for (let i = 0; ; i++) {
+      for (const pid of fs.readFileSync(path.join(cg, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean)) {
+        try {
+          process.kill(Number(pid), 'SIGKILL');
+        } catch {
+          // exited meanwhile
+        }
+      }
+      try {
+        fs.rmdirSync(cg);
+        return;
+      } catch (err) {
+        if (i > 250) throw err;
+        await sleep(20);
+      }
+    }
+  });
+  const counter = path.join(h.dir, 'counter');
+  const target = path.join(h.dir, 'freeze-me');
+  let freezeId: bigint | undefined;
+  h.onEvent = (e) => {
+    if (e.type !== 'notification' || !e.forwarded) return;
+    if (freezeId === undefined && isMkdirOf(target)(e)) {
+      freezeId = e.id;
+      assert.equal(h.engine.respond(e.handle, e.id, { kind: 'freeze', errno: EPERM }).status, 'accepted');
+    } else {
+      // v2 usually lets the answer in before the freeze; if not, the call restarts when thawed.
+      h.engine.respond(e.handle, e.id, { kind: 'error', errno: EPERM });
+    }
+  };
+  // A sibling keeps counting: it stops only if the whole cgroup is frozen.
+  const script = `(i=0; while :; do i=$((i+1)); echo $i > ${counter}; sleep 0.02; done) & sleep 0.3; mkdir ${target}; echo rc=$?; sleep 0.2; kill $!`;
+  const { exit } = h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/sh', '-c', script], `echo $$ > ${path.join(cg, 'cgroup.procs')} && `);
+  const n = await h.waitFor(isMkdirOf(target), 'the mkdir');
+  const answered = await h.waitFor(answeredFor(n.id), 'the freeze answered');
+  assert.equal(answered.by, 'control-plane');
+  assert.deepEqual(answered.action, { kind: 'freeze', errno: 0, value: 0n }, JSON.stringify(h.events.filter((e) => e.type === 'error')));
+  await pollUntil('the cgroup to be frozen', () => /^frozen 1$/m.test(fs.readFileSync(path.join(cg, 'cgroup.events'), 'utf8')));
+  const before = fs.readFileSync(counter, 'utf8');
+  await sleep(300);
+  assert.equal(fs.readFileSync(counter, 'utf8'), before, 'no progress while frozen');
+  fs.writeFileSync(path.join(cg, 'cgroup.freeze'), '0');
+  const result = await exit;
+  assert.match(result.stdout, /rc=1/);
+  assert.match(result.stderr, /Operation not permitted/);
+  assert.ok(Number(fs.readFileSync(counter, 'utf8')) > Number(before), 'progress again once thawed');
+});
+
+test('native engine emulated decisions: unknown ids are unknown; a mismatched syscall or bad arguments throw and leave it pending', async (t) => {
+  const h = new Harness(t, { decisionTimeoutMs: 60_000 });
+  h.engine.setForwarding(true);
+  const target = path.join(h.dir, 'checked');
+  const { exit } = h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/mkdir', target]);
+  const n = await h.waitFor(isMkdirOf(target), 'the forwarded mkdir');
+  const mkdir = { kind: 'mkdir' as const, path: target, mode: 0o755 };
+  assert.equal(h.engine.respond(n.handle, n.id + 1n, mkdir).status, 'unknown');
+  assert.equal(h.engine.respond(n.handle + 1000, n.id, { kind: 'freeze', errno: EPERM }).status, 'unknown');
+  assert.equal(h.engine.respond(n.handle, n.id + 1n, { kind: 'kill', signal: 9, initPid: 1, errno: EPERM }).status, 'unknown');
+  assert.equal(h.engine.stats().emulationHelpers, 0);
+  const mount = { kind: 'mount' as const, source: 'proc', target: '/proc', fstype: 'proc', flags: 0n, data: '', requireCapSysAdmin: false };
+  assert.throws(() => h.engine.respond(n.handle, n.id, mount), (err: Error) => err instanceof RangeError && /only x86_64 mount/.test(err.message));
+  assert.throws(() => h.engine.respond(n.handle, n.id, { ...mkdir, mode: 0o10000 }), RangeError);
+  assert.throws(() => h.engine.respond(n.handle, n.id, { ...mkdir, path: 'a\0b' }), RangeError);
+  assert.throws(() => h.engine.respond(n.handle, n.id, { kind: 'kill', signal: 0, initPid: 1, errno: EPERM }), RangeError);
+  assert.throws(() => h.engine.respond(n.handle, n.id, { kind: 'freeze', errno: 0 }), RangeError);
+  assert.equal(h.engine.stats().pending, 1, 'still pending after the refusals');
+  assert.equal(h.engine.respond(n.handle, n.id, mkdir).status, 'accepted');
+  assert.equal(h.engine.respond(n.handle, n.id, mkdir).status, 'unknown', 'an accepted notification is no longer pending');
+  assert.equal((await exit).code, 0);
+  assert.ok(fs.statSync(target).isDirectory());
+});
+
+test('native engine emulated mkdir: the container exits while its emulation is queued: answered as gone, helper and fds released', async (t) => {
+  const baseline = native.openFdCount();
+  const h = new Harness(t, { decisionTimeoutMs: 60_000 });
+  h.engine.setForwarding(true);
+  const first = path.join(h.dir, 'first');
+  const second = path.join(h.dir, 'second');
+  let stoppedHelpers: number[] = [];
+  t.after(() => stoppedHelpers.forEach((pid) => {
+    try {
+      process.kill(pid, 'SIGCONT');
+    } catch {
+      // gone
+    }
+  }));
+  h.onEvent = (e) => {
+    if (e.type !== 'notification' || !e.forwarded) return;
+    if (isMkdirOf(second)(e)) {
+      // A stopped helper stands for one stuck on a hung mount: the request waits in its socket.
+      stoppedHelpers = children({ helper: true });
+      for (const pid of stoppedHelpers) process.kill(pid, 'SIGSTOP');
+    }
+    h.engine.respond(e.handle, e.id, isMkdirOf(first)(e) || isMkdirOf(second)(e) ? { kind: 'mkdir', path: e.strings[0].value, mode: 0o755 } : { kind: 'continue' });
+  };
+  const { child, exit } = h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/sh', '-c', `mkdir ${first} && mkdir ${second}`]);
+  const n = await h.waitFor(isMkdirOf(second), 'the second mkdir');
+  assert.equal(stoppedHelpers.length, 1, 'the first mkdir started one helper');
+  process.kill(n.pid, 'SIGKILL'); // the mkdir process, the filter's last task once its shell is gone
+  child.kill('SIGKILL');
+  assert.notEqual((await exit).code, 0);
+  await h.waitFor((e) => e.type === 'removed' && e.handle === n.handle, 'removed while the emulation is queued');
+  for (const pid of stoppedHelpers) process.kill(pid, 'SIGCONT');
+  const answered = await h.waitFor(answeredFor(n.id), 'the queued emulation answered');
+  assert.equal(answered.gone, true);
+  assert.equal(answered.action.kind, 'mkdir');
+  assert.equal(exists(second), false);
+  await pollUntil('the helper to exit', () => h.engine.stats().emulationHelpers === 0 && children({ helper: true }).length === 0);
+  await pollUntil('no zombie', () => children({ zombie: true }).length === 0);
+  h.engine.stop();
+  assert.equal(await fdCountBackTo(baseline), baseline);
+});
+
+test('native engine stop with an emulation in flight: the helper is killed and reaped, the syscall gets EPERM, every fd closed', async (t) => {
+  const baseline = native.openFdCount();
+  const h = new Harness(t, { decisionTimeoutMs: 60_000 });
+  h.engine.setForwarding(true);
+  const first = path.join(h.dir, 'first');
+  const second = path.join(h.dir, 'second');
+  let stoppedHelpers: number[] = [];
+  h.onEvent = (e) => {
+    if (e.type !== 'notification' || !e.forwarded) return;
+    if (isMkdirOf(second)(e)) {
+      stoppedHelpers = children({ helper: true });
+      for (const pid of stoppedHelpers) process.kill(pid, 'SIGSTOP');
+    }
+    h.engine.respond(e.handle, e.id, { kind: 'mkdir', path: e.strings[0].value, mode: 0o755 });
+  };
+  const { exit } = h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/sh', '-c', `mkdir ${first} && mkdir ${second}`]);
+  const n = await h.waitFor(isMkdirOf(second), 'the second mkdir');
+  assert.equal(stoppedHelpers.length, 1);
+  assert.equal(h.engine.stats().emulationHelpers, 1);
+  h.engine.stop();
+  const result = await exit;
+  assert.equal(result.code, 1);
+  assert.match(result.stderr, /Operation not permitted/);
+  assert.ok(exists(first));
+  assert.equal(exists(second), false);
+  const answered = await h.waitFor(answeredFor(n.id), 'the cancelled emulation answered');
+  assert.deepEqual(answered.action, { kind: 'mkdir', errno: EPERM, value: 0n });
+  assert.deepEqual(children({ helper: true }), []);
+  assert.deepEqual(children({ zombie: true }), []);
+  assert.equal(await fdCountBackTo(baseline), baseline);
+});
+
+test('native engine emulated mkdir without a helper binary: answered EPERM with an error event, never ENOSYS, no crash', async (t) => {
+  const h = new Harness(t, { helperPath: path.join(os.tmpdir(), 'no-such-dir', 'seccomp-nshelper') });
+  h.engine.setForwarding(true);
+  const target = path.join(h.dir, 'nohelper');
+  h.onEvent = (e) => {
+    if (e.type === 'notification' && e.forwarded) {
+      assert.equal(h.engine.respond(e.handle, e.id, { kind: 'mkdir', path: target, mode: 0o755 }).status, 'accepted');
+    }
+  };
+  const result = await h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/mkdir', target]).exit;
+  assert.equal(result.code, 1);
+  assert.match(result.stderr, /Operation not permitted/);
+  assert.equal(exists(target), false);
+  const n = await h.waitFor(isMkdirOf(target), 'the mkdir');
+  const answered = await h.waitFor(answeredFor(n.id), 'its answered event');
+  assert.deepEqual(answered.action, { kind: 'mkdir', errno: EPERM, value: 0n });
+  const error = await h.waitFor((e) => e.type === 'error', 'the error event');
+  assert.ok(error.type === 'error');
+  assert.match(error.message, /cannot start the emulation helper .*no-such-dir.*answered .*EPERM/);
+  assert.equal(h.engine.stats().emulationHelpers, 0);
+});
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))];
+}
+
+test('native engine emulated mkdir round trip through the engine (figures printed, not asserted)', async (t) => {
+  const h = new Harness(t, { decisionTimeoutMs: 10_000 });
+  h.engine.setForwarding(true);
+  const respondedAt = new Map<bigint, bigint>();
+  const roundTrips: number[] = []; // respond() -> answered event in JS, µs
+  const receiptToAnswer: number[] = []; // the engine's latencyNs, µs
+  let unanswered = 0;
+  h.onEvent = (e) => {
+    if (e.type === 'notification' && e.forwarded) {
+      const at = process.hrtime.bigint();
+      const status = h.engine.respond(e.handle, e.id, { kind: 'mkdir', path: e.strings[0]?.value ?? '', mode: 0o755 }).status;
+      if (status === 'accepted') respondedAt.set(e.id, at);
+      else unanswered++;
+    } else if (e.type === 'answered' && e.by === 'control-plane') {
+      const at = respondedAt.get(e.id);
+      if (at !== undefined) roundTrips.push(Number(process.hrtime.bigint() - at) / 1000);
+      receiptToAnswer.push(Number(e.latencyNs) / 1000);
+      respondedAt.delete(e.id);
+    }
+  };
+  const { exit } = h.run(['--syscalls', 'mkdir'], [BENCH_WORKLOAD, '--threads', '1', '--seconds', '2', '--warmup-ms', '200', '--syscall', 'mkdir', '--path-prefix', path.join(h.dir, 'm')]);
+  const result = await exit;
+  assert.equal(result.code, 0, result.stderr);
+  const workload = JSON.parse(result.stdout.split('\n').find((l) => l.startsWith('{')) ?? '{}') as Record<string, number>;
+  await h.until(() => (respondedAt.size === 0 ? true : undefined), 'every answered event');
+  roundTrips.sort((a, b) => a - b);
+  receiptToAnswer.sort((a, b) => a - b);
+  t.diagnostic(
+    `emulated mkdir through the engine, ${roundTrips.length} calls: respond()->answered event p50 ${percentile(roundTrips, 50).toFixed(0)} µs ` +
+      `p99 ${percentile(roundTrips, 99).toFixed(0)} µs; receipt->answer (latencyNs) p50 ${percentile(receiptToAnswer, 50).toFixed(0)} µs ` +
+      `p99 ${percentile(receiptToAnswer, 99).toFixed(0)} µs; workload's mkdir p50 ${workload.p50Us} µs p99 ${workload.p99Us} µs ` +
+      `(${workload.callsPerSec} calls/s); load average ${os.loadavg()[0].toFixed(1)}`,
+  );
+  assert.equal(unanswered, 0);
+  assert.equal(workload.errors, 0);
+  assert.ok(roundTrips.length > 50, `${roundTrips.length} emulated mkdirs`);
 });
