@@ -1,0 +1,109 @@
+// The decision channel's frames (native/common/decision_channel.h), for the control plane's
+// side: decoding notifications, encoding hello and decisions. Layouts are fixed; keep in step.
+import type { Notification } from '../proto/gen/seccompagent/v1/dataplane';
+
+export const FRAME_HEADER = 8;
+export const MAX_FRAME = 64 * 1024;
+export const enum FrameType {
+  Hello = 1,
+  Ready = 2,
+  Notification = 3,
+  Decision = 4,
+}
+export const enum ChannelDecisionKind {
+  Continue = 1,
+  Error = 2,
+  Value = 3,
+}
+const NOTIFICATION_BODY = 88;
+const DECISION_FRAME = FRAME_HEADER + 32;
+
+export function encodeHello(token: Uint8Array): Buffer {
+  const frame = Buffer.alloc(FRAME_HEADER + 16);
+  frame.writeUInt32LE(frame.length, 0);
+  frame.writeUInt16LE(FrameType.Hello, 4);
+  frame.set(token.subarray(0, 16), FRAME_HEADER);
+  return frame;
+}
+
+export interface ChannelDecision {
+  handle: number;
+  id: bigint;
+  kind: ChannelDecisionKind;
+  errno: number;
+  value: bigint;
+}
+
+/** Encodes decisions into one buffer (one write for a whole batch). */
+export function encodeDecisions(decisions: readonly ChannelDecision[]): Buffer {
+  const out = Buffer.alloc(DECISION_FRAME * decisions.length);
+  let at = 0;
+  for (const d of decisions) {
+    out.writeUInt32LE(DECISION_FRAME, at);
+    out.writeUInt16LE(FrameType.Decision, at + 4);
+    out.writeUInt16LE(0, at + 6);
+    out.writeBigUInt64LE(d.id, at + 8);
+    out.writeBigInt64LE(d.value, at + 16);
+    out.writeUInt32LE(d.handle, at + 24);
+    out.writeInt32LE(d.errno, at + 28);
+    out.writeUInt8(d.kind, at + 32);
+    at += DECISION_FRAME;
+  }
+  return out;
+}
+
+function decodeNotification(frame: Buffer, start: number, end: number): Notification {
+  const b = start + FRAME_HEADER;
+  const args: bigint[] = [];
+  for (let i = 0; i < 6; i++) args.push(frame.readBigUInt64LE(b + 16 + i * 8));
+  const nameLength = frame.readUInt8(b + 80);
+  const stringCount = frame.readUInt8(b + 81);
+  let at = b + NOTIFICATION_BODY;
+  const syscall = frame.toString('latin1', at, at + nameLength);
+  at += nameLength;
+  const stringArgs: Notification['stringArgs'] = [];
+  for (let i = 0; i < stringCount && at + 4 <= end; i++) {
+    const index = frame.readUInt8(at);
+    const truncated = frame.readUInt8(at + 1) !== 0;
+    const length = frame.readUInt16LE(at + 2);
+    stringArgs.push({ index, truncated, value: frame.toString('utf8', at + 4, at + 4 + length) });
+    at += 4 + length;
+  }
+  return {
+    handle: BigInt(frame.readUInt32LE(b + 64)),
+    id: frame.readBigUInt64LE(b),
+    pid: frame.readUInt32LE(b + 68),
+    syscallNr: frame.readInt32LE(b + 72),
+    syscall,
+    arch: frame.readUInt32LE(b + 76),
+    instructionPointer: frame.readBigUInt64LE(b + 8),
+    args,
+    stringArgs,
+    containerId: '',
+    receivedAt: undefined,
+  };
+}
+
+export type ChannelFrame = { type: 'ready'; session: bigint } | { type: 'notification'; notification: Notification };
+
+/** Splits a byte stream into frames; keeps a partial frame for the next chunk. */
+export class FrameReader {
+  private pending: Buffer = Buffer.alloc(0);
+
+  push(chunk: Buffer): ChannelFrame[] {
+    const data = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
+    const frames: ChannelFrame[] = [];
+    let at = 0;
+    while (data.length - at >= FRAME_HEADER) {
+      const length = data.readUInt32LE(at);
+      if (length < FRAME_HEADER || length > MAX_FRAME) throw new Error(`decision channel: bad frame length ${length}`);
+      if (data.length - at < length) break;
+      const type = data.readUInt16LE(at + 4);
+      if (type === FrameType.Notification) frames.push({ type: 'notification', notification: decodeNotification(data, at, at + length) });
+      else if (type === FrameType.Ready) frames.push({ type: 'ready', session: data.readBigUInt64LE(at + FRAME_HEADER) });
+      at += length;
+    }
+    this.pending = at === data.length ? Buffer.alloc(0) : data.subarray(at);
+    return frames;
+  }
+}

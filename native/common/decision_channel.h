@@ -1,0 +1,80 @@
+// Wire format of the decision channel: a Unix stream socket the data plane's engine serves
+// natively, beside the gRPC API, so an attached control plane's notifications and decisions skip
+// the data plane's JavaScript and HTTP/2 entirely. The session itself (hello, containers, takeover,
+// drain) stays on gRPC Attach; the channel only carries notifications and simple decisions of a
+// session that gRPC opened. Mirrored in common/decision-channel.ts; see docs/decision-channel.md.
+//
+// Every frame: a FrameHeader, then `length - sizeof(FrameHeader)` bytes of body. Little-endian,
+// no padding beyond what the structs declare. Several frames may share one read or write.
+#pragma once
+#include <cstdint>
+
+namespace decision_channel {
+
+constexpr uint32_t kMaxFrame = 64 * 1024;
+
+enum FrameType : uint16_t {
+  kHello = 1,         // control plane -> data plane, first frame: the session token
+  kReady = 2,         // data plane -> control plane: the token matched; notifications follow
+  kNotification = 3,  // data plane -> control plane
+  kDecision = 4,      // control plane -> data plane
+};
+
+struct FrameHeader {
+  uint32_t length;  // whole frame, header included
+  uint16_t type;    // FrameType
+  uint16_t flags;   // 0
+};
+static_assert(sizeof(FrameHeader) == 8, "header layout");
+
+// kHello body: the 16-byte token from Welcome.decision_channel.token.
+struct HelloBody {
+  uint8_t token[16];
+};
+
+// kReady body.
+struct ReadyBody {
+  uint64_t session;
+};
+
+// kNotification body: this struct, then `name_length` bytes of syscall name, then
+// `string_count` strings, each a StringHeader followed by `length` bytes (no NUL).
+struct NotificationBody {
+  uint64_t id;
+  uint64_t instruction_pointer;
+  uint64_t args[6];
+  uint32_t handle;
+  uint32_t pid;
+  int32_t nr;
+  uint32_t arch;
+  uint8_t name_length;
+  uint8_t string_count;
+  uint16_t reserved;
+  uint32_t reserved2;
+};
+static_assert(sizeof(NotificationBody) == 88, "notification layout");
+
+struct StringHeader {
+  uint8_t index;      // argument position 0..5
+  uint8_t truncated;  // 1 when longer than PATH_MAX or partly unreadable
+  uint16_t length;
+};
+
+enum DecisionKind : uint8_t {
+  kContinue = 1,
+  kError = 2,  // errno_value > 0
+  kValue = 3,
+};
+
+// kDecision body.
+struct DecisionBody {
+  uint64_t id;
+  int64_t value;
+  uint32_t handle;
+  int32_t errno_value;
+  uint8_t kind;  // DecisionKind
+  uint8_t reserved[7];
+};
+static_assert(sizeof(DecisionBody) == 32, "decision layout");
+
+}  // namespace decision_channel
