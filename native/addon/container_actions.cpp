@@ -65,7 +65,17 @@ bool StillPending(const NotificationRef& ref) {
 
 // Answers the notification with r.err (or answer_errno for a success) unless it is stale.
 ActionResult Answer(const NotificationRef& ref, ActionResult r, int answer_errno) {
-  if (answer_errno <= 0 || r.outcome == ActionOutcome::kStale) return r;
+  if (answer_errno <= 0) return r;
+  if (r.outcome == ActionOutcome::kStale) {
+    if (!StillPending(ref)) return r;
+    // A lookup failed while the target still waits (its container's init exited first, pidfd_open
+    // out of fds, a kernel without NS_GET_PID_FROM_PIDNS): a failure, and the target still gets
+    // its answer, or it would wait until its container's notify fd closes.
+    r.outcome = ActionOutcome::kFailed;
+    r.cause = r.err;
+    r.err = answer_errno;
+    r.stage = "lookup";
+  }
   if (r.outcome == ActionOutcome::kDone && r.err == 0) r.err = answer_errno;
   seccomp_notif_resp resp = {};
   resp.id = ref.id;

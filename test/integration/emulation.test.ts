@@ -366,7 +366,13 @@ test('emulated mkdir: a stale notification id is refused without acting (answere
   let killed: ActionResult | undefined;
   const run2 = await runTarget(t, dir, ['/bin/sh', '-c', `mkdir ${dir}/killed`], async (n, fd) => {
     process.kill(n.pid, 'SIGKILL');
-    await until('the target to die', () => !exists(`/proc/${n.pid}/status`) || /State:\s+[ZX]/.test(fs.readFileSync(`/proc/${n.pid}/status`, 'utf8')));
+    await until('the target to die', () => {
+      try {
+        return /State:\s+[ZX]/.test(fs.readFileSync(`/proc/${n.pid}/status`, 'utf8'));
+      } catch {
+        return true; // reaped between two looks
+      }
+    });
     killed = await emu.mkdir({ notifyFd: fd, id: n.id, pid: n.pid, ...mkdirArgs(n) });
   });
   assert.notEqual(run2.exit, 0);
