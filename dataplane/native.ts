@@ -86,8 +86,12 @@ export interface NotificationEvent {
   args: bigint[];
   /** Path-like arguments read from the target (then NOTIF_ID_VALID), by argument index. */
   strings: Array<{ index: number; value: string; truncated: boolean }>;
-  /** True: waiting for respond(); false: already answered natively (an 'answered' follows). */
+  /** True: waiting for a decision of `session`; false: already answered natively (an 'answered' follows). */
   forwarded: boolean;
+  /** The session that owns it (0 when answered natively). */
+  session: number;
+  /** True when it went to the session's decision channel: JS only reports it (Watch), never forwards it. */
+  viaChannel: boolean;
   /** CLOCK_MONOTONIC ns at receipt. */
   receivedNs: bigint;
 }
@@ -110,6 +114,31 @@ export interface RemovedEvent {
   handle: number;
 }
 
+/** A decision the engine did not apply (from the channel, or respond() with the wrong session). */
+export interface DecisionDroppedEvent {
+  type: 'decision-dropped';
+  session: number;
+  handle: number;
+  id: bigint;
+  /** 'unknown' (never pending or already answered), 'late' (its deadline answered it), 'wrong-session', 'invalid'. */
+  reason: 'unknown' | 'late' | 'wrong-session' | 'invalid';
+}
+
+/** A session that is no longer the active one owns no notification any more (handover done). */
+export interface SessionDrainedEvent {
+  type: 'session-drained';
+  session: number;
+}
+
+/** A session's decision channel connected or closed. */
+export interface ChannelEvent {
+  type: 'channel';
+  session: number;
+  state: 'connected' | 'closed';
+  /** Why it closed ('' when connected). */
+  reason: string;
+}
+
 /** The native thread hit a problem it survived. */
 export interface ErrorEvent {
   type: 'error';
@@ -122,6 +151,9 @@ export type NativeEvent =
   | NotificationEvent
   | AnsweredEvent
   | RemovedEvent
+  | DecisionDroppedEvent
+  | SessionDrainedEvent
+  | ChannelEvent
   | ErrorEvent;
 
 /** 'accepted': an emulation started; its 'answered' event follows. */
@@ -140,6 +172,9 @@ export interface NativeStats {
   syncWakeUp: boolean;
   /** Emulation helpers alive (one per target mount namespace). */
   emulationHelpers: number;
+  /** Decisions received on decision channels, and those dropped (by any path). */
+  channelDecisions: number;
+  decisionsDropped: number;
 }
 
 export interface NativeEngine {
@@ -153,12 +188,27 @@ export interface NativeEngine {
   adopt(conn: number, fdIndex: number): number;
   /** Closes every fd of connection `conn`. */
   reject(conn: number): void;
-  /** on: notifications wait for respond(); off: answered natively, pending ones now ('detached'). */
-  setForwarding(on: boolean): void;
+  /** Serves the decision channel socket (docs/decision-channel.md), mode applied before listen. */
+  listenChannel(socketPath: string, mode: number): void;
+  /** Registers control-plane session `session` (> 0) and the 16-byte token its channel presents. */
+  openSession(session: number, token: Uint8Array): void;
+  /**
+   * New notifications are owned by this session and wait for its decision (0: none; the engine
+   * answers them with the default action itself). A session with a connected channel gets them
+   * there; otherwise they are 'notification' events with forwarded: true for JS to send.
+   */
+  setActiveSession(session: number): void;
+  /** Ends a session: closes its channel, answers what it owns with the default ('detached'); returns how many. */
+  closeSession(session: number): number;
+  /** Notifications `session` owns and has not answered. */
+  sessionPending(session: number): number;
   setDefaultAction(action: NativeDefaultAction): void;
   setDecisionTimeout(ms: number): void;
-  /** Answers a forwarded notification. 'unknown': not pending (never, already, or past deadline). */
-  respond(handle: number, id: bigint, decision: NativeDecision): RespondResult;
+  /**
+   * Answers a notification owned by `session` (0: any owner, for the data plane's own default
+   * answers). 'unknown': not pending (never, already, past its deadline) or owned by another session.
+   */
+  respond(handle: number, id: bigint, decision: NativeDecision, session: number): RespondResult;
   stats(): NativeStats;
   /** Stops the thread and closes every fd it owns. Idempotent. */
   stop(): void;

@@ -224,6 +224,10 @@ void Ingest::Read(Connection* conn, uint64_t now_ns) {
       return;
     }
     conn->data.append(read_buf_.data(), static_cast<size_t>(n));
+    if (conn->boundary.Feed(read_buf_.data(), static_cast<size_t>(n))) {
+      Finish(conn, now_ns);
+      return;
+    }
   }
 }
 

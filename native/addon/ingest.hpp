@@ -1,8 +1,9 @@
 // The runtime side of the seccomp agent protocol (OCI `listenerPath`): listening sockets, the
-// connections runc/crun make to them, reading each to EOF with its SCM_RIGHTS fds, and the table
+// connections runc/crun make to them, reading each until its JSON ends (or EOF) with its SCM_RIGHTS fds, and the table
 // of read connections waiting for JS to adopt or reject them. Everything but the JS-thread entry
 // points runs non-blocking on the engine thread.
 #pragma once
+#include "json_boundary.hpp"
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -64,6 +65,7 @@ class Ingest {
     uint64_t deadline = 0;
     std::string data;
     std::vector<int> fds;
+    JsonBoundary boundary;  // the message may end before EOF (runc keeps the connection open)
   };
   struct Pending {
     std::vector<int> fds;
