@@ -47,6 +47,13 @@ std::string HexText(uint32_t value) {
   return text;
 }
 
+// Compares two session tokens in time independent of where they differ.
+bool TokenEquals(const uint8_t* a, const uint8_t* b) {
+  uint8_t diff = 0;
+  for (int i = 0; i < 16; i++) diff |= static_cast<uint8_t>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
 const char* EmulatedName(EmulatedKind kind) {
   switch (kind) {
     case EmulatedKind::kMkdir: return "mkdir";
@@ -92,6 +99,7 @@ bool Engine::Init(Napi::Env env, Napi::Function on_events, std::string* error) {
   }
   ingest_ = std::make_unique<Ingest>(epoll_fd_, queue_.get(),
                                      Ingest::Options{options_.ingest_timeout_ns, options_.ingest_max_bytes});
+  channel_ = std::make_unique<DecisionChannel>(epoll_fd_, queue_.get(), static_cast<ChannelSessions*>(this));
   return true;
 }
 
@@ -149,12 +157,16 @@ void Engine::Stop() {
   action_worker.reset();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    forwarding_.store(false);
+    active_ = nullptr;
+    active_session_.store(0);
     if (queue_ != nullptr) AnswerAllPendingLocked(AnsweredBy::kDetached, &js_buffers_);
+    sessions_.clear();
+    close_requests_.clear();
     for (auto& entry : containers_) close(entry.second->fd);
     containers_.clear();
   }
   if (ingest_ != nullptr) ingest_->CloseAll();
+  if (channel_ != nullptr) channel_->CloseAll();
   if (wake_fd_ >= 0) close(wake_fd_);
   if (epoll_fd_ >= 0) close(epoll_fd_);
   wake_fd_ = -1;
@@ -213,6 +225,10 @@ void Engine::Run() {
         case EpollSource::Kind::kConnection:
           ingest_->OnReady(source, events[i].events, MonotonicNs());
           break;
+        case EpollSource::Kind::kChannelListener:
+        case EpollSource::Kind::kChannelConn:
+          channel_->OnReady(source, events[i].events, MonotonicNs());
+          break;
         case EpollSource::Kind::kWake: {
           uint64_t value;
           while (read(wake_fd_, &value, sizeof value) < 0 && errno == EINTR) {
@@ -221,9 +237,13 @@ void Engine::Run() {
         }
       }
     }
+    // One write per channel for every frame this iteration produced.
+    channel_->FlushAll();
+    if (close_requested_.load(std::memory_order_acquire)) CloseRequestedChannels();
     now = MonotonicNs();
     if (!deadlines_.empty() && deadlines_.top().at <= now) ExpireDeadlines(now);
     if (ingest_->NextDeadline() <= now) ingest_->OnTimer(now);
+    if (channel_->NextDeadline() <= now) channel_->OnTimer(now);
     queue_->Flush(now);
   }
 }
@@ -232,12 +252,14 @@ uint64_t Engine::NextWakeNs() {
   uint64_t wake = queue_->DueNs();
   if (!deadlines_.empty() && deadlines_.top().at < wake) wake = deadlines_.top().at;
   if (ingest_->NextDeadline() < wake) wake = ingest_->NextDeadline();
+  if (channel_->NextDeadline() < wake) wake = channel_->NextDeadline();
   return wake;
 }
 
 Answer Engine::DefaultAction() const { return UnpackAnswer(default_action_.load(std::memory_order_relaxed)); }
 
-// Engine thread: the hot path. RECV -> (strings, ID_VALID) -> SEND or pend -> event.
+// Engine thread: the hot path. RECV -> (strings, ID_VALID) -> SEND, or pend and queue a channel
+// frame (written at the end of the iteration) -> event.
 void Engine::OnNotifyReady(Container* container, uint32_t events) {
   if ((events & EPOLLIN) != 0) {
     if (!NotifyRecv(container->fd, &engine_buffers_)) {
@@ -283,20 +305,33 @@ void Engine::OnNotifyReady(Container* container, uint32_t events) {
         if (!NotifyIdValid(container->fd, event.id)) return;
       }
     }
-    if (forwarding_.load(std::memory_order_acquire)) {
+    uint64_t owner = 0;
+    ChannelConn* conn = nullptr;
+    if (active_session_.load(std::memory_order_acquire) != 0) {
       std::lock_guard<std::mutex> lock(mu_);
-      // Re-checked under mu_: setForwarding(false) answers everything pending under the same lock.
-      if (forwarding_.load(std::memory_order_relaxed) && !queue_->Full()) {
+      // Re-read under mu_: setActiveSession and closeSession change it under the same lock.
+      Session* session = active_;
+      // Without a channel the session hears of it only through JS: no room in the queue, no asking.
+      if (session != nullptr && (session->channel != nullptr || !queue_->Full())) {
         uint64_t deadline = received + decision_timeout_ns_.load(std::memory_order_relaxed);
-        pending_.emplace(Key{container->handle, event.id},
-                         PendingEntry{container, received, deadline, event.pid, event.nr, event.arch, event.args[0]});
+        pending_.emplace(Key{container->handle, event.id}, PendingEntry{container, session, received, deadline, event.pid,
+                                                                        event.nr, event.arch, event.args[0]});
         container->pending_count++;
+        session->owned++;
         deadlines_.push(Deadline{deadline, container->handle, event.id});
         if (deadlines_.size() > 2 * pending_.size() + 4096) CompactDeadlinesLocked();
-        event.forwarded = true;
-        queue_->Push(event, strings_, blob, true);
-        return;
+        owner = session->id;
+        conn = session->channel;  // freed only by this thread
       }
+    }
+    if (owner != 0) {
+      event.forwarded = true;
+      event.session = owner;
+      // On the channel the control plane has it at the end of this iteration; JS only reports it,
+      // so its event may wait for the batch. Otherwise JS forwards it: due at once.
+      event.via_channel = conn != nullptr && channel_->QueueNotification(conn, event, strings_);
+      queue_->Push(event, strings_, blob, !event.via_channel);
+      return;
     }
     // Nobody to ask (or no room to ask): the default action, now, on this thread.
     Answer action = DefaultAction();
@@ -304,7 +339,7 @@ void Engine::OnNotifyReady(Container* container, uint32_t events) {
     SendResult result = NotifySend(container->fd, &engine_buffers_, event.id, action, &err);
     uint64_t latency = MonotonicNs() - received;
     queue_->Push(event, strings_, blob, false);
-    PushAnswered(container->handle, event.id, AnsweredBy::kNoControlPlane, action, result, latency);
+    PushAnswered(container->handle, event.id, AnsweredBy::kNoControlPlane, action, result, latency, false);
     if (result == SendResult::kFailed) {
       queue_->PushError("NOTIF_SEND of the default action for notification " + std::to_string(event.id) +
                         " of container " + std::to_string(container->handle) + " failed: " + ErrnoText(err));
@@ -314,7 +349,7 @@ void Engine::OnNotifyReady(Container* container, uint32_t events) {
 }
 
 void Engine::PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, SendResult result,
-                          uint64_t latency_ns) {
+                          uint64_t latency_ns, bool urgent) {
   Event event;
   event.type = EventType::kAnswered;
   event.handle = handle;
@@ -323,7 +358,41 @@ void Engine::PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Ans
   event.action = action;
   event.gone = result == SendResult::kGone;
   event.ns = latency_ns;
-  queue_->Push(event, by != AnsweredBy::kNoControlPlane);
+  queue_->Push(event, urgent);
+}
+
+void Engine::PushDropped(uint64_t session, uint32_t handle, uint64_t id, DropReason reason) {
+  decisions_dropped_.fetch_add(1, std::memory_order_relaxed);
+  Event event;
+  event.type = EventType::kDecisionDropped;
+  event.session = session;
+  event.handle = handle;
+  event.id = id;
+  event.drop_reason = reason;
+  queue_->Push(event, false);
+}
+
+bool Engine::ReleaseOwnerLocked(Session* owner) {
+  owner->owned--;
+  return ReportIfDrainedLocked(owner);
+}
+
+bool Engine::ReportIfDrainedLocked(Session* session) {
+  if (session->owned != 0 || session == active_ || session->drained_reported) return false;
+  // A handover can end this session now: nothing of it is left to answer.
+  session->drained_reported = true;
+  Event event;
+  event.type = EventType::kSessionDrained;
+  event.session = session->id;
+  queue_->Push(event, true);
+  return true;
+}
+
+bool Engine::AnsweredLateLocked(uint32_t handle, uint64_t id) const {
+  for (const Key& key : late_) {
+    if (key.handle == handle && key.id == id) return true;
+  }
+  return false;
 }
 
 // Engine thread: no task is left in the filter (or the fd failed): forget it and its pendings.
@@ -337,6 +406,7 @@ void Engine::RemoveContainer(Container* container) {
     if (container->pending_count > 0) {
       for (auto it = pending_.begin(); it != pending_.end();) {
         if (it->first.handle == handle) {
+          ReleaseOwnerLocked(it->second.owner);
           it = pending_.erase(it);
         } else {
           ++it;
@@ -367,7 +437,10 @@ void Engine::ExpireDeadlines(uint64_t now_ns) {
     pending_.erase(it);
     entry.container->pending_count--;
     SendResult result = NotifySend(entry.container->fd, &engine_buffers_, d.id, action, nullptr);
-    PushAnswered(d.handle, d.id, AnsweredBy::kDeadline, action, result, MonotonicNs() - entry.received_ns);
+    PushAnswered(d.handle, d.id, AnsweredBy::kDeadline, action, result, MonotonicNs() - entry.received_ns, true);
+    late_[late_next_] = Key{d.handle, d.id};
+    late_next_ = (late_next_ + 1) % kLateRing;
+    ReleaseOwnerLocked(entry.owner);
   }
 }
 
@@ -387,7 +460,8 @@ void Engine::AnswerAllPendingLocked(AnsweredBy by, NotifyBuffers* buffers) {
   for (auto& entry : pending_) {
     SendResult result = NotifySend(entry.second.container->fd, buffers, entry.first.id, action, nullptr);
     entry.second.container->pending_count--;
-    PushAnswered(entry.first.handle, entry.first.id, by, action, result, now - entry.second.received_ns);
+    entry.second.owner->owned--;
+    PushAnswered(entry.first.handle, entry.first.id, by, action, result, now - entry.second.received_ns, true);
   }
   pending_.clear();
 }
@@ -437,35 +511,223 @@ uint32_t Engine::Adopt(uint32_t conn, uint32_t index, std::string* error, bool* 
   return raw->handle;
 }
 
-void Engine::SetForwarding(bool on) {
-  if (stopped_) return;
+bool Engine::ListenChannel(const std::string& path, unsigned mode, std::string* error) {
+  if (stopped_) {
+    *error = "the engine is stopped";
+    return false;
+  }
+  return channel_->Listen(path, mode, error);
+}
+
+bool Engine::OpenSession(uint64_t session, const uint8_t token[16], std::string* error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (sessions_.count(session) != 0) {
+    *error = "session " + std::to_string(session) + " is already open";
+    return false;
+  }
+  for (const auto& entry : sessions_) {
+    if (TokenEquals(entry.second->token, token)) {
+      *error = "session " + std::to_string(entry.first) + " already has this token; each session needs its own";
+      return false;
+    }
+  }
+  auto s = std::make_unique<Session>();
+  s->id = session;
+  memcpy(s->token, token, sizeof s->token);
+  sessions_.emplace(session, std::move(s));
+  return true;
+}
+
+bool Engine::SetActiveSession(uint64_t session) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (on) {
-      forwarding_.store(true, std::memory_order_release);
-      return;
+    Session* next = nullptr;
+    if (session != 0) {
+      auto it = sessions_.find(session);
+      if (it == sessions_.end()) return false;
+      next = it->second.get();
     }
-    forwarding_.store(false, std::memory_order_release);
-    AnswerAllPendingLocked(AnsweredBy::kDetached, &js_buffers_);
+    Session* previous = active_;
+    active_ = next;
+    active_session_.store(session, std::memory_order_release);
+    if (next != nullptr) next->drained_reported = false;
+    // One that owned nothing when it stopped being active is drained already.
+    if (previous != nullptr) ReportIfDrainedLocked(previous);
   }
   queue_->Flush();
+  return true;
+}
+
+size_t Engine::CloseSession(uint64_t session) {
+  if (stopped_) return 0;
+  size_t count = 0;
+  bool has_channel = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto found = sessions_.find(session);
+    if (found == sessions_.end()) return 0;
+    Session* s = found->second.get();
+    if (active_ == s) {
+      active_ = nullptr;
+      active_session_.store(0, std::memory_order_release);
+    }
+    if (s->owned > 0) {
+      Answer action = DefaultAction();
+      uint64_t now = MonotonicNs();
+      for (auto it = pending_.begin(); it != pending_.end();) {
+        if (it->second.owner != s) {
+          ++it;
+          continue;
+        }
+        SendResult result = NotifySend(it->second.container->fd, &js_buffers_, it->first.id, action, nullptr);
+        it->second.container->pending_count--;
+        PushAnswered(it->first.handle, it->first.id, AnsweredBy::kDetached, action, result, now - it->second.received_ns,
+                     true);
+        it = pending_.erase(it);
+        count++;
+      }
+    }
+    if (s->channel != nullptr) {
+      // The connection belongs to the engine thread: it closes it ('channel' closed, 'session closed').
+      close_requests_.push_back(session);
+      close_requested_.store(true, std::memory_order_release);
+      has_channel = true;
+    }
+    sessions_.erase(found);
+  }
+  if (has_channel) {
+    uint64_t one = 1;
+    while (write(wake_fd_, &one, sizeof one) < 0 && errno == EINTR) {
+    }
+  }
+  queue_->Flush();
+  return count;
+}
+
+size_t Engine::SessionPending(uint64_t session) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sessions_.find(session);
+  return it == sessions_.end() ? 0 : it->second->owned;
+}
+
+// Engine thread.
+void Engine::CloseRequestedChannels() {
+  std::vector<uint64_t> sessions;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    sessions.swap(close_requests_);
+    close_requested_.store(false, std::memory_order_relaxed);
+  }
+  for (uint64_t session : sessions) channel_->CloseSession(session, "session closed");
+}
+
+// Engine thread: a Hello. At most one connection per session; a closed one may be replaced.
+uint64_t Engine::BindChannel(ChannelConn* conn, const uint8_t* token, std::string* why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& entry : sessions_) {
+    Session* s = entry.second.get();
+    if (!TokenEquals(s->token, token)) continue;
+    if (s->channel != nullptr) {
+      *why = "its Hello carried the token of session " + std::to_string(s->id) +
+             ", which already has a decision channel; refused it";
+      return 0;
+    }
+    s->channel = conn;
+    return s->id;
+  }
+  *why = "its Hello carried a token of no open session";
+  return 0;
+}
+
+// Engine thread: the session's notifications go to JS events from now on; what it owns stays pending.
+void Engine::UnbindChannel(ChannelConn* conn, uint64_t session) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sessions_.find(session);
+  if (it != sessions_.end() && it->second->channel == conn) it->second->channel = nullptr;
+}
+
+// Engine thread: one read's decisions, under one hold of mu_.
+void Engine::ApplyDecisions(ChannelConn* conn, uint64_t session, const decision_channel::DecisionBody* decisions,
+                            size_t count) {
+  (void)conn;
+  channel_decisions_.fetch_add(count, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto found = sessions_.find(session);
+  Session* s = found == sessions_.end() ? nullptr : found->second.get();  // null: JS closed it meanwhile
+  const Answer fallback = DefaultAction();
+  for (size_t i = 0; i < count; i++) {
+    const decision_channel::DecisionBody& d = decisions[i];
+    auto it = pending_.find(Key{d.handle, d.id});
+    if (it == pending_.end()) {
+      PushDropped(session, d.handle, d.id, AnsweredLateLocked(d.handle, d.id) ? DropReason::kLate : DropReason::kUnknown);
+      continue;
+    }
+    if (it->second.owner != s) {
+      PushDropped(session, d.handle, d.id, DropReason::kWrongSession);
+      continue;
+    }
+    Answer answer;
+    bool valid = true;
+    switch (d.kind) {
+      case decision_channel::kContinue:
+        answer.kind = Answer::kContinue;
+        break;
+      case decision_channel::kError:
+        valid = d.errno_value >= 1 && d.errno_value <= 4095;
+        answer.kind = Answer::kError;
+        answer.error = d.errno_value;
+        break;
+      case decision_channel::kValue:
+        answer.kind = Answer::kValue;
+        answer.value = d.value;
+        break;
+      default:
+        valid = false;
+        break;
+    }
+    if (!valid) {
+      // Never left hanging: the default action, now.
+      PushDropped(session, d.handle, d.id, DropReason::kInvalid);
+      answer = fallback;
+    }
+    PendingEntry entry = it->second;
+    pending_.erase(it);
+    entry.container->pending_count--;
+    int err = 0;
+    SendResult result = NotifySend(entry.container->fd, &engine_buffers_, d.id, answer, &err);
+    if (result == SendResult::kFailed) {
+      NotifySend(entry.container->fd, &engine_buffers_, d.id, fallback, nullptr);
+      queue_->PushError("NOTIF_SEND of a channel decision for notification " + std::to_string(d.id) + " of container " +
+                        std::to_string(d.handle) + " failed: " + ErrnoText(err) + "; answered it with the default action");
+      answer = fallback;
+    }
+    PushAnswered(d.handle, d.id, valid ? AnsweredBy::kControlPlane : AnsweredBy::kNoControlPlane, answer, result,
+                 MonotonicNs() - entry.received_ns, false);
+    ReleaseOwnerLocked(entry.owner);
+  }
 }
 
 void Engine::SetDefaultAction(const Answer& action) { default_action_.store(PackAnswer(action)); }
 
 void Engine::SetDecisionTimeoutNs(uint64_t ns) { decision_timeout_ns_.store(ns); }
 
-Engine::RespondStatus Engine::Respond(uint32_t handle, uint64_t id, const Answer& answer, uint64_t* latency_ns) {
+Engine::RespondStatus Engine::Respond(uint32_t handle, uint64_t id, const Answer& answer, uint64_t session,
+                                      uint64_t* latency_ns) {
   *latency_ns = 0;
   SendResult result;
   int err = 0;
+  bool drained = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = pending_.find(Key{handle, id});
-    if (it == pending_.end()) return RespondStatus::kUnknown;
+    if (it == pending_.end() || (session != 0 && it->second.owner->id != session)) {
+      decisions_dropped_.fetch_add(1, std::memory_order_relaxed);
+      return RespondStatus::kUnknown;
+    }
     PendingEntry entry = it->second;
     pending_.erase(it);
     entry.container->pending_count--;
+    drained = ReleaseOwnerLocked(entry.owner);
     result = NotifySend(entry.container->fd, &js_buffers_, id, answer, &err);
     if (result == SendResult::kFailed) {
       // The kernel refused this answer; the target must not hang: give it the default action.
@@ -473,6 +735,7 @@ Engine::RespondStatus Engine::Respond(uint32_t handle, uint64_t id, const Answer
     }
     *latency_ns = MonotonicNs() - entry.received_ns;
   }
+  if (drained) queue_->Flush();
   if (result == SendResult::kOk) return RespondStatus::kOk;
   if (result == SendResult::kGone) return RespondStatus::kGone;
   queue_->PushError("NOTIF_SEND of a decision for notification " + std::to_string(id) + " of container " +
@@ -482,22 +745,29 @@ Engine::RespondStatus Engine::Respond(uint32_t handle, uint64_t id, const Answer
 }
 
 Engine::RespondStatus Engine::RespondEmulated(uint32_t handle, uint64_t id, const EmulatedDecision& decision,
-                                              uint64_t* latency_ns, std::string* error) {
+                                              uint64_t session, uint64_t* latency_ns, std::string* error) {
   *latency_ns = 0;
   if (stopped_) return RespondStatus::kUnknown;
   {
-    // An id no longer pending starts nothing (no helper, no error about one).
+    // An id no longer pending (or not this session's) starts nothing (no helper, no error about one).
     std::lock_guard<std::mutex> lock(mu_);
-    if (pending_.find(Key{handle, id}) == pending_.end()) return RespondStatus::kUnknown;
+    auto it = pending_.find(Key{handle, id});
+    if (it == pending_.end() || (session != 0 && it->second.owner->id != session)) {
+      decisions_dropped_.fetch_add(1, std::memory_order_relaxed);
+      return RespondStatus::kUnknown;
+    }
   }
   const bool needs_helper = decision.kind == EmulatedKind::kMkdir || decision.kind == EmulatedKind::kMount;
   Emulator* emulator = needs_helper ? EnsureEmulator() : nullptr;
   ActionWorker* worker = needs_helper ? nullptr : EnsureActionWorker();
   bool failed = false;
+  bool drained = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = pending_.find(Key{handle, id});
-    if (it == pending_.end()) return RespondStatus::kUnknown;  // answered by its deadline meanwhile
+    if (it == pending_.end() || (session != 0 && it->second.owner->id != session)) {
+      return RespondStatus::kUnknown;  // answered by its deadline meanwhile (or its session closed)
+    }
     const PendingEntry entry = it->second;
     if (needs_helper) {
       bool mkdir = decision.kind == EmulatedKind::kMkdir;
@@ -513,6 +783,7 @@ Engine::RespondStatus Engine::RespondEmulated(uint32_t handle, uint64_t id, cons
     }
     pending_.erase(it);
     entry.container->pending_count--;
+    drained = ReleaseOwnerLocked(entry.owner);
     *latency_ns = MonotonicNs() - entry.received_ns;
     NotificationRef ref;
     ref.notify_fd = entry.container->fd;  // borrowed under mu_: the executors dup it
@@ -549,7 +820,7 @@ Engine::RespondStatus Engine::RespondEmulated(uint32_t handle, uint64_t id, cons
       }
     }
   }
-  if (failed) queue_->Flush();
+  if (failed || drained) queue_->Flush();
   return RespondStatus::kAccepted;
 }
 
@@ -661,6 +932,8 @@ Engine::Stats Engine::GetStats() {
   stats.pending_connections = ingest_ != nullptr ? ingest_->PendingConnections() : 0;
   stats.events_dropped = queue_ != nullptr ? queue_->dropped() : 0;
   stats.sync_wake_up = sync_wake_up_.load();
+  stats.channel_decisions = channel_decisions_.load(std::memory_order_relaxed);
+  stats.decisions_dropped = decisions_dropped_.load(std::memory_order_relaxed);
   return stats;
 }
 

@@ -1,7 +1,9 @@
 // The engine: one epoll thread that owns every container's notify fd, receives notifications,
 // reads their path arguments, and either answers them with the default action on the spot or
-// forwards them to JS and keeps them pending (with a deadline) until respond() answers them, at
-// once or through an emulation (container_actions.hpp) whose result comes back as an event.
+// hands them to the active control-plane session and keeps them pending (with a deadline, owned
+// by that session) until a decision answers them: from the session's decision channel
+// (decision_channel.hpp, on this thread), or from respond() at once or through an emulation
+// (container_actions.hpp) whose result comes back as an event. See docs/decision-channel.md.
 // Pure C++: JS sees it through engine_binding.cpp and the EventQueue.
 #pragma once
 #include <pthread.h>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "container_actions.hpp"
+#include "decision_channel.hpp"
 #include "epoll_source.hpp"
 #include "event_queue.hpp"
 #include "ingest.hpp"
@@ -25,7 +28,7 @@
 
 namespace seccomp_agent {
 
-class Engine {
+class Engine : private ChannelSessions {
  public:
   struct Options {
     Answer default_action;  // kContinue or kError
@@ -54,10 +57,12 @@ class Engine {
     uint64_t events_dropped = 0;
     bool sync_wake_up = false;
     size_t emulation_helpers = 0;
+    uint64_t channel_decisions = 0;
+    uint64_t decisions_dropped = 0;
   };
 
   explicit Engine(const Options& options);
-  ~Engine();  // Stop()
+  ~Engine() override;  // Stop()
 
   // JS thread. Creates the epoll set, the wake eventfd and the event queue. False with *error
   // set (and maybe a JS exception pending from the TSFN creation).
@@ -74,17 +79,31 @@ class Engine {
   // JS thread. Adopts fd `index` of pending connection `conn`: returns the container handle, or
   // 0 with *error set (*range_error: a bad conn or index, not a system failure).
   uint32_t Adopt(uint32_t conn, uint32_t index, std::string* error, bool* range_error);
+  // JS thread. Serves the decision channel socket. False with *error set.
+  bool ListenChannel(const std::string& path, unsigned mode, std::string* error);
+  // JS thread. Registers session `session` (> 0) and its channel's token. False with *error set
+  // (already open, or the token is another open session's).
+  bool OpenSession(uint64_t session, const uint8_t token[16], std::string* error);
+  // JS thread. New notifications are owned by `session` (0: answered natively). False when the
+  // session is not open.
+  bool SetActiveSession(uint64_t session);
+  // JS thread. Closes the session's channel, answers what it owns with the default ('detached');
+  // returns how many. 0 for a session that is not open.
+  size_t CloseSession(uint64_t session);
+  // Any thread. Notifications `session` owns.
+  size_t SessionPending(uint64_t session);
   // JS thread.
-  void SetForwarding(bool on);
   void SetDefaultAction(const Answer& action);
   void SetDecisionTimeoutNs(uint64_t ns);
-  RespondStatus Respond(uint32_t handle, uint64_t id, const Answer& answer, uint64_t* latency_ns);
+  // JS thread. Answers a notification `session` owns (0: whatever its owner); kUnknown when it is
+  // not pending or another session owns it.
+  RespondStatus Respond(uint32_t handle, uint64_t id, const Answer& answer, uint64_t session, uint64_t* latency_ns);
   // JS thread. Takes the notification out of the pending table (its deadline no longer applies)
   // and hands it to the emulator (mkdir, mount: a helper process) or the action worker (kill,
   // freeze): neither blocks this thread. The result arrives as an 'answered' event, by
   // kControlPlane. *error explains kWrongSyscall. *latency_ns: receipt to now.
-  RespondStatus RespondEmulated(uint32_t handle, uint64_t id, const EmulatedDecision& decision, uint64_t* latency_ns,
-                                std::string* error);
+  RespondStatus RespondEmulated(uint32_t handle, uint64_t id, const EmulatedDecision& decision, uint64_t session,
+                                uint64_t* latency_ns, std::string* error);
   // Any thread.
   Stats GetStats();
 
@@ -104,8 +123,17 @@ class Engine {
   struct KeyHash {
     size_t operator()(const Key& k) const { return std::hash<uint64_t>()(k.id ^ (uint64_t(k.handle) << 40)); }
   };
+  // A control plane's session (gRPC Attach) as the engine knows it. Guarded by mu_.
+  struct Session {
+    uint64_t id = 0;
+    uint8_t token[16];
+    ChannelConn* channel = nullptr;  // set and cleared by the engine thread (under mu_)
+    uint32_t owned = 0;              // pending notifications it owns
+    bool drained_reported = false;   // 'session-drained' sent since it was last active
+  };
   struct PendingEntry {
     Container* container;
+    Session* owner;  // outlives the entry: closeSession answers what it owns before freeing it
     uint64_t received_ns;
     uint64_t deadline_ns;
     // What an emulation needs from the notification.
@@ -130,9 +158,24 @@ class Engine {
   void CompactDeadlinesLocked();                               // engine thread, under mu_
   // Under mu_: answers every pending notification with the default action, 'by' reason.
   void AnswerAllPendingLocked(AnsweredBy by, NotifyBuffers* buffers);
+  // Under mu_: an entry of `owner` left the pending table. True when that drained it (an urgent
+  // 'session-drained' was queued: a JS-thread caller flushes).
+  bool ReleaseOwnerLocked(Session* owner);
+  // Under mu_: 'session-drained' once for a session that is not active and owns nothing.
+  bool ReportIfDrainedLocked(Session* session);
   Answer DefaultAction() const;
   void PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, SendResult result,
-                    uint64_t latency_ns);
+                    uint64_t latency_ns, bool urgent);
+  void PushDropped(uint64_t session, uint32_t handle, uint64_t id, DropReason reason);
+  // Under mu_: whether the deadline answered (handle, id) recently.
+  bool AnsweredLateLocked(uint32_t handle, uint64_t id) const;
+  // Engine thread: closes the channels of sessions JS closed.
+  void CloseRequestedChannels();
+  // ChannelSessions (engine thread).
+  uint64_t BindChannel(ChannelConn* conn, const uint8_t* token, std::string* why) override;
+  void ApplyDecisions(ChannelConn* conn, uint64_t session, const decision_channel::DecisionBody* decisions,
+                      size_t count) override;
+  void UnbindChannel(ChannelConn* conn, uint64_t session) override;
   // JS thread: the executors of emulations, made on first use (outside mu_; published under it).
   Emulator* EnsureEmulator();
   ActionWorker* EnsureActionWorker();
@@ -144,6 +187,7 @@ class Engine {
   Options options_;
   std::unique_ptr<EventQueue> queue_;
   std::unique_ptr<Ingest> ingest_;
+  std::unique_ptr<DecisionChannel> channel_;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
   EpollSource wake_source_{EpollSource::Kind::kWake};
@@ -156,7 +200,8 @@ class Engine {
   std::condition_variable start_cv_;
   bool running_ = false;  // guarded by start_mu_
 
-  std::atomic<bool> forwarding_{false};
+  // The active session's id (0: none); lets the hot path skip mu_ when no control plane is attached.
+  std::atomic<uint64_t> active_session_{0};
   std::atomic<uint64_t> default_action_;  // packed Answer (kind, errno)
   std::atomic<uint64_t> decision_timeout_ns_;
   std::atomic<bool> sync_wake_up_{false};
@@ -167,6 +212,17 @@ class Engine {
   std::mutex mu_;
   std::unordered_map<uint32_t, std::unique_ptr<Container>> containers_;
   std::unordered_map<Key, PendingEntry, KeyHash> pending_;
+  std::unordered_map<uint64_t, std::unique_ptr<Session>> sessions_;
+  Session* active_ = nullptr;
+  // Recently deadline-answered notifications, so a decision for one is reported 'late'.
+  static constexpr size_t kLateRing = 1024;
+  Key late_[kLateRing] = {};
+  size_t late_next_ = 0;
+  // Sessions whose channel the engine thread must close (JS closed them).
+  std::vector<uint64_t> close_requests_;
+  std::atomic<bool> close_requested_{false};
+  std::atomic<uint64_t> channel_decisions_{0};
+  std::atomic<uint64_t> decisions_dropped_{0};
   // Set by the JS thread under mu_ (the engine thread reads emulator_ under mu_ to Forget a
   // container); destroyed only by Stop(), after the engine thread has ended.
   std::unique_ptr<Emulator> emulator_;
@@ -182,7 +238,7 @@ class Engine {
   char strings_[6 * kTargetPathMax];
   bool use_pwait2_ = true;
 
-  NotifyBuffers js_buffers_;  // JS thread (respond, setForwarding, stop)
+  NotifyBuffers js_buffers_;  // JS thread (respond, closeSession, stop)
 };
 
 }  // namespace seccomp_agent

@@ -211,6 +211,22 @@ bool ParseUint32(Napi::Env env, Napi::Value v, const char* what, uint32_t* out) 
   return true;
 }
 
+// A session number: an integer from `min` to 2^53-1 (JS numbers stay exact).
+bool ParseSession(Napi::Env env, Napi::Value v, const char* what, double min, uint64_t* out) {
+  if (!v.IsNumber()) {
+    ThrowType(env, std::string(what) + ": session must be a number");
+    return false;
+  }
+  double d = v.As<Napi::Number>().DoubleValue();
+  if (!(d >= min && d <= 9007199254740991.0) || d != std::floor(d)) {
+    ThrowRange(env, std::string(what) + ": session must be an integer from " + std::to_string(static_cast<int>(min)) +
+                        " to 2^53-1, got " + v.ToString().Utf8Value());
+    return false;
+  }
+  *out = static_cast<uint64_t>(d);
+  return true;
+}
+
 class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
  public:
   static Napi::Function Define(Napi::Env env) {
@@ -221,7 +237,11 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
                            InstanceMethod<&EngineWrap::JsListenFd>("listenFd"),
                            InstanceMethod<&EngineWrap::JsAdopt>("adopt"),
                            InstanceMethod<&EngineWrap::JsReject>("reject"),
-                           InstanceMethod<&EngineWrap::JsSetForwarding>("setForwarding"),
+                           InstanceMethod<&EngineWrap::JsListenChannel>("listenChannel"),
+                           InstanceMethod<&EngineWrap::JsOpenSession>("openSession"),
+                           InstanceMethod<&EngineWrap::JsSetActiveSession>("setActiveSession"),
+                           InstanceMethod<&EngineWrap::JsCloseSession>("closeSession"),
+                           InstanceMethod<&EngineWrap::JsSessionPending>("sessionPending"),
                            InstanceMethod<&EngineWrap::JsSetDefaultAction>("setDefaultAction"),
                            InstanceMethod<&EngineWrap::JsSetDecisionTimeout>("setDecisionTimeout"),
                            InstanceMethod<&EngineWrap::JsRespond>("respond"),
@@ -382,15 +402,65 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     return env.Undefined();
   }
 
-  Napi::Value JsSetForwarding(const Napi::CallbackInfo& info) {
+  Napi::Value JsListenChannel(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (!Usable(env)) return env.Undefined();
-    if (info.Length() < 1 || !info[0].IsBoolean()) {
-      ThrowType(env, "setForwarding(on): on must be a boolean");
+    if (info.Length() < 2 || !info[0].IsString()) {
+      ThrowType(env, "listenChannel(socketPath, mode): socketPath must be a string");
       return env.Undefined();
     }
-    engine_->SetForwarding(info[0].As<Napi::Boolean>().Value());
+    uint32_t mode;
+    if (!ParseUint32(env, info[1], "mode", &mode)) return env.Undefined();
+    std::string error;
+    if (!engine_->ListenChannel(info[0].As<Napi::String>().Utf8Value(), mode & 07777, &error)) {
+      Napi::Error::New(env, error).ThrowAsJavaScriptException();
+    }
     return env.Undefined();
+  }
+
+  Napi::Value JsOpenSession(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    uint64_t session;
+    if (!ParseSession(env, info[0], "openSession", 1, &session)) return env.Undefined();
+    if (info.Length() < 2 || !info[1].IsTypedArray() ||
+        info[1].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array ||
+        info[1].As<Napi::TypedArray>().ByteLength() != 16) {
+      ThrowType(env, "openSession(session, token): token must be a Uint8Array of 16 bytes");
+      return env.Undefined();
+    }
+    Napi::Uint8Array token = info[1].As<Napi::Uint8Array>();
+    std::string error;
+    if (!engine_->OpenSession(session, token.Data(), &error)) ThrowRange(env, "openSession: " + error);
+    return env.Undefined();
+  }
+
+  Napi::Value JsSetActiveSession(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    uint64_t session;
+    if (!ParseSession(env, info[0], "setActiveSession", 0, &session)) return env.Undefined();
+    if (engine_->stopped()) return env.Undefined();
+    if (!engine_->SetActiveSession(session)) {
+      ThrowRange(env, "setActiveSession: session " + std::to_string(session) + " is not open (openSession first)");
+    }
+    return env.Undefined();
+  }
+
+  Napi::Value JsCloseSession(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    uint64_t session;
+    if (!ParseSession(env, info[0], "closeSession", 1, &session)) return env.Undefined();
+    return Napi::Number::New(env, static_cast<double>(engine_->CloseSession(session)));
+  }
+
+  Napi::Value JsSessionPending(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    uint64_t session;
+    if (!ParseSession(env, info[0], "sessionPending", 0, &session)) return env.Undefined();
+    return Napi::Number::New(env, static_cast<double>(engine_->SessionPending(session)));
   }
 
   Napi::Value JsSetDefaultAction(const Napi::CallbackInfo& info) {
@@ -437,6 +507,8 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
       ThrowType(env, "respond: id must be a bigint");
       return env.Undefined();
     }
+    uint64_t session = 0;
+    if (!ParseSession(env, info[3], "respond(handle, id, decision, session)", 0, &session)) return env.Undefined();
     uint64_t latency = 0;
     Engine::RespondStatus status;
     Engine::EmulatedDecision emulated;
@@ -449,7 +521,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     }
     if (is_emulated) {
       std::string error;
-      status = engine_->RespondEmulated(handle, id, emulated, &latency, &error);
+      status = engine_->RespondEmulated(handle, id, emulated, session, &latency, &error);
       if (status == Engine::RespondStatus::kWrongSyscall) {
         ThrowRange(env, error);
         return env.Undefined();
@@ -457,7 +529,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     } else {
       Answer answer;
       if (!ParseAnswer(env, info[2], true, &answer)) return env.Undefined();
-      status = engine_->Respond(handle, id, answer, &latency);
+      status = engine_->Respond(handle, id, answer, session, &latency);
     }
     Napi::Object result = Napi::Object::New(env);
     result.Set("status", status == Engine::RespondStatus::kOk         ? "ok"
@@ -479,6 +551,8 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     o.Set("eventsDropped", Napi::Number::New(env, static_cast<double>(s.events_dropped)));
     o.Set("syncWakeUp", Napi::Boolean::New(env, s.sync_wake_up));
     o.Set("emulationHelpers", Napi::Number::New(env, static_cast<double>(s.emulation_helpers)));
+    o.Set("channelDecisions", Napi::Number::New(env, static_cast<double>(s.channel_decisions)));
+    o.Set("decisionsDropped", Napi::Number::New(env, static_cast<double>(s.decisions_dropped)));
     return o;
   }
 

@@ -6,7 +6,7 @@
 namespace seccomp_agent {
 
 struct EpollSource {
-  enum class Kind : uint8_t { kWake, kListener, kConnection, kContainer };
+  enum class Kind : uint8_t { kWake, kListener, kConnection, kContainer, kChannelListener, kChannelConn };
   explicit EpollSource(Kind k) : kind(k) {}
   const Kind kind;
 };

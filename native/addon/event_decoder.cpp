@@ -8,28 +8,30 @@ namespace seccomp_agent {
 namespace {
 
 // Record layout shared with kDecoderSource. Per event: kW64 uint64 words and kW32 uint32 words.
-constexpr size_t kW64 = 9;   // id, ip (answered: the emulation's value), args[0..5], ns
+constexpr size_t kW64 = 10;  // id, ip (answered: the answer's value), args[0..5], ns, session
 constexpr size_t kW32 = 16;  // see Encode()
 
 // Flags word (w32[5]); answered events also carry by (bits 8-15), the answer kind (16-23) and the
 // emulated kind (24-31).
 constexpr uint32_t kForwarded = 1u << 0;
 constexpr uint32_t kGone = 1u << 1;
+constexpr uint32_t kViaChannel = 1u << 2;  // notification
+constexpr uint32_t kConnected = 1u << 3;   // channel
 
 const char kDecoderSource[] = R"JS(
 (function (onEvents) {
   'use strict';
-  const TYPES = ['connection', 'ingest-error', 'notification', 'answered', 'removed', 'error'];
   const BY = ['no-control-plane', 'deadline', 'detached', 'control-plane'];
   const EMULATED = ['', 'mkdir', 'mount', 'kill', 'freeze'];
+  const DROPPED = ['unknown', 'late', 'wrong-session', 'invalid'];
   const action = (kind, errno, emulated, value) =>
     emulated !== 0 ? { kind: EMULATED[emulated], errno, value }
-      : kind === 1 ? { kind: 'error', errno } : { kind: 'continue' };
+      : kind === 1 ? { kind: 'error', errno } : kind === 2 ? { kind: 'value', value: BigInt.asIntN(64, value) } : { kind: 'continue' };
   return function decode(buf64, buf32, strings, count) {
     const w = new BigUint64Array(buf64);
     const u = new Uint32Array(buf32);
     const events = new Array(count);
-    for (let i = 0, a = 0, b = 0; i < count; i++, a += 9, b += 16) {
+    for (let i = 0, a = 0, b = 0; i < count; i++, a += 10, b += 16) {
       const type = u[b];
       const flags = u[b + 5];
       const s = u[b + 8];
@@ -44,7 +46,8 @@ const char kDecoderSource[] = R"JS(
           }
           events[i] = {
             type: 'notification', handle: u[b + 1], id: w[a], pid: u[b + 2], nr: u[b + 3], arch: u[b + 4],
-            ip: w[a + 1], args, strings: strs, forwarded: (flags & 1) !== 0, receivedNs: w[a + 8],
+            ip: w[a + 1], args, strings: strs, forwarded: (flags & 1) !== 0, session: Number(w[a + 9]),
+            viaChannel: (flags & 4) !== 0, receivedNs: w[a + 8],
           };
           break;
         }
@@ -75,8 +78,19 @@ const char kDecoderSource[] = R"JS(
         case 4:
           events[i] = { type: 'removed', handle: u[b + 1] };
           break;
+        case 6:
+          events[i] = { type: 'decision-dropped', session: Number(w[a + 9]), handle: u[b + 1], id: w[a], reason: DROPPED[u[b + 6]] };
+          break;
+        case 7:
+          events[i] = { type: 'session-drained', session: Number(w[a + 9]) };
+          break;
+        case 8:
+          events[i] = {
+            type: 'channel', session: Number(w[a + 9]), state: (flags & 8) !== 0 ? 'connected' : 'closed', reason: strings[s],
+          };
+          break;
         default:
-          events[i] = { type: TYPES[5], message: strings[s] };
+          events[i] = { type: 'error', message: strings[s] };
       }
     }
     onEvents(events);
@@ -91,6 +105,7 @@ void Encode(const Event& e, const std::string& arena, uint64_t* w64, uint32_t* w
   w64[1] = e.ip;
   for (int i = 0; i < 6; i++) w64[2 + i] = e.args[i];
   w64[8] = e.ns;
+  w64[9] = e.session;
   w32[0] = static_cast<uint32_t>(e.type);
   w32[8] = static_cast<uint32_t>(texts->size());
   auto text = [&](TextRef ref) { texts->emplace_back(arena.data() + ref.offset, ref.length); };
@@ -100,7 +115,7 @@ void Encode(const Event& e, const std::string& arena, uint64_t* w64, uint32_t* w
       w32[2] = e.pid;
       w32[3] = e.nr;
       w32[4] = e.arch;
-      w32[5] = e.forwarded ? kForwarded : 0;
+      w32[5] = (e.forwarded ? kForwarded : 0) | (e.via_channel ? kViaChannel : 0);
       w32[7] = e.string_count;
       for (uint8_t k = 0; k < e.string_count; k++) {
         w32[10 + k] = e.strings[k].index | (e.strings[k].truncated ? 0x100u : 0u);
@@ -136,6 +151,16 @@ void Encode(const Event& e, const std::string& arena, uint64_t* w64, uint32_t* w
       w32[1] = e.handle;
       break;
     case EventType::kError:
+      text(e.text);
+      break;
+    case EventType::kDecisionDropped:
+      w32[1] = e.handle;
+      w32[6] = static_cast<uint32_t>(e.drop_reason);
+      break;
+    case EventType::kSessionDrained:
+      break;
+    case EventType::kChannel:
+      w32[5] = e.connected ? kConnected : 0;
       text(e.text);
       break;
   }

@@ -16,7 +16,19 @@
 
 namespace seccomp_agent {
 
-enum class EventType : uint8_t { kConnection, kIngestError, kNotification, kAnswered, kRemoved, kError };
+enum class EventType : uint8_t {
+  kConnection,
+  kIngestError,
+  kNotification,
+  kAnswered,
+  kRemoved,
+  kError,
+  kDecisionDropped,
+  kSessionDrained,
+  kChannel,
+};
+// Why a decision was not applied (decision-dropped); the order is the decoder's.
+enum class DropReason : uint8_t { kUnknown, kLate, kWrongSession, kInvalid };
 // kControlPlane: an emulation the control plane asked for has finished (respond() said 'accepted').
 enum class AnsweredBy : uint8_t { kNoControlPlane, kDeadline, kDetached, kControlPlane };
 // The emulated action an 'answered' event reports (kNone: `action` is a continue/error answer).
@@ -54,6 +66,7 @@ struct Event {
   uint64_t args[6] = {0, 0, 0, 0, 0, 0};
   uint8_t string_count = 0;
   bool forwarded = false;
+  bool via_channel = false;  // written to the owner session's decision channel
   StringArg strings[6];
   // notification: receivedNs; answered: latencyNs
   uint64_t ns = 0;
@@ -64,11 +77,15 @@ struct Event {
   bool gone = false;
   // connection, ingest-error, error
   uint32_t conn = 0;
-  TextRef text;                // connection: json; ingest-error, error: message
+  TextRef text;                // connection: json; ingest-error, error: message; channel: reason
   const char* code = nullptr;  // ingest-error: static string
   uint8_t fd_count = 0;        // connection
   uint32_t seccomp_mask = 0;   // connection: bit i set when fd i is a seccomp notify fd
   Peer peer;
+  // notification: the owner (0: answered natively); decision-dropped, session-drained, channel
+  uint64_t session = 0;
+  DropReason drop_reason = DropReason::kUnknown;  // decision-dropped
+  bool connected = false;                          // channel: connected (else closed; reason in text)
 };
 
 struct Batch {

@@ -43,12 +43,12 @@ Ingest::Ingest(int epoll_fd, EventQueue* queue, Options options)
 
 Ingest::~Ingest() { CloseAll(); }
 
-int Ingest::Listen(const std::string& path, unsigned mode, std::string* error) {
+int ListenUnixSocket(const std::string& path, unsigned mode, const char* what, std::string* error) {
   struct sockaddr_un addr;
   memset(&addr, 0, sizeof addr);
   addr.sun_family = AF_UNIX;
   if (path.empty() || path.size() >= sizeof addr.sun_path) {
-    *error = "listener socket path \"" + path + "\" is empty or longer than " +
+    *error = std::string(what) + " path \"" + path + "\" is empty or longer than " +
              std::to_string(sizeof addr.sun_path - 1) + " bytes";
     return -1;
   }
@@ -56,7 +56,7 @@ int Ingest::Listen(const std::string& path, unsigned mode, std::string* error) {
   struct stat st;
   if (lstat(path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) {
-      *error = "listener socket path " + path + " exists and is not a socket; not removing it";
+      *error = std::string(what) + " path " + path + " exists and is not a socket; not removing it";
       return -1;
     }
     if (unlink(path.c_str()) != 0 && errno != ENOENT) {
@@ -69,6 +69,7 @@ int Ingest::Listen(const std::string& path, unsigned mode, std::string* error) {
     *error = "socket(AF_UNIX): " + ErrnoText(errno);
     return -1;
   }
+  // chmod before listen(): until then a connect() is refused, so no one gets in under the umask's mode.
   const char* step = nullptr;
   if (bind(fd, reinterpret_cast<struct sockaddr*>(&addr), sizeof addr) != 0) {
     step = "bind";
@@ -82,6 +83,12 @@ int Ingest::Listen(const std::string& path, unsigned mode, std::string* error) {
     close(fd);
     return -1;
   }
+  return fd;
+}
+
+int Ingest::Listen(const std::string& path, unsigned mode, std::string* error) {
+  int fd = ListenUnixSocket(path, mode, "listener socket", error);
+  if (fd < 0) return -1;
   if (!AddListener(fd, error)) {
     close(fd);
     return -1;

@@ -16,6 +16,11 @@
 
 namespace seccomp_agent {
 
+// JS thread. Creates a non-blocking Unix stream socket at `path` (a stale socket file there is
+// removed first, anything else there is an error), binds it, chmods it to `mode` and listens.
+// Returns the fd, or -1 with *error set; `what` names the socket in messages.
+int ListenUnixSocket(const std::string& path, unsigned mode, const char* what, std::string* error);
+
 class Ingest {
  public:
   struct Options {

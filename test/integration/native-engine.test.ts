@@ -3,6 +3,7 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
@@ -123,6 +124,12 @@ class Harness {
     return { child, exit };
   }
 
+  /** Opens control-plane session `session` (no channel) and makes it the active one. */
+  attach(session = 1): void {
+    this.engine.openSession(session, crypto.randomBytes(16));
+    this.engine.setActiveSession(session);
+  }
+
   notifications(): NotificationEvent[] {
     return this.events.filter((e): e is NotificationEvent => e.type === 'notification');
   }
@@ -229,17 +236,17 @@ test('native engine default errno:EPERM: mkdir fails with EPERM', async (t) => {
 
 test('native engine forwarding: respond error EPERM fails the mkdir; a second respond is unknown', async (t) => {
   const h = new Harness(t);
-  h.engine.setForwarding(true);
+  h.attach();
   const target = path.join(h.dir, 'denied');
   const { exit } = h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/mkdir', target]);
   const n = await h.waitFor(isMkdirOf(target), 'the forwarded mkdir');
   assert.equal(n.forwarded, true);
   assert.equal(h.engine.stats().pending, 1);
-  const first = h.engine.respond(n.handle, n.id, { kind: 'error', errno: EPERM });
+  const first = h.engine.respond(n.handle, n.id, { kind: 'error', errno: EPERM }, 1);
   assert.equal(first.status, 'ok');
   assert.equal(typeof first.latencyNs, 'bigint');
   assert.ok(first.latencyNs > 0n);
-  assert.equal(h.engine.respond(n.handle, n.id, { kind: 'continue' }).status, 'unknown');
+  assert.equal(h.engine.respond(n.handle, n.id, { kind: 'continue' }, 1).status, 'unknown');
   const result = await exit;
   assert.match(result.stderr, /Operation not permitted/);
   assert.equal(fs.existsSync(target), false);
@@ -249,15 +256,16 @@ test('native engine forwarding: respond error EPERM fails the mkdir; a second re
 
 test('native engine forwarding: respond continue lets the mkdir happen; an unknown id is unknown', async (t) => {
   const h = new Harness(t);
-  h.engine.setForwarding(true);
+  h.attach();
   const target = path.join(h.dir, 'allowed');
   const { exit } = h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/mkdir', target]);
   const n = await h.waitFor(isMkdirOf(target), 'the forwarded mkdir');
-  assert.equal(h.engine.respond(n.handle, n.id + 1n, { kind: 'continue' }).status, 'unknown');
-  assert.equal(h.engine.respond(n.handle + 1000, n.id, { kind: 'continue' }).status, 'unknown');
-  assert.throws(() => h.engine.respond(n.handle, n.id, { kind: 'error', errno: 0 }), RangeError);
-  assert.throws(() => h.engine.respond(n.handle, n.id, { kind: 'error', errno: 4096 }), RangeError);
-  assert.equal(h.engine.respond(n.handle, n.id, { kind: 'continue' }).status, 'ok');
+  assert.equal(h.engine.respond(n.handle, n.id + 1n, { kind: 'continue' }, 1).status, 'unknown');
+  assert.equal(h.engine.respond(n.handle + 1000, n.id, { kind: 'continue' }, 1).status, 'unknown');
+  assert.equal(h.engine.respond(n.handle, n.id, { kind: 'continue' }, 2).status, 'unknown', 'session 2 does not own it');
+  assert.throws(() => h.engine.respond(n.handle, n.id, { kind: 'error', errno: 0 }, 1), RangeError);
+  assert.throws(() => h.engine.respond(n.handle, n.id, { kind: 'error', errno: 4096 }, 1), RangeError);
+  assert.equal(h.engine.respond(n.handle, n.id, { kind: 'continue' }, 1).status, 'ok');
   const result = await exit;
   assert.equal(result.code, 0, result.stderr);
   assert.ok(fs.statSync(target).isDirectory());
@@ -265,9 +273,9 @@ test('native engine forwarding: respond continue lets the mkdir happen; an unkno
 
 test('native engine forwarding: respond value makes the syscall return it', async (t) => {
   const h = new Harness(t);
-  h.engine.setForwarding(true);
+  h.attach();
   h.onEvent = (e) => {
-    if (e.type === 'notification' && e.forwarded) h.engine.respond(e.handle, e.id, { kind: 'value', value: 0n });
+    if (e.type === 'notification' && e.forwarded) h.engine.respond(e.handle, e.id, { kind: 'value', value: 0n }, 1);
   };
   const target = path.join(h.dir, 'pretended');
   const result = await h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/mkdir', target]).exit;
@@ -278,7 +286,7 @@ test('native engine forwarding: respond value makes the syscall return it', asyn
 
 test('native engine deadline: an unanswered notification gets the default action by deadline; a late respond is unknown', async (t) => {
   const h = new Harness(t, { decisionTimeoutMs: 200 });
-  h.engine.setForwarding(true);
+  h.attach();
   const target = path.join(h.dir, 'late');
   const started = Date.now();
   const { exit } = h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/mkdir', target]);
@@ -288,43 +296,96 @@ test('native engine deadline: an unanswered notification gets the default action
   assert.equal(answered.by, 'deadline');
   assert.ok(answered.latencyNs >= 200_000_000n, `latency ${answered.latencyNs}`);
   assert.ok(Date.now() - started >= 200);
-  assert.equal(h.engine.respond(n.handle, n.id, { kind: 'error', errno: EPERM }).status, 'unknown');
+  assert.equal(h.engine.respond(n.handle, n.id, { kind: 'error', errno: EPERM }, 1).status, 'unknown');
   const result = await exit;
   assert.equal(result.code, 0, result.stderr);
   assert.ok(fs.statSync(target).isDirectory());
 });
 
-test('native engine setForwarding(false): pending notifications are answered at once as detached', async (t) => {
+test('native engine closeSession: what the session owns is answered at once as detached; new notifications are answered natively', async (t) => {
   const h = new Harness(t, { decisionTimeoutMs: 60_000 });
-  h.engine.setForwarding(true);
+  h.attach();
   const target = path.join(h.dir, 'detached');
   const { exit } = h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/mkdir', target]);
   const n = await h.waitFor(isMkdirOf(target), 'the forwarded mkdir');
-  h.engine.setForwarding(false);
+  assert.deepEqual({ forwarded: n.forwarded, session: n.session, viaChannel: n.viaChannel }, { forwarded: true, session: 1, viaChannel: false });
+  assert.equal(h.engine.sessionPending(1), 1);
+  assert.equal(h.engine.closeSession(1), 1);
   assert.equal(h.engine.stats().pending, 0);
-  assert.equal(h.engine.respond(n.handle, n.id, { kind: 'continue' }).status, 'unknown');
+  assert.equal(h.engine.sessionPending(1), 0);
+  assert.equal(h.engine.closeSession(1), 0, 'closing a closed session answers nothing');
+  assert.equal(h.engine.respond(n.handle, n.id, { kind: 'continue' }, 1).status, 'unknown');
   const answered = await h.waitFor((e) => e.type === 'answered' && e.id === n.id, 'the detached answer');
   assert.ok(answered.type === 'answered');
   assert.equal(answered.by, 'detached');
   const result = await exit;
   assert.equal(result.code, 0, result.stderr);
-  // From now on the engine answers by itself.
+  // The closed session was the active one: from now on the engine answers by itself.
   const second = path.join(h.dir, 'native-again');
   assert.equal((await h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/mkdir', second]).exit).code, 0);
   const n2 = await h.waitFor(isMkdirOf(second), 'the second mkdir');
+  assert.deepEqual({ forwarded: n2.forwarded, session: n2.session }, { forwarded: false, session: 0 });
+  assert.throws(() => h.engine.setActiveSession(1), RangeError, 'a closed session cannot be made active');
+  assert.equal(h.events.filter((e) => e.type === 'session-drained').length, 0, 'a closed session is not reported drained');
+});
+
+test('native engine setActiveSession(0): new notifications are answered natively, pending ones stay with their session until answered, then session-drained', async (t) => {
+  const h = new Harness(t, { decisionTimeoutMs: 60_000 });
+  h.attach();
+  const first = path.join(h.dir, 'owned-by-1');
+  const { exit } = h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/mkdir', first]);
+  const n = await h.waitFor(isMkdirOf(first), 'the forwarded mkdir');
+  h.engine.setActiveSession(0);
+  const second = path.join(h.dir, 'native');
+  assert.equal((await h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/mkdir', second]).exit).code, 0);
+  const n2 = await h.waitFor(isMkdirOf(second), 'the native mkdir');
   assert.equal(n2.forwarded, false);
+  assert.equal(h.engine.sessionPending(1), 1, 'still pending, still owned by session 1');
+  assert.equal(h.events.some((e) => e.type === 'session-drained'), false);
+  const dropped = h.engine.stats().decisionsDropped;
+  assert.equal(h.engine.respond(n.handle, n.id, { kind: 'continue' }, 2).status, 'unknown', 'another session cannot answer it');
+  assert.equal(h.engine.stats().decisionsDropped, dropped + 1);
+  assert.equal(h.engine.respond(n.handle, n.id, { kind: 'continue' }, 1).status, 'ok');
+  const drained = await h.waitFor((e) => e.type === 'session-drained', 'session-drained');
+  assert.deepEqual(drained, { type: 'session-drained', session: 1 });
+  assert.equal((await exit).code, 0);
+  assert.ok(fs.statSync(first).isDirectory());
+  assert.equal(h.engine.closeSession(1), 0);
+  assert.equal(h.events.filter((e) => e.type === 'session-drained').length, 1, 'reported once');
+});
+
+test('native engine sessions: bad arguments throw; respond with session 0 answers whatever the owner', async (t) => {
+  const h = new Harness(t);
+  const token = crypto.randomBytes(16);
+  assert.throws(() => h.engine.openSession(0, token), RangeError);
+  assert.throws(() => h.engine.openSession(1, new Uint8Array(15)), TypeError);
+  assert.throws(() => h.engine.openSession(1.5, token), RangeError);
+  h.engine.openSession(1, token);
+  assert.throws(() => h.engine.openSession(1, crypto.randomBytes(16)), /already open/);
+  assert.throws(() => h.engine.openSession(2, Uint8Array.from(token)), /already has this token/);
+  assert.throws(() => h.engine.setActiveSession(3), RangeError);
+  assert.throws(() => h.engine.setActiveSession(-1), RangeError);
+  assert.throws(() => h.engine.listenChannel(path.join(h.dir, 'x'.repeat(200)), 0o600), /longer than/);
+  assert.equal(h.engine.sessionPending(7), 0);
+  h.engine.setActiveSession(1);
+  const target = path.join(h.dir, 'any-owner');
+  const { exit } = h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/mkdir', target]);
+  const n = await h.waitFor(isMkdirOf(target), 'the forwarded mkdir');
+  assert.throws(() => h.engine.respond(n.handle, n.id, { kind: 'continue' }, -1), RangeError);
+  assert.equal(h.engine.respond(n.handle, n.id, { kind: 'error', errno: EPERM }, 0).status, 'ok');
+  assert.match((await exit).stderr, /Operation not permitted/);
 });
 
 test('native engine respond after the target was killed: gone or unknown, never a throw', async (t) => {
   const h = new Harness(t, { decisionTimeoutMs: 60_000 });
-  h.engine.setForwarding(true);
+  h.attach();
   const target = path.join(h.dir, 'killed');
   const { child, exit } = h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/mkdir', target]);
   const n = await h.waitFor(isMkdirOf(target), 'the forwarded mkdir');
   child.kill('SIGKILL');
   const result = await exit;
   assert.equal(result.signal, 'SIGKILL');
-  const status = h.engine.respond(n.handle, n.id, { kind: 'continue' }).status;
+  const status = h.engine.respond(n.handle, n.id, { kind: 'continue' }, 1).status;
   assert.ok(status === 'gone' || status === 'unknown', status);
   await h.waitFor((e) => e.type === 'removed' && e.handle === n.handle, 'removed');
   assert.equal(h.engine.stats().pending, 0);
@@ -332,14 +393,14 @@ test('native engine respond after the target was killed: gone or unknown, never 
 
 test('native engine 8 parallel processes under one filter: every notification answered exactly once', async (t) => {
   const h = new Harness(t, { decisionTimeoutMs: 10_000 });
-  h.engine.setForwarding(true);
+  h.attach();
   const statuses = new Map<string, string>();
   let duplicates = 0;
   h.onEvent = (e) => {
     if (e.type !== 'notification') return;
     const key = `${e.handle}/${e.id}`;
     if (statuses.has(key)) duplicates++;
-    statuses.set(key, h.engine.respond(e.handle, e.id, { kind: 'continue' }).status);
+    statuses.set(key, h.engine.respond(e.handle, e.id, { kind: 'continue' }, 1).status);
   };
   const script = 'for i in 1 2 3 4 5 6 7 8; do (for j in 1 2 3 4 5 6 7 8 9 10; do mkdir "$0/$i-$j"; done) & done; wait';
   const result = await h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/sh', '-c', script, h.dir]).exit;
@@ -488,7 +549,7 @@ test('native engine stop: idempotent, closes every fd it owns, later calls fail 
   assert.equal(await fdCountBackTo(before), before);
   assert.equal(fs.existsSync(h.socket), true);
   assert.throws(() => h.engine.start());
-  assert.equal(h.engine.respond(1, 1n, { kind: 'continue' }).status, 'unknown');
+  assert.equal(h.engine.respond(1, 1n, { kind: 'continue' }, 1).status, 'unknown');
 });
 
 // ---- emulated decisions: the engine applies mkdir, mount, kill, freeze for the control plane ----
@@ -552,7 +613,7 @@ async function pollUntil(what: string, check: () => boolean, timeoutMs = 5000): 
 
 test('native engine emulated mkdir: respond {mkdir, path+"-suffix"} makes the suffixed directory, not the original; mkdir returns 0', async (t) => {
   const h = new Harness(t);
-  h.engine.setForwarding(true);
+  h.attach();
   const target = path.join(h.dir, 'wanted');
   const statuses: string[] = [];
   h.onEvent = (e) => {
@@ -560,7 +621,7 @@ test('native engine emulated mkdir: respond {mkdir, path+"-suffix"} makes the su
       const decision = isMkdirOf(target)(e)
         ? { kind: 'mkdir' as const, path: `${target}-suffix`, mode: 0o755 }
         : { kind: 'continue' as const };
-      statuses.push(h.engine.respond(e.handle, e.id, decision).status);
+      statuses.push(h.engine.respond(e.handle, e.id, decision, 1).status);
     }
   };
   const result = await h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/mkdir', target]).exit;
@@ -583,13 +644,13 @@ test('native engine emulated mkdir: respond {mkdir, path+"-suffix"} makes the su
 
 test('native engine emulated mkdir: EEXIST from the emulation reaches the workload as EEXIST', async (t) => {
   const h = new Harness(t);
-  h.engine.setForwarding(true);
+  h.attach();
   const existing = path.join(h.dir, 'already');
   fs.mkdirSync(existing);
   const target = path.join(h.dir, 'fresh');
   h.onEvent = (e) => {
     if (e.type === 'notification' && e.forwarded) {
-      h.engine.respond(e.handle, e.id, isMkdirOf(target)(e) ? { kind: 'mkdir', path: existing, mode: 0o777 } : { kind: 'continue' });
+      h.engine.respond(e.handle, e.id, isMkdirOf(target)(e) ? { kind: 'mkdir', path: existing, mode: 0o777 } : { kind: 'continue' }, 1);
     }
   };
   const result = await h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/mkdir', target]).exit;
@@ -603,7 +664,7 @@ test('native engine emulated mkdir: EEXIST from the emulation reaches the worklo
 
 test('native engine emulated mkdirat: the path is resolved from the notification dirfd, not the cwd', async (t) => {
   const h = new Harness(t);
-  h.engine.setForwarding(true);
+  h.attach();
   const base = path.join(h.dir, 'base');
   const cwd = path.join(h.dir, 'cwd');
   fs.mkdirSync(base);
@@ -613,9 +674,9 @@ test('native engine emulated mkdirat: the path is resolved from the notification
     if (e.type !== 'notification' || !e.forwarded) return;
     if (e.nr === NR_MKDIRAT && e.strings.some((s) => s.value === 'sub')) {
       mkdirat = e;
-      assert.equal(h.engine.respond(e.handle, e.id, { kind: 'mkdir', path: 'sub-x', mode: 0o700 }).status, 'accepted');
+      assert.equal(h.engine.respond(e.handle, e.id, { kind: 'mkdir', path: 'sub-x', mode: 0o700 }, 1).status, 'accepted');
     } else {
-      h.engine.respond(e.handle, e.id, { kind: 'continue' });
+      h.engine.respond(e.handle, e.id, { kind: 'continue' }, 1);
     }
   };
   const py = `import os; os.chdir(${JSON.stringify(cwd)}); fd = os.open(${JSON.stringify(base)}, os.O_RDONLY); os.mkdir("sub", dir_fd=fd)`;
@@ -632,7 +693,7 @@ test('native engine emulated mkdirat: the path is resolved from the notification
 
 test('native engine emulated mkdir: ../../../x from a chrooted target in its own mount namespace stays inside its root', async (t) => {
   const h = new Harness(t);
-  h.engine.setForwarding(true);
+  h.attach();
   const root = makeRootfs(h.dir);
   const marker = `engine-climb-${process.pid}-${Date.now()}`;
   const climb = `../../../${marker}`;
@@ -641,7 +702,7 @@ test('native engine emulated mkdir: ../../../x from a chrooted target in its own
     const decision = e.strings.some((s) => s.value === climb)
       ? { kind: 'mkdir' as const, path: `${climb}-s`, mode: 0o755 }
       : { kind: 'continue' as const };
-    h.engine.respond(e.handle, e.id, decision);
+    h.engine.respond(e.handle, e.id, decision, 1);
   };
   const result = await h.run(
     ['--syscalls', 'mkdir,mkdirat'],
@@ -660,7 +721,7 @@ test('native engine emulated mkdir: ../../../x from a chrooted target in its own
 
 test('native engine emulated mount: respond {mount} mounts proc in the target namespaces with its flags', async (t) => {
   const h = new Harness(t);
-  h.engine.setForwarding(true);
+  h.attach();
   const root = makeRootfs(h.dir);
   const NR_MOUNT = 165;
   let mountId: bigint | undefined;
@@ -668,10 +729,10 @@ test('native engine emulated mount: respond {mount} mounts proc in the target na
     if (e.type !== 'notification' || !e.forwarded) return;
     const [source, target, fstype] = e.strings.map((s) => s.value);
     // unshare's own propagation change (no fstype) runs as it would without the agent.
-    if (e.nr !== NR_MOUNT || fstype !== 'proc') return void h.engine.respond(e.handle, e.id, { kind: 'continue' });
+    if (e.nr !== NR_MOUNT || fstype !== 'proc') return void h.engine.respond(e.handle, e.id, { kind: 'continue' }, 1);
     mountId = e.id;
     const decision = { kind: 'mount' as const, source, target, fstype, flags: e.args[3], data: '', requireCapSysAdmin: true };
-    assert.equal(h.engine.respond(e.handle, e.id, decision).status, 'accepted');
+    assert.equal(h.engine.respond(e.handle, e.id, decision, 1).status, 'accepted');
   };
   const script = 'mount -t proc -o nosuid,nodev proc /proc && cat /proc/1/comm && cat /proc/mounts';
   const result = await h.run(['--syscalls', 'mount'], ['unshare', '-m', '-p', '-f', '--propagation', 'private', 'chroot', root, '/bin/sh', '-c', script]).exit;
@@ -686,7 +747,7 @@ test('native engine emulated mount: respond {mount} mounts proc in the target na
 
 test('native engine emulated kill: respond {kill} kills the container (its pid namespace) and nothing else', async (t) => {
   const h = new Harness(t);
-  h.engine.setForwarding(true);
+  h.attach();
   const bystander = spawn('/bin/sleep', ['300'], { stdio: 'ignore' });
   t.after(() => bystander.kill('SIGKILL'));
   const tag = `${4000 + (process.pid % 1000)}.25`;
@@ -694,7 +755,7 @@ test('native engine emulated kill: respond {kill} kills the container (its pid n
   h.onEvent = (e) => {
     if (e.type === 'connection') initPid = JSON.parse(e.json).pid as number;
     if (e.type === 'notification' && e.forwarded) {
-      assert.equal(h.engine.respond(e.handle, e.id, { kind: 'kill', signal: 9, initPid, errno: EPERM }).status, 'accepted');
+      assert.equal(h.engine.respond(e.handle, e.id, { kind: 'kill', signal: 9, initPid, errno: EPERM }, 1).status, 'accepted');
     }
   };
   const target = path.join(h.dir, 'k');
@@ -724,7 +785,7 @@ test('native engine emulated kill: respond {kill} kills the container (its pid n
 
 test('native engine emulated freeze: respond {freeze} freezes the v2 cgroup; once thawed the syscall gets the errno', async (t) => {
   const h = new Harness(t);
-  h.engine.setForwarding(true);
+  h.attach();
   const unified = fs.existsSync('/sys/fs/cgroup/cgroup.controllers') ? '/sys/fs/cgroup' : '/sys/fs/cgroup/unified';
   const cg = path.join(unified, `seccomp-engine-test-${process.pid}-${Date.now()}`);
   fs.mkdirSync(cg);
@@ -754,10 +815,10 @@ test('native engine emulated freeze: respond {freeze} freezes the v2 cgroup; onc
     if (e.type !== 'notification' || !e.forwarded) return;
     if (freezeId === undefined && isMkdirOf(target)(e)) {
       freezeId = e.id;
-      assert.equal(h.engine.respond(e.handle, e.id, { kind: 'freeze', errno: EPERM }).status, 'accepted');
+      assert.equal(h.engine.respond(e.handle, e.id, { kind: 'freeze', errno: EPERM }, 1).status, 'accepted');
     } else {
       // v2 usually lets the answer in before the freeze; if not, the call restarts when thawed.
-      h.engine.respond(e.handle, e.id, { kind: 'error', errno: EPERM });
+      h.engine.respond(e.handle, e.id, { kind: 'error', errno: EPERM }, 1);
     }
   };
   // A sibling keeps counting: it stops only if the whole cgroup is frozen.
@@ -780,24 +841,24 @@ test('native engine emulated freeze: respond {freeze} freezes the v2 cgroup; onc
 
 test('native engine emulated decisions: unknown ids are unknown; a mismatched syscall or bad arguments throw and leave it pending', async (t) => {
   const h = new Harness(t, { decisionTimeoutMs: 60_000 });
-  h.engine.setForwarding(true);
+  h.attach();
   const target = path.join(h.dir, 'checked');
   const { exit } = h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/mkdir', target]);
   const n = await h.waitFor(isMkdirOf(target), 'the forwarded mkdir');
   const mkdir = { kind: 'mkdir' as const, path: target, mode: 0o755 };
-  assert.equal(h.engine.respond(n.handle, n.id + 1n, mkdir).status, 'unknown');
-  assert.equal(h.engine.respond(n.handle + 1000, n.id, { kind: 'freeze', errno: EPERM }).status, 'unknown');
-  assert.equal(h.engine.respond(n.handle, n.id + 1n, { kind: 'kill', signal: 9, initPid: 1, errno: EPERM }).status, 'unknown');
+  assert.equal(h.engine.respond(n.handle, n.id + 1n, mkdir, 1).status, 'unknown');
+  assert.equal(h.engine.respond(n.handle + 1000, n.id, { kind: 'freeze', errno: EPERM }, 1).status, 'unknown');
+  assert.equal(h.engine.respond(n.handle, n.id + 1n, { kind: 'kill', signal: 9, initPid: 1, errno: EPERM }, 1).status, 'unknown');
   assert.equal(h.engine.stats().emulationHelpers, 0);
   const mount = { kind: 'mount' as const, source: 'proc', target: '/proc', fstype: 'proc', flags: 0n, data: '', requireCapSysAdmin: false };
-  assert.throws(() => h.engine.respond(n.handle, n.id, mount), (err: Error) => err instanceof RangeError && /only x86_64 mount/.test(err.message));
-  assert.throws(() => h.engine.respond(n.handle, n.id, { ...mkdir, mode: 0o10000 }), RangeError);
-  assert.throws(() => h.engine.respond(n.handle, n.id, { ...mkdir, path: 'a\0b' }), RangeError);
-  assert.throws(() => h.engine.respond(n.handle, n.id, { kind: 'kill', signal: 0, initPid: 1, errno: EPERM }), RangeError);
-  assert.throws(() => h.engine.respond(n.handle, n.id, { kind: 'freeze', errno: 0 }), RangeError);
+  assert.throws(() => h.engine.respond(n.handle, n.id, mount, 1), (err: Error) => err instanceof RangeError && /only x86_64 mount/.test(err.message));
+  assert.throws(() => h.engine.respond(n.handle, n.id, { ...mkdir, mode: 0o10000 }, 1), RangeError);
+  assert.throws(() => h.engine.respond(n.handle, n.id, { ...mkdir, path: 'a\0b' }, 1), RangeError);
+  assert.throws(() => h.engine.respond(n.handle, n.id, { kind: 'kill', signal: 0, initPid: 1, errno: EPERM }, 1), RangeError);
+  assert.throws(() => h.engine.respond(n.handle, n.id, { kind: 'freeze', errno: 0 }, 1), RangeError);
   assert.equal(h.engine.stats().pending, 1, 'still pending after the refusals');
-  assert.equal(h.engine.respond(n.handle, n.id, mkdir).status, 'accepted');
-  assert.equal(h.engine.respond(n.handle, n.id, mkdir).status, 'unknown', 'an accepted notification is no longer pending');
+  assert.equal(h.engine.respond(n.handle, n.id, mkdir, 1).status, 'accepted');
+  assert.equal(h.engine.respond(n.handle, n.id, mkdir, 1).status, 'unknown', 'an accepted notification is no longer pending');
   assert.equal((await exit).code, 0);
   assert.ok(fs.statSync(target).isDirectory());
 });
@@ -805,7 +866,7 @@ test('native engine emulated decisions: unknown ids are unknown; a mismatched sy
 test('native engine emulated mkdir: the container exits while its emulation is queued: answered as gone, helper and fds released', async (t) => {
   const baseline = native.openFdCount();
   const h = new Harness(t, { decisionTimeoutMs: 60_000 });
-  h.engine.setForwarding(true);
+  h.attach();
   const first = path.join(h.dir, 'first');
   const second = path.join(h.dir, 'second');
   let stoppedHelpers: number[] = [];
@@ -823,7 +884,7 @@ test('native engine emulated mkdir: the container exits while its emulation is q
       stoppedHelpers = children({ helper: true });
       for (const pid of stoppedHelpers) process.kill(pid, 'SIGSTOP');
     }
-    h.engine.respond(e.handle, e.id, isMkdirOf(first)(e) || isMkdirOf(second)(e) ? { kind: 'mkdir', path: e.strings[0].value, mode: 0o755 } : { kind: 'continue' });
+    h.engine.respond(e.handle, e.id, isMkdirOf(first)(e) || isMkdirOf(second)(e) ? { kind: 'mkdir', path: e.strings[0].value, mode: 0o755 } : { kind: 'continue' }, 1);
   };
   const { child, exit } = h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/sh', '-c', `mkdir ${first} && mkdir ${second}`]);
   const n = await h.waitFor(isMkdirOf(second), 'the second mkdir');
@@ -846,7 +907,7 @@ test('native engine emulated mkdir: the container exits while its emulation is q
 test('native engine stop with an emulation in flight: the helper is killed and reaped, the syscall gets EPERM, every fd closed', async (t) => {
   const baseline = native.openFdCount();
   const h = new Harness(t, { decisionTimeoutMs: 60_000 });
-  h.engine.setForwarding(true);
+  h.attach();
   const first = path.join(h.dir, 'first');
   const second = path.join(h.dir, 'second');
   let stoppedHelpers: number[] = [];
@@ -856,7 +917,7 @@ test('native engine stop with an emulation in flight: the helper is killed and r
       stoppedHelpers = children({ helper: true });
       for (const pid of stoppedHelpers) process.kill(pid, 'SIGSTOP');
     }
-    h.engine.respond(e.handle, e.id, { kind: 'mkdir', path: e.strings[0].value, mode: 0o755 });
+    h.engine.respond(e.handle, e.id, { kind: 'mkdir', path: e.strings[0].value, mode: 0o755 }, 1);
   };
   const { exit } = h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/sh', '-c', `mkdir ${first} && mkdir ${second}`]);
   const n = await h.waitFor(isMkdirOf(second), 'the second mkdir');
@@ -877,11 +938,11 @@ test('native engine stop with an emulation in flight: the helper is killed and r
 
 test('native engine emulated mkdir without a helper binary: answered EPERM with an error event, never ENOSYS, no crash', async (t) => {
   const h = new Harness(t, { helperPath: path.join(os.tmpdir(), 'no-such-dir', 'seccomp-nshelper') });
-  h.engine.setForwarding(true);
+  h.attach();
   const target = path.join(h.dir, 'nohelper');
   h.onEvent = (e) => {
     if (e.type === 'notification' && e.forwarded) {
-      assert.equal(h.engine.respond(e.handle, e.id, { kind: 'mkdir', path: target, mode: 0o755 }).status, 'accepted');
+      assert.equal(h.engine.respond(e.handle, e.id, { kind: 'mkdir', path: target, mode: 0o755 }, 1).status, 'accepted');
     }
   };
   const result = await h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/mkdir', target]).exit;
@@ -914,13 +975,13 @@ interface RoundTrips {
 /** One bench workload thread making mkdirs for `seconds`, each forwarded and decided by `decide`. */
 async function mkdirRoundTrips(t: TestContext, seconds: number, decide: (e: NotificationEvent) => NativeDecision): Promise<RoundTrips> {
   const h = new Harness(t, { decisionTimeoutMs: 10_000 });
-  h.engine.setForwarding(true);
+  h.attach();
   const respondedAt = new Map<bigint, bigint>();
   const out: RoundTrips = { calls: 0, respondToAnswered: [], receiptToAnswer: [], workload: {}, unanswered: 0 };
   h.onEvent = (e) => {
     if (e.type === 'notification' && e.forwarded) {
       const at = process.hrtime.bigint();
-      const status = h.engine.respond(e.handle, e.id, decide(e)).status;
+      const status = h.engine.respond(e.handle, e.id, decide(e), 1).status;
       out.calls++;
       if (status === 'accepted') respondedAt.set(e.id, at);
       else if (status !== 'ok') out.unanswered++;
