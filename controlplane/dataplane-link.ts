@@ -3,9 +3,12 @@
 // exponential backoff. Stateless across reconnects: everything comes from the snapshot.
 import * as grpc from '@grpc/grpc-js';
 import { EventEmitter } from 'node:events';
+import * as net from 'node:net';
+import { ChannelDecisionKind, encodeDecisions, encodeHello, FrameReader, type ChannelDecision } from '../common/decision-channel';
 import { createDataPlaneClient } from '../common/dataplane-client';
 import type { Logger } from '../common/logger';
 import { VERSION } from '../common/version';
+import { CHANNEL_FEATURE } from '../dataplane/decisions';
 import type {
   AttachRequest,
   AttachResponse,
@@ -18,6 +21,8 @@ import type {
 } from '../proto/gen/seccompagent/v1/dataplane';
 
 export interface PolicyHandlers {
+  /** True when the container of this handle is known (its container_added arrived). */
+  knows(handle: bigint): boolean;
   /** Every container the data plane serves when the session starts (replaces what was known). */
   onSnapshot(containers: Container[]): void;
   onContainerAdded(container: Container): void;
@@ -34,6 +39,27 @@ export interface DataPlaneLinkOptions {
   reconnectMaxMs: number;
   /** Planned handover: replace the control plane attached now. */
   takeover?: boolean;
+  /** Use the native decision channel when the data plane offers it (default true). */
+  channel?: boolean;
+}
+
+/** How long a notification for a container not announced yet waits for its container_added. */
+const UNKNOWN_HANDLE_WAIT_MS = 500;
+
+/** A simple decision travels on the channel; emulations go over gRPC. */
+function channelForm(decision: Decision): ChannelDecision | null {
+  const action = decision.action;
+  const base = { handle: Number(decision.handle), id: decision.id, errno: 0, value: 0n };
+  switch (action?.$case) {
+    case 'continue':
+      return { ...base, kind: ChannelDecisionKind.Continue };
+    case 'error':
+      return { ...base, kind: ChannelDecisionKind.Error, errno: action.error.errno };
+    case 'value':
+      return { ...base, kind: ChannelDecisionKind.Value, value: action.value.value };
+    default:
+      return null;
+  }
 }
 
 /** 'drained': a successor took over (planned handover); this one does not attach again. */
@@ -48,6 +74,12 @@ export class DataPlaneLink extends EventEmitter {
   private backoffMs = 100;
   private retryTimer: NodeJS.Timeout | null = null;
   private lastError = '';
+  private channel: net.Socket | null = null;
+  /** Notifications that arrived before their container was announced, by handle. */
+  private readonly parked = new Map<bigint, { notifications: Notification[]; timer: NodeJS.Timeout }>();
+  private grpcQueue: Decision[] = [];
+  private channelQueue: ChannelDecision[] = [];
+  private flushScheduled = false;
   decisionsSent = 0;
 
   constructor(
@@ -66,6 +98,8 @@ export class DataPlaneLink extends EventEmitter {
   stop(): void {
     this.setState('stopped', 'stopping');
     if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.channel?.destroy();
+    this.channel = null;
     this.call?.end();
     this.call = null;
     this.client?.close();
@@ -90,24 +124,6 @@ export class DataPlaneLink extends EventEmitter {
     if (this.state === 'stopped' || !this.client) return;
     const call = this.client.attach();
     this.call = call;
-    let pendingDecisions: Decision[] = [];
-    let flushScheduled = false;
-    const flush = () => {
-      flushScheduled = false;
-      if (pendingDecisions.length === 0 || this.call !== call) return;
-      const decisions = pendingDecisions;
-      pendingDecisions = [];
-      this.decisionsSent += decisions.length;
-      call.write({ message: { $case: 'decisions', decisions: { decisions } } });
-    };
-    const queue = (decision: Decision | null) => {
-      if (!decision) return;
-      pendingDecisions.push(decision);
-      if (!flushScheduled) {
-        flushScheduled = true;
-        queueMicrotask(flush);
-      }
-    };
     call.on('data', (response: AttachResponse) => {
       const message = response.message;
       switch (message?.$case) {
@@ -116,27 +132,18 @@ export class DataPlaneLink extends EventEmitter {
           break;
         case 'snapshot':
           this.policy.onSnapshot(message.snapshot.containers);
+          for (const container of message.snapshot.containers) this.unpark(container.handle);
           break;
         case 'containerAdded':
           this.policy.onContainerAdded(message.containerAdded);
+          this.unpark(message.containerAdded.handle);
           break;
         case 'containerRemoved':
           this.policy.onContainerRemoved(message.containerRemoved);
+          this.unpark(message.containerRemoved.handle);
           break;
         case 'notifications':
-          for (const notification of message.notifications.notifications) {
-            let decided: Decision | null | Promise<Decision | null>;
-            try {
-              decided = this.policy.decide(notification);
-            } catch (err) {
-              this.log.error({ err, container: notification.containerId, syscall: notification.syscall, id: String(notification.id) }, 'policy failed on a notification; the data plane\'s default answers it at the deadline');
-              continue;
-            }
-            if (decided instanceof Promise) {
-              decided.then(queue, (err: unknown) =>
-                this.log.error({ err, container: notification.containerId, syscall: notification.syscall, id: String(notification.id) }, 'policy failed on a notification; the data plane\'s default answers it at the deadline'));
-            } else queue(decided);
-          }
+          for (const notification of message.notifications.notifications) this.receive(notification, false);
           break;
         case 'drain':
           this.setState('drained', `${message.drain.successor} (session ${message.drain.successorSessionId}) took over`);
@@ -152,11 +159,104 @@ export class DataPlaneLink extends EventEmitter {
     });
     call.on('error', (err: grpc.ServiceError) => this.onBroken(call, err.details || err.message));
     call.on('end', () => this.onBroken(call, 'the data plane ended the session'));
-    call.write({ message: { $case: 'hello', hello: { name: this.options.name, version: VERSION, features: this.options.features, takeover: this.options.takeover ?? false } } });
+    const features = this.options.channel === false ? this.options.features : [...this.options.features, CHANNEL_FEATURE];
+    call.write({ message: { $case: 'hello', hello: { name: this.options.name, version: VERSION, features, takeover: this.options.takeover ?? false } } });
+  }
+
+  /** One notification, from gRPC or the channel: decided now, or parked until its container is known. */
+  private receive(notification: Notification, viaChannel: boolean, waited = false): void {
+    if (!waited && !this.policy.knows(notification.handle)) {
+      let parked = this.parked.get(notification.handle);
+      if (!parked) {
+        const handle = notification.handle;
+        parked = { notifications: [], timer: setTimeout(() => this.unpark(handle), UNKNOWN_HANDLE_WAIT_MS) };
+        this.parked.set(handle, parked);
+      }
+      (notification as Notification & { viaChannel?: boolean }).viaChannel = viaChannel;
+      parked.notifications.push(notification);
+      return;
+    }
+    let decided: Decision | null | Promise<Decision | null>;
+    const fail = (err: unknown) =>
+      this.log.error({ err, container: notification.containerId, syscall: notification.syscall, id: String(notification.id) }, 'policy failed on a notification; the data plane\'s default answers it at the deadline');
+    try {
+      decided = this.policy.decide(notification);
+    } catch (err) {
+      fail(err);
+      return;
+    }
+    if (decided instanceof Promise) decided.then((d) => this.queue(d, viaChannel), fail);
+    else this.queue(decided, viaChannel);
+  }
+
+  private unpark(handle: bigint): void {
+    const parked = this.parked.get(handle);
+    if (!parked) return;
+    this.parked.delete(handle);
+    clearTimeout(parked.timer);
+    for (const n of parked.notifications) this.receive(n, (n as Notification & { viaChannel?: boolean }).viaChannel ?? false, true);
+  }
+
+  private queue(decision: Decision | null, viaChannel: boolean): void {
+    if (!decision) return;
+    const simple = viaChannel && this.channel ? channelForm(decision) : null;
+    if (simple) this.channelQueue.push(simple);
+    else this.grpcQueue.push(decision);
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      queueMicrotask(() => this.flush());
+    }
+  }
+
+  /** One write per path for everything decided in this turn of the event loop. */
+  private flush(): void {
+    this.flushScheduled = false;
+    if (this.channelQueue.length > 0) {
+      const batch = this.channelQueue;
+      this.channelQueue = [];
+      this.decisionsSent += batch.length;
+      this.channel?.write(encodeDecisions(batch));
+    }
+    if (this.grpcQueue.length > 0 && this.call) {
+      const decisions = this.grpcQueue;
+      this.grpcQueue = [];
+      this.decisionsSent += decisions.length;
+      this.call.write({ message: { $case: 'decisions', decisions: { decisions } } });
+    }
+  }
+
+  private openChannel(socketPath: string, token: Uint8Array): void {
+    const socket = net.connect(socketPath);
+    const reader = new FrameReader();
+    this.channel = socket;
+    socket.setNoDelay?.(true);
+    socket.on('connect', () => socket.write(encodeHello(token)));
+    socket.on('data', (chunk: Buffer) => {
+      let frames;
+      try {
+        frames = reader.push(chunk);
+      } catch (err) {
+        this.log.error({ err }, 'decision channel sent a bad frame; closing it (notifications then come over gRPC)');
+        socket.destroy();
+        return;
+      }
+      for (const frame of frames) {
+        if (frame.type === 'ready') this.log.info({ session: this.sessionId, socket: socketPath }, 'decision channel ready: notifications and simple decisions travel natively');
+        else this.receive(frame.notification, true);
+      }
+    });
+    const closed = (why: string) => {
+      if (this.channel !== socket) return;
+      this.channel = null;
+      if (this.state === 'attached') this.log.warn({ session: this.sessionId, reason: why }, 'decision channel closed; notifications come over gRPC until the next attach');
+    };
+    socket.on('error', (err) => closed(err.message));
+    socket.on('close', () => closed('closed'));
   }
 
   private onWelcome(welcome: Welcome): void {
     this.sessionId = welcome.sessionId;
+    if (welcome.decisionChannel && this.options.channel !== false) this.openChannel(welcome.decisionChannel.socketPath, welcome.decisionChannel.token);
     this.backoffMs = 100;
     this.lastError = '';
     this.setState('attached', `data plane ${welcome.dataplaneVersion}, session ${welcome.sessionId}`);
@@ -166,6 +266,12 @@ export class DataPlaneLink extends EventEmitter {
   private onBroken(call: grpc.ClientDuplexStream<AttachRequest, AttachResponse>, reason: string): void {
     if (this.call !== call) return;
     this.call = null;
+    this.channel?.destroy();
+    this.channel = null;
+    for (const handle of [...this.parked.keys()]) clearTimeout(this.parked.get(handle)!.timer);
+    this.parked.clear();
+    this.grpcQueue = [];
+    this.channelQueue = [];
     if (this.state === 'stopped') return;
     if (this.state === 'drained') {
       this.log.info({ session: this.sessionId }, 'handover complete: the data plane ended this session');

@@ -62,6 +62,7 @@ async function main(): Promise<void> {
   const link = new DataPlaneLink(
     { grpcSocket: options.grpcSocket, name: 'seccomp-controlplane', features: CONTROLPLANE_FEATURES, reconnectMaxMs: options.reconnectMaxMs, takeover: options.takeover },
     {
+      knows: (handle) => registry.get(handle) !== undefined,
       onSnapshot: (containers) => registry.replaceAll(containers.map(toInfo)),
       onContainerAdded: (container) => registry.add(toInfo(container)),
       onContainerRemoved: (removed) => registry.remove(removed.handle),

@@ -26,6 +26,8 @@ const HELLO_TIMEOUT_MS = 10_000;
 
 export class AttachSession {
   readonly id = randomUUID();
+  /** The engine's number for this session, set when its Hello is accepted (0 before). */
+  number = 0;
   hello: Hello | null = null;
   private ended = false;
   private helloTimer: NodeJS.Timeout | null;

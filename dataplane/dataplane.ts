@@ -1,6 +1,7 @@
 // The data plane's core: turns the native engine's events into containers, notifications for the
 // attached control plane and events for watchers, and applies the control plane's decisions.
 // Mechanism only: it knows nothing of Kubernetes or of policy.
+import { randomBytes } from 'node:crypto';
 import { status } from '@grpc/grpc-js';
 import { durationFromMs, durationFromNs } from '../common/duration';
 import { errnoName } from '../common/errors';
@@ -17,7 +18,7 @@ import {
   type Notification,
 } from '../proto/gen/seccompagent/v1/dataplane';
 import { AttachSession } from './attach-session';
-import { DATAPLANE_FEATURES, outcomeOf, toNativeDecision, type AnswerOutcome } from './decisions';
+import { CHANNEL_FEATURE, DATAPLANE_FEATURES, outcomeOf, toNativeDecision, type AnswerOutcome } from './decisions';
 import { ContainerTable } from './container-table';
 import type {
   AnsweredEvent,
@@ -30,18 +31,20 @@ import type {
   NotificationEvent,
   RespondResult,
 } from './native';
-import { PendingTable } from './pending-table';
+import { ExpiredIds } from './expired-ids';
 import { parseRuntimeMessage } from './runtime-message';
 import { WatchHub } from './watch-hub';
 
 export interface DataPlaneConfig {
   listenerSocket: string;
+  /** The decision channel's socket (docs/decision-channel.md). */
+  channelSocket: string;
   socketMode: number;
   defaultAction: NativeDefaultAction;
   decisionTimeoutMs: number;
 }
 
-const emulationKey = (handle: number, id: bigint) => `${handle}:${id}`;
+const inFlightKey = (handle: number, id: bigint) => `${handle}:${id}`;
 
 type MutableCounters = { -readonly [K in keyof Counters]: number };
 
@@ -81,9 +84,13 @@ export class DataPlane {
   };
   private readonly engine: NativeEngine;
   private readonly syscallNames: string[];
-  private readonly pending = new PendingTable<AttachSession>();
-  /** Decisions the engine is emulating (mkdir, mount, kill, freeze), until their answer. */
-  private readonly emulating = new Map<string, { containerId: string; syscall: string }>();
+  /** Ids the deadline answered lately: a decision for one of them is late, not bogus. */
+  private readonly expired = new ExpiredIds();
+  /** Syscall names of notifications in flight, for the answers Watch shows (only while watched). */
+  private readonly inFlightSyscalls = new Map<string, string>();
+  /** Attached sessions by engine session number: the active one and any still draining. */
+  private readonly sessions = new Map<number, AttachSession>();
+  private nextSessionNumber = 1;
   private active: AttachSession | null = null;
   private readonly startedAt = Date.now();
   /** Wall-clock ns minus monotonic ns: turns the engine's CLOCK_MONOTONIC stamps into dates. */
@@ -115,6 +122,7 @@ export class DataPlane {
     this.engine.start();
     if (listenerFd !== undefined) this.engine.listenFd(listenerFd);
     else this.engine.listen(this.config.listenerSocket, this.config.socketMode);
+    this.engine.listenChannel(this.config.channelSocket, this.config.socketMode);
     this.log.info(
       { listener: this.config.listenerSocket, defaultAction: describeAction(this.config.defaultAction), decisionTimeoutMs: this.config.decisionTimeoutMs, syncWakeUp: this.engine.stats().syncWakeUp },
       'data plane serving the runtime listener socket; no control plane attached: the default action answers',
@@ -138,7 +146,7 @@ export class DataPlane {
   }
 
   get pendingCount(): number {
-    return this.pending.size;
+    return this.engine.stats().pending;
   }
 
   // ---- engine events (JS thread) --------------------------------------------------------------
@@ -166,6 +174,15 @@ export class DataPlane {
             break;
           case 'removed':
             this.onRemoved(event.handle);
+            break;
+          case 'decision-dropped':
+            this.onDecisionDropped(event.session, event.handle, event.id, event.reason);
+            break;
+          case 'session-drained':
+            this.sessions.get(event.session)?.close('replaced');
+            break;
+          case 'channel':
+            this.log.info({ session: this.sessions.get(event.session)?.id, state: event.state, reason: event.reason || undefined }, `decision channel ${event.state}${event.reason ? `: ${event.reason}` : ''}`);
             break;
           case 'error':
             this.log.error(`native engine: ${event.message}`);
@@ -202,8 +219,7 @@ export class DataPlane {
   }
 
   private onRemoved(handle: number): void {
-    this.pending.dropHandle(handle);
-    for (const key of this.emulating.keys()) if (key.startsWith(`${handle}:`)) this.emulating.delete(key);
+    for (const key of this.inFlightSyscalls.keys()) if (key.startsWith(`${handle}:`)) this.inFlightSyscalls.delete(key);
     const container = this.containers.remove(handle);
     const containerId = container?.containerId ?? '';
     this.counters.containersRemoved++;
@@ -229,49 +245,44 @@ export class DataPlane {
     };
   }
 
-  /** Returns the notification to send to the attached control plane, if it goes there. */
+  /** Returns the notification to send to its session over gRPC, if it goes there. */
   private onNotification(event: NotificationEvent): Notification | null {
     this.counters.notifications++;
     const containerId = this.containers.containerIdOf(event.handle);
     const syscall = this.syscallName(event.nr, event.arch);
     this.notificationsBySyscall.set(syscall, (this.notificationsBySyscall.get(syscall) ?? 0) + 1);
-    const session = event.forwarded ? this.active : null;
-    const needed = session !== null || this.hub.active;
-    const notification = needed ? this.toNotification(event, containerId, syscall) : null;
-    if (notification && this.hub.active) this.hub.publish({ $case: 'notification', notification }, { containerId, syscall });
-    if (!event.forwarded) return null;
-    if (session === null) {
-      // Forwarded while a session was ending: the default answers now rather than at the deadline.
+    const session = event.forwarded && !event.viaChannel ? this.sessions.get(event.session) : undefined;
+    if (event.forwarded && !event.viaChannel && session === undefined) {
+      // Its session ended while the event was on its way: the default answers it now.
       this.answerWithDefault(event.handle, event.id, containerId, syscall, AnsweredBy.ANSWERED_BY_DEFAULT_DETACHED);
-      return null;
     }
-    this.pending.add(event.handle, event.id, { session, syscall, containerId });
-    return notification;
+    if (!this.hub.active && session === undefined) return null;
+    const notification = this.toNotification(event, containerId, syscall);
+    if (this.hub.active) {
+      this.inFlightSyscalls.set(inFlightKey(event.handle, event.id), syscall);
+      this.hub.publish({ $case: 'notification', notification }, { containerId, syscall });
+    }
+    return session ? notification : null;
   }
 
   private onNativeAnswer(event: AnsweredEvent): void {
     const by = NATIVE_ANSWERED_BY[event.by];
-    let entry;
-    if (event.by === 'control-plane') {
-      entry = this.emulating.get(emulationKey(event.handle, event.id));
-      this.emulating.delete(emulationKey(event.handle, event.id));
-      if (entry && 'errno' in event.action && event.action.errno !== 0) {
-        this.log.info(
-          { container: entry.containerId, syscall: entry.syscall, id: String(event.id), handle: event.handle, errno: errnoName(event.action.errno) },
-          `emulated ${event.action.kind} returned ${errnoName(event.action.errno)} to the container`,
-        );
-      }
-    } else if (event.by === 'deadline') {
-      entry = this.pending.expire(event.handle, event.id);
+    const containerId = this.containers.containerIdOf(event.handle);
+    const key = inFlightKey(event.handle, event.id);
+    const syscall = this.inFlightSyscalls.get(key) ?? '';
+    this.inFlightSyscalls.delete(key);
+    if (event.by === 'deadline') {
+      this.expired.add(event.handle, event.id);
       this.log.warn(
-        { container: entry?.containerId, syscall: entry?.syscall, id: String(event.id), handle: event.handle, session: entry?.session.id },
+        { container: containerId, syscall, id: String(event.id), handle: event.handle },
         `control plane missed the ${this.config.decisionTimeoutMs} ms decision deadline: answered with the default action (${describeAction(this.config.defaultAction)})`,
       );
-    } else {
-      entry = this.pending.take(event.handle, event.id);
+    } else if (event.by === 'control-plane' && 'errno' in event.action && event.action.errno !== 0 && ['mkdir', 'mount', 'kill', 'freeze'].includes(event.action.kind)) {
+      this.log.info(
+        { container: containerId, syscall, id: String(event.id), handle: event.handle, errno: errnoName(event.action.errno) },
+        `emulated ${event.action.kind} returned ${errnoName(event.action.errno)}`,
+      );
     }
-    const containerId = entry?.containerId ?? this.containers.containerIdOf(event.handle);
-    const syscall = entry?.syscall ?? '';
     this.recordAnswer(event.handle, event.id, containerId, syscall, by, outcomeOf(event.action, event.gone), event.latencyNs);
   }
 
@@ -289,7 +300,7 @@ export class DataPlane {
   }
 
   private answerWithDefault(handle: number, id: bigint, containerId: string, syscall: string, by: AnsweredBy): void {
-    const result = this.engine.respond(handle, id, this.config.defaultAction);
+    const result = this.engine.respond(handle, id, this.config.defaultAction, 0);
     if (result.status === 'unknown') return; // the engine answered it already and reported so
     this.recordAnswer(handle, id, containerId, syscall, by, outcomeOf(this.config.defaultAction, result.status === 'gone'), result.latencyNs);
   }
@@ -308,18 +319,24 @@ export class DataPlane {
       };
     }
     const previous = this.active;
+    session.number = this.nextSessionNumber++;
+    const token = randomBytes(16);
+    this.engine.openSession(session.number, token);
+    this.sessions.set(session.number, session);
     this.active = session;
+    const channel = hello.features.includes(CHANNEL_FEATURE);
     session.sendWelcome({
       sessionId: session.id,
       dataplaneVersion: VERSION,
       decisionTimeout: durationFromMs(this.config.decisionTimeoutMs),
       defaultAction: defaultActionToProto(this.config.defaultAction),
-      features: DATAPLANE_FEATURES,
+      features: [...DATAPLANE_FEATURES, CHANNEL_FEATURE],
+      decisionChannel: channel ? { socketPath: this.config.channelSocket, token } : undefined,
     });
     session.sendSnapshot(this.containers.list());
-    this.engine.setForwarding(true);
+    this.engine.setActiveSession(session.number);
     this.log.info(
-      { session: session.id, name: hello.name, version: hello.version, features: hello.features, containers: this.containers.size },
+      { session: session.id, name: hello.name, version: hello.version, features: hello.features, containers: this.containers.size, channel },
       `control plane ${hello.name} ${hello.version} attached: it decides from now on`,
     );
     this.hub.publish({
@@ -327,16 +344,14 @@ export class DataPlane {
       controlPlaneAttached: { sessionId: session.id, name: hello.name, version: hello.version, features: hello.features },
     }, null);
     if (previous?.isOpen) {
-      // Takeover: the previous session keeps what it holds and ends once it has answered it all.
-      this.log.info({ session: previous.id, successor: session.id, held: this.pending.countSession(previous) }, `control plane ${previous.name} replaced by takeover; it finishes the notifications it holds, new ones go to ${hello.name}`);
+      // Takeover: the previous session keeps what it holds and ends once it has answered it all
+      // (the engine says so with session-drained).
+      const held = this.engine.sessionPending(previous.number);
+      this.log.info({ session: previous.id, successor: session.id, held }, `control plane ${previous.name} replaced by takeover; it finishes the ${held} notification(s) it holds, new ones go to ${hello.name}`);
       previous.sendDrain(session);
-      this.closeIfDrained(previous);
+      if (held === 0) previous.close('replaced');
     }
     return null;
-  }
-
-  private closeIfDrained(session: AttachSession): void {
-    if (session !== this.active && session.isOpen && this.pending.countSession(session) === 0) session.close('replaced');
   }
 
   onDecisions(session: AttachSession, decisions: Decision[]): void {
@@ -347,7 +362,21 @@ export class DataPlane {
         this.log.error({ err, session: session.id }, 'internal error while applying a decision; the default action answers at the deadline');
       }
     }
-    if (session !== this.active) this.closeIfDrained(session);
+  }
+
+  private onDecisionDropped(sessionNumber: number, handle: number, id: bigint, reason: string): void {
+    const session = this.sessions.get(sessionNumber);
+    const late = reason === 'late';
+    if (late) this.counters.decisionsLate++;
+    else if (reason === 'invalid') this.counters.decisionsInvalid++;
+    else this.counters.decisionsUnknown++;
+    const detail = late ? 'late: the deadline passed and the default action answered'
+      : reason === 'invalid' ? 'invalid decision on the decision channel; the default action answered'
+      : reason === 'wrong-session' ? 'the notification belongs to another control plane session'
+      : 'no such notification is pending (never sent, or already answered)';
+    this.log.warn({ session: session?.id, handle, id: String(id), reason }, `decision ignored: ${detail}`);
+    session?.sendDecisionRejected({ handle: BigInt(handle), id, reason: reason === 'invalid' ? 'invalid' : 'unknown-id', detail });
+    this.hub.publish({ $case: 'decisionDropped', decisionDropped: { handle: BigInt(handle), id, sessionId: session?.id ?? '', reason } }, null);
   }
 
   private rejectDecision(session: AttachSession, handle: bigint, id: bigint, reason: string, detail: string): void {
@@ -358,61 +387,61 @@ export class DataPlane {
 
   private applyDecision(session: AttachSession, decision: Decision): void {
     const handle = Number(decision.handle);
-    const entry = this.pending.get(handle, decision.id);
-    if (!entry) {
-      if (this.pending.wasExpired(handle, decision.id)) {
-        this.counters.decisionsLate++;
-        this.rejectDecision(session, decision.handle, decision.id, 'unknown-id', 'late: the deadline passed and the default action answered');
-      } else {
-        this.counters.decisionsUnknown++;
-        this.rejectDecision(session, decision.handle, decision.id, 'unknown-id', 'no such notification is pending (never sent, or already answered)');
-      }
-      return;
-    }
-    if (entry.session !== session) {
-      this.counters.decisionsUnknown++;
-      this.rejectDecision(session, decision.handle, decision.id, 'unknown-id', 'the notification belongs to another control plane session');
-      return;
-    }
+    const containerId = this.containers.containerIdOf(handle);
+    const syscall = this.inFlightSyscalls.get(inFlightKey(handle, decision.id)) ?? '';
     const nativeDecision = toNativeDecision(decision, this.containers.get(handle)?.pid ?? 0);
-    this.pending.take(handle, decision.id);
     if (typeof nativeDecision === 'string') {
+      // Answer with the default now (only if this session owns it) rather than leave it to the deadline.
+      const result = this.engine.respond(handle, decision.id, this.config.defaultAction, session.number);
+      if (result.status === 'unknown') return this.rejectUnknown(session, decision);
       this.counters.decisionsInvalid++;
-      this.rejectDecision(session, decision.handle, decision.id, 'invalid', `${nativeDecision}; the default action answers`);
-      this.answerWithDefault(handle, decision.id, entry.containerId, entry.syscall, AnsweredBy.ANSWERED_BY_DEFAULT_DETACHED);
+      this.rejectDecision(session, decision.handle, decision.id, 'invalid', `${nativeDecision}; the default action answered`);
+      this.recordAnswer(handle, decision.id, containerId, syscall, AnsweredBy.ANSWERED_BY_DEFAULT_DETACHED, outcomeOf(this.config.defaultAction, result.status === 'gone'), result.latencyNs);
       return;
     }
-    const result: RespondResult = this.engine.respond(handle, decision.id, nativeDecision);
-    if (result.status === 'unknown') {
+    let result: RespondResult;
+    try {
+      result = this.engine.respond(handle, decision.id, nativeDecision, session.number);
+    } catch (err) {
+      // The engine refused its arguments (e.g. a mkdir decision for a mount): the notification is still pending.
+      this.counters.decisionsInvalid++;
+      this.rejectDecision(session, decision.handle, decision.id, 'invalid', `${(err as Error).message}; the default action answers`);
+      this.answerWithDefault(handle, decision.id, containerId, syscall, AnsweredBy.ANSWERED_BY_DEFAULT_DETACHED);
+      return;
+    }
+    if (result.status === 'unknown') return this.rejectUnknown(session, decision);
+    if (result.status === 'accepted') return; // emulating: its answered event follows
+    this.inFlightSyscalls.delete(inFlightKey(handle, decision.id));
+    this.recordAnswer(handle, decision.id, containerId, syscall, AnsweredBy.ANSWERED_BY_CONTROL_PLANE, outcomeOf(nativeDecision, result.status === 'gone'), result.latencyNs);
+  }
+
+  private rejectUnknown(session: AttachSession, decision: Decision): void {
+    if (this.expired.has(Number(decision.handle), decision.id)) {
       this.counters.decisionsLate++;
       this.rejectDecision(session, decision.handle, decision.id, 'unknown-id', 'late: the deadline passed and the default action answered');
-      return;
+    } else {
+      this.counters.decisionsUnknown++;
+      this.rejectDecision(session, decision.handle, decision.id, 'unknown-id', 'no such notification is pending for this session (never sent, already answered, or another session\'s)');
     }
-    if (result.status === 'accepted') {
-      this.emulating.set(emulationKey(handle, decision.id), { containerId: entry.containerId, syscall: entry.syscall });
-      return;
-    }
-    this.recordAnswer(handle, decision.id, entry.containerId, entry.syscall, AnsweredBy.ANSWERED_BY_CONTROL_PLANE, outcomeOf(nativeDecision, result.status === 'gone'), result.latencyNs);
   }
 
   onSessionEnded(session: AttachSession, reason: string): void {
-    const held = this.pending.takeSession(session);
-    for (const { handle, id, entry } of held) {
-      this.answerWithDefault(handle, id, entry.containerId, entry.syscall, AnsweredBy.ANSWERED_BY_DEFAULT_DETACHED);
-    }
-    if (session.hello === null) return; // never attached
+    if (session.hello === null || session.number === 0) return; // never attached
     const wasActive = this.active === session;
     if (wasActive) {
       this.active = null;
-      if (!this.stopped) this.engine.setForwarding(false);
+      if (!this.stopped) this.engine.setActiveSession(0);
     }
+    // The engine answers what the session held with the default action (answered events follow).
+    const held = this.stopped ? 0 : this.engine.closeSession(session.number);
+    this.sessions.delete(session.number);
     const message = wasActive
-      ? `control plane ${session.name} detached (${reason}): ${held.length} notification(s) it held answered by the default action; the default action (${describeAction(this.config.defaultAction)}) answers until one attaches`
+      ? `control plane ${session.name} detached (${reason}): ${held} notification(s) it held answered by the default action; the default action (${describeAction(this.config.defaultAction)}) answers until one attaches`
       : `control plane ${session.name} detached (${reason}) after handing over`;
-    (wasActive ? this.log.warn : this.log.info).call(this.log, { session: session.id, reason, answeredByDefault: held.length }, message);
+    (wasActive ? this.log.warn : this.log.info).call(this.log, { session: session.id, reason, answeredByDefault: held }, message);
     this.hub.publish({
       $case: 'controlPlaneDetached',
-      controlPlaneDetached: { sessionId: session.id, reason, answeredByDefault: held.length },
+      controlPlaneDetached: { sessionId: session.id, reason, answeredByDefault: held },
     }, null);
   }
 
@@ -439,7 +468,7 @@ export class DataPlane {
         ? { sessionId: active.id, name: active.hello.name, version: active.hello.version, features: active.hello.features }
         : undefined,
       containers: this.containers.size,
-      pending: this.pending.size,
+      pending: stats.pending,
       counters,
       syncWakeUp: stats.syncWakeUp,
       watchers: this.hub.size,

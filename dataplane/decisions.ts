@@ -6,6 +6,9 @@ import type { AnsweredEvent, NativeDecision } from './native';
 const EPERM = 1;
 const SIGKILL = 9;
 
+/** Hello/Welcome feature: notifications and simple decisions travel on the native decision channel. */
+export const CHANNEL_FEATURE = 'channel.v1';
+
 /** Features this data plane offers to control planes (Welcome.features). */
 export const DATAPLANE_FEATURES = [
   'decision.continue', 'decision.error', 'decision.value',

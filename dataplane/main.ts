@@ -5,11 +5,11 @@ import { createLogger } from '../common/logger';
 import { helpText, parseCommandLine } from '../common/options';
 import { VERSION } from '../common/version';
 import { DataPlane } from './dataplane';
-import { claimSocketPath, startGrpcServer } from './grpc-server';
+import { claimSocketPath, secureSocket, startGrpcServer } from './grpc-server';
 import { DataPlaneMetrics } from './metrics';
 import { startMetricsServer } from '../common/metrics-server';
 import { loadNative, nshelperPath } from './native';
-import { DATAPLANE_OPTIONS } from './options';
+import { channelSocketPath, DATAPLANE_OPTIONS } from './options';
 
 const SUMMARY = 'Data plane of the seccomp notify agent: receives notify fds from the OCI runtime and answers their syscalls.';
 
@@ -34,6 +34,7 @@ async function main(): Promise<void> {
   const dataplane = new DataPlane(
     {
       listenerSocket: options.listenerSocket,
+      channelSocket: channelSocketPath(options.grpcSocket),
       socketMode: options.socketMode,
       defaultAction: options.defaultAction,
       decisionTimeoutMs: options.decisionTimeoutMs,
@@ -47,7 +48,9 @@ async function main(): Promise<void> {
     // Both paths are checked before either is touched: a second data plane must leave a live one alone.
     await claimSocketPath(options.grpcSocket, 'gRPC socket');
     await claimSocketPath(options.listenerSocket, 'listener socket');
+    await claimSocketPath(channelSocketPath(options.grpcSocket), 'decision channel socket');
     dataplane.start();
+    if (options.socketGroup !== null) secureSocket(channelSocketPath(options.grpcSocket), options.socketMode, options.socketGroup);
     grpcServer = await startGrpcServer(dataplane, options.grpcSocket, options.socketMode, options.socketGroup, log);
     if (options.metricsAddr) await startMetricsServer(new DataPlaneMetrics(dataplane).registry, options.metricsAddr, log);
   } catch (err) {

@@ -1,4 +1,5 @@
 // The data plane's options: flag, environment variable, default and meaning side by side.
+import * as path from 'node:path';
 import { AgentError, parseErrno } from '../common/errors';
 import { LOG_LEVELS } from '../common/logger';
 import { parseChoice, parseDurationMs, parseString, type OptionTable } from '../common/options';
@@ -6,6 +7,11 @@ import type { NativeDefaultAction } from './native';
 
 export const DEFAULT_LISTENER_SOCKET = '/run/seccomp-agent.socket';
 export const DEFAULT_GRPC_SOCKET = '/run/seccomp-agent/dataplane.sock';
+
+/** The decision channel lives beside the gRPC socket (same directory, same mode and group). */
+export function channelSocketPath(grpcSocket: string): string {
+  return path.join(path.dirname(grpcSocket), 'decisions.sock');
+}
 
 /** "continue", "errno:EPERM", "error:EACCES", "errno:13". */
 export function parseDefaultAction(text: string, flag: string): NativeDefaultAction {

@@ -281,21 +281,23 @@ FreezeTarget ChooseFreezer(const std::string& target_cgroups) {
   CgroupMount v2_mount, freezer_mount;
   FindCgroupMounts(&v2_mount, &freezer_mount);
   bool holds_us = false;
-  if (!v2.empty() && v2 != "/") {
-    if (Contains(v2, own_v2)) {
-      holds_us = true;
-    } else if (MapToFile(v2_mount, v2, "cgroup.freeze", &t.file)) {
-      t.freeze_value = "1";
-      t.thaw_value = "0";
-      return t;
-    }
-  }
+  // On a hybrid host the v1 freezer is the one the runtime uses (`runc pause`/`resume`, `runc
+  // state` says paused): freeze there so operators see and undo it with their usual tools.
   if (!freezer.empty() && freezer != "/") {
     if (Contains(freezer, own_freezer)) {
       holds_us = true;
     } else if (MapToFile(freezer_mount, freezer, "freezer.state", &t.file)) {
       t.freeze_value = "FROZEN";
       t.thaw_value = "THAWED";
+      return t;
+    }
+  }
+  if (!v2.empty() && v2 != "/") {
+    if (Contains(v2, own_v2)) {
+      holds_us = true;
+    } else if (MapToFile(v2_mount, v2, "cgroup.freeze", &t.file)) {
+      t.freeze_value = "1";
+      t.thaw_value = "0";
       return t;
     }
   }
