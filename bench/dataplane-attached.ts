@@ -1,13 +1,15 @@
-// Scenario (c): every notification makes the whole trip: native side, JS, gRPC to a control
-// plane in another process (continue-control-plane.ts), its decision back, NOTIF_SEND.
+// Scenario (c): every notification makes the whole trip to a control plane in another process
+// (continue-control-plane.ts) and back: over the native decision channel, or (channel: false)
+// native -> JS -> gRPC -> control plane -> gRPC -> JS -> NOTIF_SEND.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Child, Children } from './children';
 import { startDataPlane } from './dataplane-process';
 import { runScenario } from './scenario-process';
 import { checkTools, runWorkload, TOOLS, workloadMetrics } from './tools';
 
-async function startControlPlane(children: Children, grpcSocket: string): Promise<Child> {
-  const child = children.start('continue control plane', process.execPath, [TOOLS.continueControlPlane, '--grpc-socket', grpcSocket]);
+async function startControlPlane(children: Children, grpcSocket: string, channel: boolean): Promise<Child> {
+  const args = [TOOLS.continueControlPlane, '--grpc-socket', grpcSocket, ...(channel ? [] : ['--no-channel'])];
+  const child = children.start('continue control plane', process.execPath, args);
   const deadline = Date.now() + 15_000;
   while (!child.stdout().includes('"attached"')) {
     if (!child.alive() || Date.now() > deadline) {
@@ -30,7 +32,7 @@ runScenario(async ({ params, dir, children }) => {
   checkTools(['seccompRun', 'workload', 'dataplaneMain', 'continueControlPlane']);
   const dataplane = await startDataPlane(children, dir);
   try {
-    const controlPlane = await startControlPlane(children, dataplane.grpcSocket);
+    const controlPlane = await startControlPlane(children, dataplane.grpcSocket, params.channel);
     const result = await runWorkload(children, {
       listenerSocket: dataplane.listenerSocket, threads: params.threads, seconds: params.seconds,
       warmupMs: params.warmupMs, syscall: params.syscall, workDir: dir, id: 'bench-attached',

@@ -174,7 +174,7 @@ async function main(): Promise<void> {
   for (const scenario of scenarios) {
     for (const variant of scenario.variants) {
       const params: ScenarioParams = {
-        threads: 1, syscall: 'getppid', ...variant.params,
+        threads: 1, syscall: 'getppid', channel: true, ...variant.params,
         seconds: options.seconds, warmupMs: options.warmupMs, containers: options.containers,
       };
       rows.set(key(scenario.id, variant.label), { variant: variant.label, params, runs: [], errors: [], median: {}, ratios: {}, targets: [] });

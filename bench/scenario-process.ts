@@ -14,6 +14,8 @@ export interface ScenarioParams {
   syscall: BenchSyscall;
   /** Live idle containers beside the measured one (containers scenario). */
   containers: number;
+  /** (c): decisions travel on the native decision channel (true) or over gRPC only (false). */
+  channel: boolean;
   /** Temp dir for sockets and logs; made (and removed) by the scenario when absent. */
   dir?: string;
 }
@@ -27,7 +29,7 @@ export interface ScenarioContext {
   children: Children;
 }
 
-const DEFAULTS: ScenarioParams = { threads: 1, seconds: 2, warmupMs: 300, syscall: 'getppid', containers: 1000 };
+const DEFAULTS: ScenarioParams = { threads: 1, seconds: 2, warmupMs: 300, syscall: 'getppid', containers: 1000, channel: true };
 
 /** Runs `body` as this process's scenario: prints {"metrics":…} or {"error":…}, exits 0 or 1. */
 export function runScenario(body: (context: ScenarioContext) => Promise<Metrics>): void {

@@ -84,10 +84,24 @@ export const SCENARIOS: Scenario[] = [
   },
   {
     id: 'dataplane-attached',
-    title: '(c) data plane + minimal control plane (continue over Attach)',
-    about: 'every notification goes native -> JS -> gRPC -> bench/continue-control-plane.ts -> decision -> NOTIF_SEND',
+    title: '(c) data plane + minimal control plane (continue over Attach, decision channel)',
+    about: 'every notification goes engine -> decision channel -> bench/continue-control-plane.ts (the real DataPlaneLink) -> decision -> engine -> NOTIF_SEND',
     script: 'dataplane-attached',
     variants: WORKLOAD_VARIANTS,
+    columns: [
+      { key: 'decisionsPerSec', title: 'decisions/s', digits: 0 }, ...LATENCY_COLUMNS,
+      { key: 'perBatch', title: 'per batch', digits: 1 }, { key: 'defaultAnswers', title: 'by default', digits: 0 },
+      { key: 'rssMiB', title: 'RSS MiB', digits: 1 },
+    ],
+    reference: 'reference',
+    ratios: LATENCY_RATIOS,
+  },
+  {
+    id: 'dataplane-attached-grpc',
+    title: 'context for (c): the same over gRPC only (control plane without the channel feature)',
+    about: 'every notification goes native -> JS -> gRPC -> control plane -> gRPC -> JS -> NOTIF_SEND',
+    script: 'dataplane-attached',
+    variants: WORKLOAD_VARIANTS.map((v) => ({ ...v, params: { ...v.params, channel: false } })),
     columns: [
       { key: 'decisionsPerSec', title: 'decisions/s', digits: 0 }, ...LATENCY_COLUMNS,
       { key: 'perBatch', title: 'per batch', digits: 1 }, { key: 'defaultAnswers', title: 'by default', digits: 0 },

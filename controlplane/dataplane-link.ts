@@ -80,7 +80,10 @@ export class DataPlaneLink extends EventEmitter {
   private grpcQueue: Decision[] = [];
   private channelQueue: ChannelDecision[] = [];
   private flushScheduled = false;
+  /** For benchmarks and metrics: decisions sent, writes that carried them, and rejected ones. */
   decisionsSent = 0;
+  batchesSent = 0;
+  decisionsRejected = 0;
 
   constructor(
     private readonly options: DataPlaneLinkOptions,
@@ -150,6 +153,7 @@ export class DataPlaneLink extends EventEmitter {
           break;
         case 'decisionRejected': {
           const r = message.decisionRejected;
+          this.decisionsRejected++;
           this.log.warn({ id: String(r.id), handle: Number(r.handle), reason: r.reason }, `the data plane did not apply a decision: ${r.detail}`);
           break;
         }
@@ -215,12 +219,14 @@ export class DataPlaneLink extends EventEmitter {
       const batch = this.channelQueue;
       this.channelQueue = [];
       this.decisionsSent += batch.length;
+      this.batchesSent++;
       this.channel?.write(encodeDecisions(batch));
     }
     if (this.grpcQueue.length > 0 && this.call) {
       const decisions = this.grpcQueue;
       this.grpcQueue = [];
       this.decisionsSent += decisions.length;
+      this.batchesSent++;
       this.call.write({ message: { $case: 'decisions', decisions: { decisions } } });
     }
   }
