@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
-import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-check';
+import { HealthImplementation } from 'grpc-health-check';
 import { AgentError } from '../common/errors';
 import type { Logger } from '../common/logger';
 import {
@@ -22,6 +22,37 @@ import type { DataPlane } from './dataplane';
 
 export const DATAPLANE_SERVICE_NAME = 'seccompagent.v1.DataPlane';
 const PROTO_DIR = path.resolve(__dirname, '..', '..', 'proto');
+/** `buf build` output (npm run gen): the real file descriptors, imports and all. */
+const DESCRIPTOR_SETS = ['seccompagent.binpb', 'health.binpb'].map((name) => path.join(PROTO_DIR, 'gen', name));
+
+/**
+ * The FileDescriptorProtos of a FileDescriptorSet (field 1, repeated, length-delimited).
+ * proto-loader rebuilds descriptors per package and drops their imports, which leaves
+ * reflection clients (grpcurl, buf curl) unable to resolve google.protobuf types; the set that
+ * buf compiled has them right.
+ */
+export function fileDescriptorsOf(set: Buffer): Buffer[] {
+  const files: Buffer[] = [];
+  let at = 0;
+  const varint = () => {
+    let value = 0;
+    let shift = 0;
+    for (;;) {
+      const byte = set[at++];
+      value += (byte & 0x7f) * 2 ** shift;
+      if (byte < 0x80) return value;
+      shift += 7;
+    }
+  };
+  while (at < set.length) {
+    const key = varint();
+    if (key !== 0x0a) throw new AgentError('EDESCRIPTOR_SET', `not a FileDescriptorSet: unexpected field key ${key}; run npm run gen`);
+    const length = varint();
+    files.push(set.subarray(at, at + length));
+    at += length;
+  }
+  return files;
+}
 
 /** True when something accepts connections on the socket path. */
 function socketIsLive(socketPath: string): Promise<boolean> {
@@ -108,15 +139,10 @@ export async function startGrpcServer(
   server.addService(DataPlaneService, implementation(dataplane));
   const health = new HealthImplementation({ '': 'SERVING', [DATAPLANE_SERVICE_NAME]: 'SERVING' });
   health.addToServer(server);
-  const definitions = protoLoader.loadSync(['seccompagent/v1/dataplane.proto', healthProtoPath], {
-    includeDirs: [PROTO_DIR, path.dirname(healthProtoPath)],
-    keepCase: false,
-    longs: String,
-    enums: String,
-    defaults: true,
-    oneofs: true,
-  });
-  new ReflectionService(definitions).addToServer(server);
+  // ReflectionService reads only `fileDescriptorProtos` of each entry.
+  const fileDescriptorProtos = DESCRIPTOR_SETS.flatMap((file) => fileDescriptorsOf(fs.readFileSync(file)));
+  const descriptors = { all: { format: 'Protocol Buffer 3 DescriptorProto', type: {}, fileDescriptorProtos } };
+  new ReflectionService(descriptors as unknown as protoLoader.PackageDefinition).addToServer(server);
   // The socket is created by bind: a tight umask closes the window before chmod.
   const previousUmask = process.umask(0o177);
   try {
