@@ -623,8 +623,8 @@ test('Dockerfile: the runtime image holds what the programs load at run time, bu
   const runtime = dockerStages()[1];
   const workdir = path.posix.dirname(imageBinDir());
   const copied = copySources(runtime, 'build').map((p) => path.posix.relative(workdir, p));
-  // package.json: common/version.ts; proto: the gRPC reflection service loads the .proto files.
-  for (const item of ['package.json', 'node_modules', 'dist', 'bin', 'proto/seccompagent']) {
+  // package.json: common/version.ts; proto/gen: the descriptor sets the gRPC reflection service serves.
+  for (const item of ['package.json', 'node_modules', 'dist', 'bin', 'proto/gen/seccompagent.binpb', 'proto/gen/health.binpb']) {
     assert.ok(copied.includes(item), `runtime stage copies ${item} (has ${copied.join(', ')})`);
   }
   const gyp = JSON.parse(read('binding.gyp')) as { targets: Array<{ target_name: string; type?: string }> };
