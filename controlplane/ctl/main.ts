@@ -62,6 +62,9 @@ async function main(): Promise<number> {
     process.stdout.write(`${helpText('seccompctl <command>', SUMMARY, CTL_OPTIONS)}\n`);
     return parsed.help ? 0 : 2;
   }
+  if (!['status', 'containers', 'watch', 'health'].includes(command)) {
+    throw new AgentError('EUNKNOWN_COMMAND', `unknown command "${command}": use status, containers, watch or health`);
+  }
   const { grpcSocket, json, timeout } = parsed.options;
   const out = (text: string) => process.stdout.write(`${text}\n`);
   if (command === 'health') {
@@ -107,7 +110,7 @@ async function main(): Promise<number> {
         });
       }
       default:
-        throw new AgentError('EUNKNOWN_COMMAND', `unknown command "${command}": use status, containers, watch or health`);
+        return 2;
     }
   } finally {
     client.close();
