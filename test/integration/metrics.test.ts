@@ -1,0 +1,40 @@
+// Prometheus /metrics of both planes and the control plane's /healthz, scraped for real.
+import assert from 'node:assert/strict';
+import * as path from 'node:path';
+import { test } from 'node:test';
+import { startControlPlane } from '../support/controlplane';
+import { startDataPlane } from '../support/dataplane';
+import type { Started } from '../support/processes';
+import { runUnderFilter } from '../support/workload';
+
+async function metricsUrl(proc: Started): Promise<string> {
+  const line = await proc.waitFor(/"address":"[^"]+","msg":"Prometheus metrics serving/);
+  return `http://${/"address":"([^"]+)"/.exec(line)![1]}`;
+}
+
+test('seccomp-dataplane --metrics-addr: notifications by syscall, answers by who answered, latency, containers, control plane attached', async (t) => {
+  const dp = await startDataPlane(t, ['--metrics-addr', '127.0.0.1:0']);
+  const url = await metricsUrl(dp.proc);
+  const result = await runUnderFilter({ socket: dp.listenerSocket, syscalls: ['mkdir'] }, ['/bin/mkdir', path.join(dp.dir, 'm1')]);
+  assert.equal(result.code, 0, result.stderr);
+  const body = await (await fetch(`${url}/metrics`)).text();
+  assert.match(body, /^seccomp_agent_notifications_total\{syscall="mkdir"\} 1$/m);
+  assert.match(body, /^seccomp_agent_answers_total\{answered_by="default_no_control_plane"\} 1$/m);
+  assert.match(body, /^seccomp_agent_decision_latency_seconds_count\{answered_by="default_no_control_plane"\} 1$/m);
+  assert.match(body, /^seccomp_agent_control_plane_attached 0$/m);
+  assert.match(body, /^seccomp_agent_containers \d+$/m);
+  assert.equal((await fetch(`${url}/nothing`)).status, 404);
+});
+
+test('seccomp-controlplane --metrics-addr: /healthz says ok once attached, and metrics count decisions', async (t) => {
+  const dp = await startDataPlane(t);
+  const cp = await startControlPlane(t, dp.grpcSocket, ['--no-kubernetes', '--metrics-addr', '127.0.0.1:0']);
+  const url = await metricsUrl(cp);
+  const health = await fetch(`${url}/healthz`);
+  assert.equal(health.status, 200);
+  assert.deepEqual({ ...((await health.json()) as Record<string, unknown>), session: undefined }, { status: 'ok', attached: true, session: undefined, kubernetes: 'disabled', containers: 0, unresolved: 0 });
+  await runUnderFilter({ socket: dp.listenerSocket, syscalls: ['mkdir'] }, ['/bin/mkdir', path.join(dp.dir, 'm2')]);
+  const body = await (await fetch(`${url}/metrics`)).text();
+  assert.match(body, /^seccomp_agent_controlplane_decisions_total\{action="continue"\} 1$/m);
+  assert.match(body, /^seccomp_agent_controlplane_attached 1$/m);
+});
