@@ -101,7 +101,12 @@ export interface AnsweredEvent {
   handle: number;
   id: bigint;
   by: NativeAnsweredBy;
-  /** The default action (by != 'control-plane'), or the emulation's kind and outcome. */
+  /**
+   * The default action (by != 'control-plane'), or the emulation's kind and outcome. A decision
+   * from a decision channel (by 'control-plane') reports what was sent: continue, error, or
+   * `{ kind: 'value', value: bigint }` (not yet in this type). An invalid channel decision is
+   * answered with the default action at once, by 'no-control-plane', after its 'decision-dropped'.
+   */
   action: NativeDefaultAction | { kind: 'mkdir' | 'mount' | 'kill' | 'freeze'; errno: number; value: bigint };
   /** True when the target was gone (SEND said ENOENT, or the emulation found it stale). */
   gone: boolean;
@@ -120,7 +125,11 @@ export interface DecisionDroppedEvent {
   session: number;
   handle: number;
   id: bigint;
-  /** 'unknown' (never pending or already answered), 'late' (its deadline answered it), 'wrong-session', 'invalid'. */
+  /**
+   * 'unknown' (never pending or already answered), 'late' (its deadline answered it, among the
+   * last 1024 it answered), 'wrong-session', 'invalid' (bad kind, or errno outside 1..4095: the
+   * notification gets the default action at once). Only channel decisions emit this event.
+   */
   reason: 'unknown' | 'late' | 'wrong-session' | 'invalid';
 }
 
@@ -130,7 +139,10 @@ export interface SessionDrainedEvent {
   session: number;
 }
 
-/** A session's decision channel connected or closed. */
+/**
+ * A session's decision channel connected or closed. A closed channel only detaches: what the
+ * session owns stays pending, and the same token may connect again (one connection at a time).
+ */
 export interface ChannelEvent {
   type: 'channel';
   session: number;
@@ -196,9 +208,14 @@ export interface NativeEngine {
    * New notifications are owned by this session and wait for its decision (0: none; the engine
    * answers them with the default action itself). A session with a connected channel gets them
    * there; otherwise they are 'notification' events with forwarded: true for JS to send.
+   * Throws RangeError for a session that is not open. The session that stops being active gets
+   * 'session-drained' at once if it owns nothing already.
    */
   setActiveSession(session: number): void;
-  /** Ends a session: closes its channel, answers what it owns with the default ('detached'); returns how many. */
+  /**
+   * Ends a session: closes its channel, answers what it owns with the default ('detached'); returns how many
+   * (0 for a session not open). Closing the active session makes the active session 0.
+   */
   closeSession(session: number): number;
   /** Notifications `session` owns and has not answered. */
   sessionPending(session: number): number;
@@ -207,6 +224,7 @@ export interface NativeEngine {
   /**
    * Answers a notification owned by `session` (0: any owner, for the data plane's own default
    * answers). 'unknown': not pending (never, already, past its deadline) or owned by another session.
+   * `session` is required (TypeError without it).
    */
   respond(handle: number, id: bigint, decision: NativeDecision, session: number): RespondResult;
   stats(): NativeStats;

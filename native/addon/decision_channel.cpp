@@ -111,7 +111,7 @@ bool DecisionChannel::Listen(const std::string& path, unsigned mode, std::string
 
 void DecisionChannel::OnReady(EpollSource* source, uint32_t events, uint64_t now_ns) {
   if (source->kind == EpollSource::Kind::kChannelListener) {
-    Accept(now_ns);
+    Accept(static_cast<Listener*>(source), now_ns);
     return;
   }
   ChannelConn* conn = static_cast<ChannelConn*>(source);
@@ -120,8 +120,7 @@ void DecisionChannel::OnReady(EpollSource* source, uint32_t events, uint64_t now
   if (!conn->closed && (events & EPOLLOUT) != 0 && conn->want_out) Write(conn);
 }
 
-void DecisionChannel::Accept(uint64_t now_ns) {
-  Listener* listener = listener_.get();
+void DecisionChannel::Accept(Listener* listener, uint64_t now_ns) {
   for (;;) {
     int fd = accept4(listener->fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
@@ -133,7 +132,8 @@ void DecisionChannel::Accept(uint64_t now_ns) {
       memset(&ev, 0, sizeof ev);
       ev.data.ptr = static_cast<EpollSource*>(listener);
       epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listener->fd, &ev);
-      listener->paused_until = now_ns + kAcceptPauseNs;
+      paused_ = listener;
+      paused_until_ = now_ns + kAcceptPauseNs;
       RecomputeDeadline();
       queue_->PushError("decision channel: accept failed: " + ErrnoText(err) + "; accepting again in " +
                         std::to_string(kAcceptPauseNs / 1000000) + " ms");
@@ -175,11 +175,15 @@ void DecisionChannel::Accept(uint64_t now_ns) {
 void DecisionChannel::Read(ChannelConn* conn) {
   size_t budget = kReadBudget;
   while (budget > 0) {
-    ssize_t n = read(conn->fd, conn->in.get() + conn->in_len, kInCapacity - conn->in_len);
+    const size_t room = kInCapacity - conn->in_len;
+    ssize_t n = read(conn->fd, conn->in.get() + conn->in_len, room);
     if (n > 0) {
       conn->in_len += static_cast<size_t>(n);
       budget = static_cast<size_t>(n) >= budget ? 0 : budget - static_cast<size_t>(n);
       if (!ParseFrames(conn)) return;
+      // A short read of a stream socket took all it held: the read that would say EAGAIN is
+      // skipped (one syscall per batch of decisions); level-triggered epoll reports what comes next.
+      if (static_cast<size_t>(n) < room) return;
       continue;
     }
     if (n == 0) {
@@ -401,15 +405,16 @@ void DecisionChannel::Close(ChannelConn* conn, const std::string& reason) {
 }
 
 void DecisionChannel::OnTimer(uint64_t now_ns) {
-  if (listener_ != nullptr && listener_->paused_until != 0 && listener_->paused_until <= now_ns) {
+  if (paused_ != nullptr && paused_until_ <= now_ns) {
     struct epoll_event ev;
     memset(&ev, 0, sizeof ev);
     ev.events = EPOLLIN;
-    ev.data.ptr = static_cast<EpollSource*>(listener_.get());
-    if (epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listener_->fd, &ev) == 0) {
-      listener_->paused_until = 0;
+    ev.data.ptr = static_cast<EpollSource*>(paused_);
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, paused_->fd, &ev) == 0) {
+      paused_ = nullptr;
+      paused_until_ = 0;
     } else {
-      listener_->paused_until = now_ns + kAcceptPauseNs;
+      paused_until_ = now_ns + kAcceptPauseNs;
     }
   }
   // Close() edits conns_: collect first.
@@ -425,7 +430,7 @@ void DecisionChannel::OnTimer(uint64_t now_ns) {
 
 void DecisionChannel::RecomputeDeadline() {
   uint64_t next = UINT64_MAX;
-  if (listener_ != nullptr && listener_->paused_until != 0) next = listener_->paused_until;
+  if (paused_ != nullptr) next = paused_until_;
   for (const auto& conn : conns_) {
     if (conn->session == 0) next = std::min(next, conn->deadline);
   }
@@ -450,6 +455,8 @@ void DecisionChannel::CloseAll() {
   dirty_.clear();
   if (listener_ != nullptr) close(listener_->fd);
   listener_.reset();
+  paused_ = nullptr;
+  paused_until_ = 0;
   next_deadline_ = UINT64_MAX;
 }
 

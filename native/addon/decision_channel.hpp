@@ -92,10 +92,9 @@ class DecisionChannel {
   struct Listener : EpollSource {
     Listener() : EpollSource(Kind::kChannelListener) {}
     int fd = -1;
-    uint64_t paused_until = 0;  // accept4 ran out of fds: out of the epoll set until then
   };
 
-  void Accept(uint64_t now_ns);
+  void Accept(Listener* listener, uint64_t now_ns);
   void Read(ChannelConn* conn);
   // Parses the complete frames in conn->in; false when the connection was closed.
   bool ParseFrames(ChannelConn* conn);
@@ -110,10 +109,13 @@ class DecisionChannel {
   EventQueue* const queue_;
   ChannelSessions* const sessions_;
 
-  std::unique_ptr<Listener> listener_;  // set by Listen (JS thread) before the fd enters epoll
+  // JS thread (Listen, CloseAll); the engine thread sees the listener only through its events.
+  std::unique_ptr<Listener> listener_;
   std::string path_;
 
   // Engine thread only.
+  Listener* paused_ = nullptr;  // accept4 ran out of fds: out of the epoll set until paused_until_
+  uint64_t paused_until_ = 0;
   std::vector<std::unique_ptr<ChannelConn>> conns_;
   std::vector<std::unique_ptr<ChannelConn>> closed_;  // freed by FlushAll
   std::vector<ChannelConn*> dirty_;
