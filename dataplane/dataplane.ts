@@ -114,6 +114,9 @@ export class DataPlane {
       onEvents: (events) => this.onEngineEvents(events),
       defaultAction: config.defaultAction,
       decisionTimeoutMs: config.decisionTimeoutMs,
+      // Events that need no reaction (answers given natively) reach JS at most every 20 ms:
+      // each JS wake-up costs the notification path CPU on a small machine (docs/benchmarks.md).
+      batchDelayUs: 20_000,
     });
   }
 

@@ -107,7 +107,7 @@ export interface AnsweredEvent {
    * `{ kind: 'value', value: bigint }` (not yet in this type). An invalid channel decision is
    * answered with the default action at once, by 'no-control-plane', after its 'decision-dropped'.
    */
-  action: NativeDefaultAction | { kind: 'mkdir' | 'mount' | 'kill' | 'freeze'; errno: number; value: bigint };
+  action: NativeDefaultAction | { kind: 'continue' | 'error' | 'value' | 'mkdir' | 'mount' | 'kill' | 'freeze'; errno: number; value: bigint };
   /** True when the target was gone (SEND said ENOENT, or the emulation found it stale). */
   gone: boolean;
   latencyNs: bigint;

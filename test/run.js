@@ -29,7 +29,7 @@ if (process.getuid && process.getuid() !== 0) {
 }
 const result = spawnSync(
   process.execPath,
-  ['--test', '--test-concurrency=1', '--test-timeout=300000', ...selected],
+  ['--test', '--test-concurrency=1', '--test-timeout=900000', ...selected],
   { stdio: 'inherit' },
 );
 process.exit(result.status === null ? 1 : result.status);

@@ -119,7 +119,6 @@ test('seccomp-controlplane DEFAULT_ACTION=kill-container kills that container an
 test('seccomp-controlplane DEFAULT_ACTION=freeze-container freezes the container', async (t) => {
   const { dir, dp } = await planes(t);
   const c = await sleepingContainer(t, dir, dp.listenerSocket, 'DEFAULT_ACTION=freeze-container', ['mkdir', 'mkdirat']);
-  t.after(() => run('runc', ['--root', c.bundle.stateRoot, 'resume', c.id]));
   void runcExec(c.bundle, c.id, ['/bin/mkdir', '/tmp/frozen']);
   await eventually(async () => /"status": "paused"/.test((await run('runc', ['--root', c.bundle.stateRoot, 'state', c.id])).stdout), 10_000, 'runc to report the container paused');
 });

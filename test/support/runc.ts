@@ -73,6 +73,8 @@ export function makeBundle(
 export function runContainer(t: TestContext, bundle: Bundle, id: string): Started {
   const proc = start(null, 'runc', ['--root', bundle.stateRoot, 'run', '--bundle', bundle.dir, id]);
   t.after(async () => {
+    // A frozen container (freeze-container) takes no signal until thawed.
+    await run('runc', ['--root', bundle.stateRoot, 'resume', id]);
     await run('runc', ['--root', bundle.stateRoot, 'kill', id, 'KILL']);
     await Promise.race([proc.exited, new Promise((r) => setTimeout(r, 5000))]);
     await run('runc', ['--root', bundle.stateRoot, 'delete', '--force', id]);
