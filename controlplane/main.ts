@@ -9,7 +9,8 @@ import type { Container } from '../proto/gen/seccompagent/v1/dataplane';
 import { ContainerRegistry, type ContainerInfo } from './container-registry';
 import { DataPlaneLink } from './dataplane-link';
 import { controlPlaneHealth, controlPlaneMetrics } from './metrics';
-import { CONTROLPLANE_OPTIONS, formatAction } from './options';
+import { formatDefaultAction } from '../dataplane/options';
+import { CONTROLPLANE_OPTIONS } from './options';
 import { PodCache } from './pod-cache';
 import { PolicyEngine } from './policy-engine';
 
@@ -42,7 +43,7 @@ async function main(): Promise<void> {
   }
   const options = parsed.options;
   const log = createLogger('seccomp-controlplane', options.logLevel);
-  const unresolvedAction = formatAction(options.unresolvedAction);
+  const unresolvedAction = formatDefaultAction(options.unresolvedAction);
 
   let pods: PodCache | null = null;
   if (options.noKubernetes) {

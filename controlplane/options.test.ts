@@ -3,7 +3,8 @@ import * as os from 'node:os';
 import { test } from 'node:test';
 import { AgentError } from '../common/errors';
 import { helpText, parseCommandLine } from '../common/options';
-import { CONTROLPLANE_OPTIONS, formatAction } from './options';
+import { formatDefaultAction as formatAction } from '../dataplane/options';
+import { CONTROLPLANE_OPTIONS } from './options';
 
 function errorCode(fn: () => unknown): string {
   try {

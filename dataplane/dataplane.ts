@@ -32,6 +32,7 @@ import type {
   RespondResult,
 } from './native';
 import { ExpiredIds } from './expired-ids';
+import { formatDefaultAction } from './options';
 import { parseRuntimeMessage } from './runtime-message';
 import { WatchHub } from './watch-hub';
 
@@ -67,10 +68,6 @@ export function defaultActionToProto(action: NativeDefaultAction): DefaultAction
   return action.kind === 'continue'
     ? { action: { $case: 'continue', continue: {} } }
     : { action: { $case: 'error', error: { errno: action.errno } } };
-}
-
-function describeAction(action: NativeDefaultAction): string {
-  return action.kind === 'continue' ? 'continue' : `errno:${errnoName(action.errno)}`;
 }
 
 export class DataPlane {
@@ -127,7 +124,7 @@ export class DataPlane {
     else this.engine.listen(this.config.listenerSocket, this.config.socketMode);
     this.engine.listenChannel(this.config.channelSocket, this.config.socketMode);
     this.log.info(
-      { listener: this.config.listenerSocket, defaultAction: describeAction(this.config.defaultAction), decisionTimeoutMs: this.config.decisionTimeoutMs, syncWakeUp: this.engine.stats().syncWakeUp },
+      { listener: this.config.listenerSocket, defaultAction: formatDefaultAction(this.config.defaultAction), decisionTimeoutMs: this.config.decisionTimeoutMs, syncWakeUp: this.engine.stats().syncWakeUp },
       'data plane serving the runtime listener socket; no control plane attached: the default action answers',
     );
   }
@@ -278,7 +275,7 @@ export class DataPlane {
       this.expired.add(event.handle, event.id);
       this.log.warn(
         { container: containerId, syscall, id: String(event.id), handle: event.handle },
-        `control plane missed the ${this.config.decisionTimeoutMs} ms decision deadline: answered with the default action (${describeAction(this.config.defaultAction)})`,
+        `control plane missed the ${this.config.decisionTimeoutMs} ms decision deadline: answered with the default action (${formatDefaultAction(this.config.defaultAction)})`,
       );
     } else if (event.by === 'control-plane' && 'errno' in event.action && event.action.errno !== 0 && ['mkdir', 'mount', 'kill', 'freeze'].includes(event.action.kind)) {
       this.log.info(
@@ -439,7 +436,7 @@ export class DataPlane {
     const held = this.stopped ? 0 : this.engine.closeSession(session.number);
     this.sessions.delete(session.number);
     const message = wasActive
-      ? `control plane ${session.name} detached (${reason}): ${held} notification(s) it held answered by the default action; the default action (${describeAction(this.config.defaultAction)}) answers until one attaches`
+      ? `control plane ${session.name} detached (${reason}): ${held} notification(s) it held answered by the default action; the default action (${formatDefaultAction(this.config.defaultAction)}) answers until one attaches`
       : `control plane ${session.name} detached (${reason}) after handing over`;
     (wasActive ? this.log.warn : this.log.info).call(this.log, { session: session.id, reason, answeredByDefault: held }, message);
     this.hub.publish({

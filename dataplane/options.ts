@@ -1,6 +1,6 @@
 // The data plane's options: flag, environment variable, default and meaning side by side.
 import * as path from 'node:path';
-import { AgentError, parseErrno } from '../common/errors';
+import { AgentError, errnoName, parseErrno } from '../common/errors';
 import { LOG_LEVELS } from '../common/logger';
 import { parseChoice, parseDurationMs, parseString, type OptionTable } from '../common/options';
 import type { NativeDefaultAction } from './native';
@@ -43,15 +43,33 @@ export function parseGroup(text: string): string | null {
   return text === '' ? null : text;
 }
 
+/** The text an operator would type for an action ("continue", "errno:EPERM"), for log lines. */
+export function formatDefaultAction(action: NativeDefaultAction): string {
+  return action.kind === 'continue' ? 'continue' : `errno:${errnoName(action.errno)}`;
+}
+
+/** Options both planes have, spelled the same way. */
+export const SHARED_OPTIONS = {
+  grpcSocket: {
+    flag: 'grpc-socket', env: 'SECCOMP_AGENT_GRPC_SOCKET', default: DEFAULT_GRPC_SOCKET, parse: parseString,
+    description: 'Unix socket of the gRPC API (control plane, seccompctl, grpcurl)',
+  },
+  metricsAddr: {
+    flag: 'metrics-addr', env: 'SECCOMP_AGENT_METRICS_ADDR', default: '', parse: parseListenAddress,
+    description: 'HOST:PORT for Prometheus /metrics (off when empty)',
+  },
+  logLevel: {
+    flag: 'log-level', env: 'SECCOMP_AGENT_LOG_LEVEL', default: 'info', parse: parseChoice(LOG_LEVELS),
+    description: 'Log level',
+  },
+} satisfies OptionTable;
+
 export const DATAPLANE_OPTIONS = {
   listenerSocket: {
     flag: 'listener-socket', env: 'SECCOMP_AGENT_LISTENER_SOCKET', default: DEFAULT_LISTENER_SOCKET, parse: parseString,
     description: 'Unix socket the OCI runtime sends notify fds to (listenerPath of the profiles)',
   },
-  grpcSocket: {
-    flag: 'grpc-socket', env: 'SECCOMP_AGENT_GRPC_SOCKET', default: DEFAULT_GRPC_SOCKET, parse: parseString,
-    description: 'Unix socket of the gRPC API (control plane, seccompctl, grpcurl)',
-  },
+  grpcSocket: SHARED_OPTIONS.grpcSocket,
   socketMode: {
     flag: 'socket-mode', env: 'SECCOMP_AGENT_SOCKET_MODE', default: '0600', parse: parseSocketMode,
     description: 'File mode of both sockets',
@@ -68,12 +86,6 @@ export const DATAPLANE_OPTIONS = {
     flag: 'decision-timeout', env: 'SECCOMP_AGENT_DECISION_TIMEOUT', default: '2s', parse: parseDurationMs,
     description: 'How long a control plane may take to decide before the default action answers',
   },
-  metricsAddr: {
-    flag: 'metrics-addr', env: 'SECCOMP_AGENT_METRICS_ADDR', default: '', parse: parseListenAddress,
-    description: 'HOST:PORT for Prometheus /metrics (off when empty)',
-  },
-  logLevel: {
-    flag: 'log-level', env: 'SECCOMP_AGENT_LOG_LEVEL', default: 'info', parse: parseChoice(LOG_LEVELS),
-    description: 'Log level',
-  },
+  metricsAddr: SHARED_OPTIONS.metricsAddr,
+  logLevel: SHARED_OPTIONS.logLevel,
 } satisfies OptionTable;

@@ -5,15 +5,12 @@ import { service as healthService } from 'grpc-health-check';
 import { createDataPlaneClient, getStatus, listContainers } from '../../common/dataplane-client';
 import { AgentError } from '../../common/errors';
 import { helpText, parseBoolean, parseCommandLine, parseString, type OptionTable } from '../../common/options';
-import { DEFAULT_GRPC_SOCKET } from '../../dataplane/options';
+import { SHARED_OPTIONS } from '../../dataplane/options';
 import { Event, GetStatusResponse, ListContainersResponse } from '../../proto/gen/seccompagent/v1/dataplane';
 import { formatContainers, formatEvent, formatStatus } from './format';
 
 const CTL_OPTIONS = {
-  grpcSocket: {
-    flag: 'grpc-socket', env: 'SECCOMP_AGENT_GRPC_SOCKET', default: DEFAULT_GRPC_SOCKET, parse: parseString,
-    description: 'Unix socket of the data plane gRPC API',
-  },
+  grpcSocket: SHARED_OPTIONS.grpcSocket,
   json: { flag: 'json', default: 'false', boolean: true, parse: parseBoolean, description: 'Machine-readable output (one JSON object per line for watch)' },
   container: { flag: 'container', default: '', parse: parseString, description: 'watch: only this container id' },
   syscall: { flag: 'syscall', default: '', parse: parseString, description: 'watch: only this syscall name' },

@@ -2,6 +2,7 @@
 // state folder is removed when the test ends, pass or fail.
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import type { TestContext } from 'node:test';
 import { run, start, type Started } from './processes';
@@ -64,12 +65,12 @@ export function makeBundle(
     syscalls: [{ names: seccomp.syscalls, action: 'SCMP_ACT_NOTIFY' }],
   };
   fs.writeFileSync(configPath, JSON.stringify(config, null, 2));
-  const stateRoot = path.join(dir, 'runc-state');
-  fs.mkdirSync(stateRoot);
+  // Not inside the bundle: the test's scratch folder may be removed before the container is.
+  const stateRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'seccomp-agent-runc-state-'));
   return { dir, rootfs, stateRoot, configPath };
 }
 
-/** `runc run` in the foreground (a child of the test); deleted when the test ends. */
+/** `runc run` in the foreground (a child of the test); deleted when the test ends, pass or fail. */
 export function runContainer(t: TestContext, bundle: Bundle, id: string): Started {
   const proc = start(null, 'runc', ['--root', bundle.stateRoot, 'run', '--bundle', bundle.dir, id]);
   t.after(async () => {
@@ -78,6 +79,8 @@ export function runContainer(t: TestContext, bundle: Bundle, id: string): Starte
     await run('runc', ['--root', bundle.stateRoot, 'kill', id, 'KILL']);
     await Promise.race([proc.exited, new Promise((r) => setTimeout(r, 5000))]);
     await run('runc', ['--root', bundle.stateRoot, 'delete', '--force', id]);
+    if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill('SIGKILL');
+    fs.rmSync(bundle.stateRoot, { recursive: true, force: true });
   });
   return proc;
 }
