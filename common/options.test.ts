@@ -1,18 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { AgentError } from './errors';
 import { parseCommandLine, parseDurationMs } from './options';
 import { DATAPLANE_OPTIONS } from '../dataplane/options';
+import { errorCode } from '../test/support/agent-error';
 
-function errorCode(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    assert.ok(err instanceof AgentError);
-    return err.code;
-  }
-  return 'none';
-}
 
 test('options: defaults, then environment, then command line', () => {
   const defaults = parseCommandLine(DATAPLANE_OPTIONS, [], {}).options;

@@ -1,20 +1,11 @@
 import assert from 'node:assert/strict';
 import * as os from 'node:os';
 import { test } from 'node:test';
-import { AgentError } from '../common/errors';
 import { helpText, parseCommandLine } from '../common/options';
 import { formatDefaultAction as formatAction } from '../dataplane/options';
 import { CONTROLPLANE_OPTIONS } from './options';
+import { errorCode } from '../test/support/agent-error';
 
-function errorCode(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    assert.ok(err instanceof AgentError);
-    return err.code;
-  }
-  return 'none';
-}
 
 test('controlplane options: defaults', () => {
   const o = parseCommandLine(CONTROLPLANE_OPTIONS, [], {}).options;

@@ -26,10 +26,8 @@ import {
   type NativeEvent,
   type NotificationEvent,
 } from '../../dataplane/native';
+import { ROOT, SECCOMP_RUN, NSHELPER } from '../support/paths';
 
-const ROOT = path.resolve(__dirname, '..', '..', '..');
-const SECCOMP_RUN = path.join(ROOT, 'build', 'Release', 'seccomp-run');
-const NSHELPER = path.join(ROOT, 'build', 'Release', 'seccomp-nshelper');
 const native = loadNative();
 const EPERM = 1;
 const EACCES = 13;

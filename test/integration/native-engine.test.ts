@@ -17,11 +17,8 @@ import {
   type NativeEvent,
   type NotificationEvent,
 } from '../../dataplane/native';
+import { ROOT, SECCOMP_RUN, NSHELPER, BENCH_WORKLOAD } from '../support/paths';
 
-const ROOT = path.resolve(__dirname, '..', '..', '..');
-const SECCOMP_RUN = path.join(ROOT, 'build', 'Release', 'seccomp-run');
-const NSHELPER = path.join(ROOT, 'build', 'Release', 'seccomp-nshelper');
-const BENCH_WORKLOAD = path.join(ROOT, 'build', 'Release', 'seccomp-bench-workload');
 const native = loadNative();
 const NR_MKDIR = 83;
 const NR_MKDIRAT = 258;
