@@ -16,6 +16,8 @@ export interface ScenarioParams {
   containers: number;
   /** (c): decisions travel on the native decision channel (true) or over gRPC only (false). */
   channel: boolean;
+  /** emulated-mkdir: one helper process per call instead of one kept per mount namespace. */
+  spawnPerCall?: boolean;
   /** Temp dir for sockets and logs; made (and removed) by the scenario when absent. */
   dir?: string;
 }

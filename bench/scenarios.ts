@@ -121,6 +121,37 @@ export const SCENARIOS: Scenario[] = [
     ratios: LATENCY_RATIOS,
   },
   {
+    id: 'emulated-mkdir',
+    title: 'emulated mkdir round trip (issue 3)',
+    about: 'Emulator.benchMkdir answers each mkdir of the workload (NOTIF_RECV, read path, helper mkdirat as the target, NOTIF_SEND); no data plane; target side p50/p99, agent side from NOTIF_RECV to result',
+    script: 'emulated-mkdir',
+    variants: [
+      { label: 'helper kept per mount ns', params: { threads: 1, syscall: 'mkdir', spawnPerCall: false } },
+      { label: 'spawn per call', params: { threads: 1, syscall: 'mkdir', spawnPerCall: true } },
+    ],
+    columns: [
+      { key: 'callsPerSec', title: 'calls/s', digits: 0 }, ...LATENCY_COLUMNS,
+      { key: 'agentP50Us', title: 'agent p50 µs', digits: 1 }, { key: 'agentP99Us', title: 'agent p99 µs', digits: 1 },
+      { key: 'helperP50Us', title: 'in helper p50 µs', digits: 1 },
+    ],
+  },
+  {
+    id: 'controlplane-policy',
+    title: 'data plane + the real control plane (policy engine, MKDIR_TMPL, issue 3)',
+    about: 'seccomp-controlplane --no-kubernetes attached; getppid: continue over the decision channel; mkdir: emulated with the "-bench-pod" suffix (over gRPC)',
+    script: 'controlplane-policy',
+    variants: [
+      { label: 'getppid, 1 thread', params: { threads: 1, syscall: 'getppid' } },
+      { label: 'mkdir, 1 thread', params: { threads: 1, syscall: 'mkdir' } },
+    ],
+    columns: [
+      { key: 'decisionsPerSec', title: 'decisions/s', digits: 0 }, ...LATENCY_COLUMNS,
+      { key: 'defaultAnswers', title: 'by default', digits: 0 }, { key: 'rssMiB', title: 'RSS MiB', digits: 1 },
+    ],
+    reference: 'reference',
+    ratios: LATENCY_RATIOS,
+  },
+  {
     id: 'containers',
     title: 'data plane with many live containers (default path)',
     about: 'N idle seccomp-run\'d processes each hold a notify fd; RSS of the data plane and latency of one getppid workload beside 1 and beside N',

@@ -14,6 +14,8 @@ export const TOOLS = {
   responder: path.join(RELEASE, 'seccomp-bench-responder'),
   dataplaneMain: path.join(REPO_ROOT, 'dist', 'dataplane', 'main.js'),
   continueControlPlane: path.join(REPO_ROOT, 'dist', 'bench', 'continue-control-plane.js'),
+  controlplaneMain: path.join(REPO_ROOT, 'dist', 'controlplane', 'main.js'),
+  nshelper: path.join(RELEASE, 'seccomp-nshelper'),
 } as const;
 
 export type BenchSyscall = 'getppid' | 'mkdir';
@@ -42,13 +44,15 @@ export interface WorkloadOptions {
   /** Where the mkdir variant creates its per-thread directories. */
   workDir: string;
   id: string;
+  /** More seccomp-run flags (listenerMetadata, OCI annotations), placed before its `--`. */
+  runArgs?: string[];
 }
 
 /** Runs one measured workload as a seccomp-run'd container of `listenerSocket` and parses its line. */
 export async function runWorkload(children: Children, options: WorkloadOptions): Promise<WorkloadResult> {
   const child = children.start(`workload ${options.id}`, TOOLS.seccompRun, [
-    '--socket', options.listenerSocket, '--syscalls', options.syscall, '--id', options.id, '--',
-    TOOLS.workload, '--threads', String(options.threads), '--seconds', String(options.seconds),
+    '--socket', options.listenerSocket, '--syscalls', options.syscall, '--id', options.id,
+    ...(options.runArgs ?? []), '--', TOOLS.workload, '--threads', String(options.threads), '--seconds', String(options.seconds),
     '--warmup-ms', String(options.warmupMs), '--syscall', options.syscall,
     '--path-prefix', path.join(options.workDir, `mkdir-${options.id}`),
   ]);

@@ -1,0 +1,67 @@
+// Issue 3: the real control plane (`seccomp-controlplane`, its policy engine, pod identity from
+// containerd annotations with --no-kubernetes) attached to the real data plane. The profile's
+// listenerMetadata asks for MKDIR_TMPL: getppid is continued over the decision channel, mkdir is
+// emulated with the "-bench-pod" suffix (a decision that goes over gRPC to the emulator).
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Child, Children } from './children';
+import { startDataPlane, type DataPlaneProcess } from './dataplane-process';
+import { runScenario } from './scenario-process';
+import { checkTools, runWorkload, TOOLS, workloadMetrics } from './tools';
+
+const NAMESPACE = 'bench';
+const POD = 'pod';
+
+async function startControlPlane(children: Children, dataplane: DataPlaneProcess, dir: string): Promise<Child> {
+  const child = children.start('control plane', process.execPath, [
+    TOOLS.controlplaneMain, '--grpc-socket', dataplane.grpcSocket, '--no-kubernetes', '--log-level', 'warn',
+  ], { logFile: path.join(dir, 'controlplane.log') });
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    if (!child.alive() || Date.now() > deadline) {
+      throw new Error(`the control plane did not attach to the data plane: ${child.stderr().trim() || 'no output'}`);
+    }
+    try {
+      if ((await dataplane.status()).controlPlane !== undefined) return child;
+    } catch {
+      // the data plane is busy starting; ask again
+    }
+    await sleep(20);
+  }
+}
+
+runScenario(async ({ params, dir, children }) => {
+  checkTools(['seccompRun', 'workload', 'dataplaneMain', 'controlplaneMain']);
+  const dataplane = await startDataPlane(children, dir);
+  try {
+    await startControlPlane(children, dataplane, dir);
+    const before = (await dataplane.status()).counters;
+    const result = await runWorkload(children, {
+      listenerSocket: dataplane.listenerSocket, threads: params.threads, seconds: params.seconds,
+      warmupMs: params.warmupMs, syscall: params.syscall, workDir: dir, id: 'bench-policy',
+      runArgs: [
+        '--metadata', 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}',
+        '--annotation', `io.kubernetes.cri.sandbox-namespace=${NAMESPACE}`,
+        '--annotation', `io.kubernetes.cri.sandbox-name=${POD}`,
+      ],
+    });
+    const after = (await dataplane.status()).counters;
+    const answered = Number((after?.answeredControlPlane ?? 0n) - (before?.answeredControlPlane ?? 0n));
+    const byDefault = Number((after?.answeredDefaultDeadline ?? 0n) + (after?.answeredDefaultDetached ?? 0n)
+      + (after?.answeredDefaultNoControlPlane ?? 0n));
+    const rss = dataplane.rssMiB();
+    // Every measured call must have been decided by the control plane, or this is not the path.
+    if (answered < result.calls) {
+      throw new Error(`the control plane answered ${answered} notifications for ${result.calls} measured calls; ${byDefault} default answers`);
+    }
+    // The suffixed directory proves the mkdirs were emulated as the policy says, not continued.
+    const suffixed = path.join(dir, `mkdir-bench-policy-0-${NAMESPACE}-${POD}`);
+    if (params.syscall === 'mkdir' && !fs.existsSync(suffixed)) {
+      throw new Error(`${suffixed} was not created: mkdir was not emulated with the MKDIR_TMPL suffix`);
+    }
+    return { ...workloadMetrics(result), decisionsPerSec: result.callsPerSec, defaultAnswers: byDefault, rssMiB: rss };
+  } finally {
+    dataplane.close();
+  }
+});
