@@ -24,7 +24,6 @@ import type {
   AnsweredEvent,
   ConnectionEvent,
   NativeAddon,
-  NativeDecision,
   NativeDefaultAction,
   NativeEngine,
   NativeEvent,

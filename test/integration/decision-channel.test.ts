@@ -26,7 +26,7 @@ import {
   type NativeEvent,
   type NotificationEvent,
 } from '../../dataplane/native';
-import { ROOT, SECCOMP_RUN, NSHELPER } from '../support/paths';
+import { SECCOMP_RUN, NSHELPER } from '../support/paths';
 
 const native = loadNative();
 const EPERM = 1;

@@ -91,9 +91,6 @@ const ENOENT = 2;
 const EACCES = 13;
 const EEXIST = 17;
 const ELOOP = 40;
-const MS_NOSUID = 2n;
-const MS_NODEV = 4n;
-const MS_NOEXEC = 8n;
 const MS_BIND = 4096n;
 
 // ---- harness --------------------------------------------------------------------------------

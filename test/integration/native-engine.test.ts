@@ -17,7 +17,7 @@ import {
   type NativeEvent,
   type NotificationEvent,
 } from '../../dataplane/native';
-import { ROOT, SECCOMP_RUN, NSHELPER, BENCH_WORKLOAD } from '../support/paths';
+import { SECCOMP_RUN, NSHELPER, BENCH_WORKLOAD } from '../support/paths';
 
 const native = loadNative();
 const NR_MKDIR = 83;
