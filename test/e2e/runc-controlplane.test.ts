@@ -72,7 +72,10 @@ test('seccomp-controlplane pod identity from the cgroup and the Kubernetes API s
   const dir = scratchDir(t);
   const kubeconfig = api.writeKubeconfig(path.join(dir, 'kubeconfig'));
   const dp = await startDataPlane(t, [], dir);
-  const cp = await startControlPlane(t, dp.grpcSocket, ['--kubeconfig', kubeconfig, '--node-name', 'node-e2e']);
+  const cp = await startControlPlane(t, dp.grpcSocket, ['--kubeconfig', kubeconfig, '--node-name', 'node-e2e', '--metrics-addr', '127.0.0.1:0']);
+  const metrics = `http://${/"address":"([^"]+)","msg":"Prometheus metrics serving/.exec(await cp.waitFor(/"address":"[^"]+","msg":"Prometheus metrics serving/))![1]}`;
+  const health = async () => (await (await fetch(`${metrics}/healthz`)).json()) as { status: string; kubernetes: string };
+  await eventually(async () => (await health()).status === 'ok', 15_000, 'the control plane to be healthy with the API server synced');
   await cp.waitFor(/"msg":"[^"]*pods? cached|synced|reachable/i, 15_000).catch(() => undefined);
 
   const one = await sleepingContainer(t, dir, dp.listenerSocket, 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}', ['mkdir', 'mkdirat'], {}, `/kubepods/besteffort/pod${uid1}/e2e-${process.pid}-1`);
@@ -85,17 +88,23 @@ test('seccomp-controlplane pod identity from the cgroup and the Kubernetes API s
   const two = await sleepingContainer(t, dir, dp.listenerSocket, 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}', ['mkdir', 'mkdirat'], {}, `/kubepods/besteffort/pod${uid2}/e2e-${process.pid}-2`);
   await cp.waitFor(/Kubernetes API server unreachable at/, 30_000);
   const began = Date.now();
-  const during = await runcExec(two.bundle, two.id, ['/bin/mkdir', '/tmp/u']);
-  assert.equal(during.code, 0, during.stderr);
+  const whileDown = await runcExec(two.bundle, two.id, ['/bin/mkdir', '/tmp/u']);
+  assert.equal(whileDown.code, 0, whileDown.stderr);
   assert.ok(Date.now() - began < 1500, 'a syscall never waits for the API server');
   assert.ok(fs.existsSync(path.join(two.bundle.rootfs, 'tmp', 'u')), 'unresolved: --unresolved-action continue makes the plain directory');
   assert.equal((cp.output().match(/Kubernetes API server unreachable at/g) ?? []).length, 1, 'the outage is reported once');
   assert.match(cp.output(), /is unresolved/);
+  const during = await health();
+  assert.equal(during.status, 'degraded');
+  assert.equal(during.kubernetes, 'unreachable');
+  assert.match(await (await fetch(`${metrics}/metrics`)).text(), /^seccomp_agent_kubernetes_api_reachable 0$/m);
 
   api.addPod({ name: 'kpod2', namespace: 'kns', uid: uid2, nodeName: 'node-e2e' }, { notify: false });
   await api.start();
   await cp.waitFor(/reachable again/, 30_000);
   await eventually(() => /resolved to pod kns\/kpod2/.test(cp.output()), 15_000, 'the unresolved container to be resolved again');
+  assert.equal((await health()).status, 'ok');
+  assert.match(await (await fetch(`${metrics}/metrics`)).text(), /^seccomp_agent_kubernetes_api_reachable 1$/m);
   const after = await runcExec(two.bundle, two.id, ['/bin/mkdir', '/tmp/u2']);
   assert.equal(after.code, 0, after.stderr);
   assert.ok(fs.existsSync(path.join(two.bundle.rootfs, 'tmp', 'u2-kns-kpod2')));
