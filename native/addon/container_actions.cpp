@@ -1,4 +1,5 @@
 #include "container_actions.hpp"
+#include "unique_fd.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -30,22 +31,6 @@ uint64_t NowNs() {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
-
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() { Reset(); }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  void Reset(int fd = -1) {
-    if (fd_ >= 0) close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_;
-};
 
 ActionResult Result(ActionOutcome outcome, int err, const char* stage, uint64_t start, std::string detail = "") {
   ActionResult r;

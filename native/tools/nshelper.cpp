@@ -15,6 +15,7 @@
 // A mount, which must happen inside, is done by a forked child that enters the namespaces.
 // docs/emulation.md explains the resolution algorithm and the checks.
 #include <errno.h>
+#include "unique_fd.h"
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
@@ -58,23 +59,6 @@ struct Status {
 };
 
 Status Fail(uint16_t stage, int err) { return Status{err, stage}; }
-
-// Closes an fd when it goes out of scope.
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() { Reset(); }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  void Reset(int fd = -1) {
-    if (fd_ >= 0) close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_;
-};
 
 uint64_t NowNs() {
   timespec ts;
