@@ -30,7 +30,6 @@ import type {
   NotificationEvent,
   RespondResult,
 } from './native';
-import { ExpiredIds } from './expired-ids';
 import { formatDefaultAction } from './options';
 import { parseRuntimeMessage } from './runtime-message';
 import { WatchHub } from './watch-hub';
@@ -80,8 +79,6 @@ export class DataPlane {
   };
   private readonly engine: NativeEngine;
   private readonly syscallNames: string[];
-  /** Ids the deadline answered lately: a decision for one of them is late, not bogus. */
-  private readonly expired = new ExpiredIds();
   /** Syscall names of notifications in flight, for the answers Watch shows (only while watched). */
   private readonly inFlightSyscalls = new Map<string, string>();
   /** Attached sessions by engine session number: the active one and any still draining. */
@@ -271,7 +268,6 @@ export class DataPlane {
     const syscall = this.inFlightSyscalls.get(key) ?? '';
     this.inFlightSyscalls.delete(key);
     if (event.by === 'deadline') {
-      this.expired.add(event.handle, event.id);
       this.log.warn(
         { container: containerId, syscall, id: String(event.id), handle: event.handle },
         `control plane missed the ${this.config.decisionTimeoutMs} ms decision deadline: answered with the default action (${formatDefaultAction(this.config.defaultAction)})`,
@@ -300,7 +296,7 @@ export class DataPlane {
 
   private answerWithDefault(handle: number, id: bigint, containerId: string, syscall: string, by: AnsweredBy): void {
     const result = this.engine.respond(handle, id, this.config.defaultAction, 0);
-    if (result.status === 'unknown') return; // the engine answered it already and reported so
+    if (result.status === 'unknown' || result.status === 'late') return; // the engine answered it already and reported so
     this.recordAnswer(handle, id, containerId, syscall, by, outcomeOf(this.config.defaultAction, result.status === 'gone'), result.latencyNs);
   }
 
@@ -392,7 +388,7 @@ export class DataPlane {
     if (typeof nativeDecision === 'string') {
       // Answer with the default now (only if this session owns it) rather than leave it to the deadline.
       const result = this.engine.respond(handle, decision.id, this.config.defaultAction, session.number);
-      if (result.status === 'unknown') return this.rejectUnknown(session, decision);
+      if (result.status === 'unknown' || result.status === 'late') return this.rejectUnknown(session, decision, result.status === 'late');
       this.counters.decisionsInvalid++;
       this.rejectDecision(session, decision.handle, decision.id, 'invalid', `${nativeDecision}; the default action answered`);
       this.recordAnswer(handle, decision.id, containerId, syscall, AnsweredBy.ANSWERED_BY_DEFAULT_DETACHED, outcomeOf(this.config.defaultAction, result.status === 'gone'), result.latencyNs);
@@ -408,14 +404,14 @@ export class DataPlane {
       this.answerWithDefault(handle, decision.id, containerId, syscall, AnsweredBy.ANSWERED_BY_DEFAULT_DETACHED);
       return;
     }
-    if (result.status === 'unknown') return this.rejectUnknown(session, decision);
+    if (result.status === 'unknown' || result.status === 'late') return this.rejectUnknown(session, decision, result.status === 'late');
     if (result.status === 'accepted') return; // emulating: its answered event follows
     this.inFlightSyscalls.delete(inFlightKey(handle, decision.id));
     this.recordAnswer(handle, decision.id, containerId, syscall, AnsweredBy.ANSWERED_BY_CONTROL_PLANE, outcomeOf(nativeDecision, result.status === 'gone'), result.latencyNs);
   }
 
-  private rejectUnknown(session: AttachSession, decision: Decision): void {
-    if (this.expired.has(Number(decision.handle), decision.id)) {
+  private rejectUnknown(session: AttachSession, decision: Decision, late: boolean): void {
+    if (late) {
       this.counters.decisionsLate++;
       this.rejectDecision(session, decision.handle, decision.id, 'unknown-id', 'late: the deadline passed and the default action answered');
     } else {

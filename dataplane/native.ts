@@ -168,8 +168,11 @@ export type NativeEvent =
   | ChannelEvent
   | ErrorEvent;
 
-/** 'accepted': an emulation started; its 'answered' event follows. */
-export type RespondStatus = 'ok' | 'unknown' | 'gone' | 'accepted';
+/**
+ * 'accepted': an emulation started; its 'answered' event follows. 'late': no longer pending
+ * because its deadline answered it (among the engine's last 1,024 deadline answers).
+ */
+export type RespondStatus = 'ok' | 'unknown' | 'late' | 'gone' | 'accepted';
 
 export interface RespondResult {
   status: RespondStatus;
@@ -223,7 +226,8 @@ export interface NativeEngine {
   setDecisionTimeout(ms: number): void;
   /**
    * Answers a notification owned by `session` (0: any owner, for the data plane's own default
-   * answers). 'unknown': not pending (never, already, past its deadline) or owned by another session.
+   * answers). 'late': its deadline answered it; 'unknown': not pending (never, already) or owned
+   * by another session.
    * `session` is required (TypeError without it).
    */
   respond(handle: number, id: bigint, decision: NativeDecision, session: number): RespondResult;

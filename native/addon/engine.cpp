@@ -722,7 +722,7 @@ Engine::RespondStatus Engine::Respond(uint32_t handle, uint64_t id, const Answer
     auto it = pending_.find(Key{handle, id});
     if (it == pending_.end() || (session != 0 && it->second.owner->id != session)) {
       decisions_dropped_.fetch_add(1, std::memory_order_relaxed);
-      return RespondStatus::kUnknown;
+      return it == pending_.end() && AnsweredLateLocked(handle, id) ? RespondStatus::kLate : RespondStatus::kUnknown;
     }
     PendingEntry entry = it->second;
     pending_.erase(it);
@@ -754,7 +754,7 @@ Engine::RespondStatus Engine::RespondEmulated(uint32_t handle, uint64_t id, cons
     auto it = pending_.find(Key{handle, id});
     if (it == pending_.end() || (session != 0 && it->second.owner->id != session)) {
       decisions_dropped_.fetch_add(1, std::memory_order_relaxed);
-      return RespondStatus::kUnknown;
+      return it == pending_.end() && AnsweredLateLocked(handle, id) ? RespondStatus::kLate : RespondStatus::kUnknown;
     }
   }
   const bool needs_helper = decision.kind == EmulatedKind::kMkdir || decision.kind == EmulatedKind::kMount;

@@ -49,7 +49,7 @@ class Engine : private ChannelSessions {
   };
   // kAccepted: an emulation took the notification; an 'answered' event follows.
   // kWrongSyscall: mkdir or mount for a notification of another syscall; it stays pending.
-  enum class RespondStatus { kOk, kUnknown, kGone, kAccepted, kWrongSyscall };
+  enum class RespondStatus { kOk, kUnknown, kLate, kGone, kAccepted, kWrongSyscall };
   struct Stats {
     size_t containers = 0;
     size_t pending = 0;

@@ -535,6 +535,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     result.Set("status", status == Engine::RespondStatus::kOk         ? "ok"
                          : status == Engine::RespondStatus::kGone     ? "gone"
                          : status == Engine::RespondStatus::kAccepted ? "accepted"
+                         : status == Engine::RespondStatus::kLate     ? "late"
                                                                       : "unknown");
     result.Set("latencyNs", Napi::BigInt::New(env, latency));
     return result;

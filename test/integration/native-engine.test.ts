@@ -293,7 +293,7 @@ test('native engine deadline: an unanswered notification gets the default action
   assert.equal(answered.by, 'deadline');
   assert.ok(answered.latencyNs >= 200_000_000n, `latency ${answered.latencyNs}`);
   assert.ok(Date.now() - started >= 200);
-  assert.equal(h.engine.respond(n.handle, n.id, { kind: 'error', errno: EPERM }, 1).status, 'unknown');
+  assert.equal(h.engine.respond(n.handle, n.id, { kind: 'error', errno: EPERM }, 1).status, 'late');
   const result = await exit;
   assert.equal(result.code, 0, result.stderr);
   assert.ok(fs.statSync(target).isDirectory());
