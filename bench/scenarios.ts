@@ -60,6 +60,22 @@ const LATENCY_RATIOS: Ratio[] = [
   { key: 'callsPerSec', title: 'rate ×(a)' },
 ];
 
+/** (c): the control-plane path through the decision channel. */
+const ATTACHED: Scenario = {
+  id: 'dataplane-attached',
+  title: '(c) data plane + minimal control plane (continue over Attach, decision channel)',
+  about: 'every notification goes engine -> decision channel -> bench/continue-control-plane.ts (the real DataPlaneLink) -> decision -> engine -> NOTIF_SEND',
+  script: 'dataplane-attached',
+  variants: WORKLOAD_VARIANTS,
+  columns: [
+    { key: 'decisionsPerSec', title: 'decisions/s', digits: 0 }, ...LATENCY_COLUMNS,
+    { key: 'perBatch', title: 'per batch', digits: 1 }, { key: 'defaultAnswers', title: 'by default', digits: 0 },
+    { key: 'rssMiB', title: 'RSS MiB', digits: 1 },
+  ],
+  reference: 'reference',
+  ratios: LATENCY_RATIOS,
+};
+
 export const SCENARIOS: Scenario[] = [
   {
     id: 'reference',
@@ -82,33 +98,13 @@ export const SCENARIOS: Scenario[] = [
     reference: 'reference',
     ratios: LATENCY_RATIOS,
   },
+  ATTACHED,
   {
-    id: 'dataplane-attached',
-    title: '(c) data plane + minimal control plane (continue over Attach, decision channel)',
-    about: 'every notification goes engine -> decision channel -> bench/continue-control-plane.ts (the real DataPlaneLink) -> decision -> engine -> NOTIF_SEND',
-    script: 'dataplane-attached',
-    variants: WORKLOAD_VARIANTS,
-    columns: [
-      { key: 'decisionsPerSec', title: 'decisions/s', digits: 0 }, ...LATENCY_COLUMNS,
-      { key: 'perBatch', title: 'per batch', digits: 1 }, { key: 'defaultAnswers', title: 'by default', digits: 0 },
-      { key: 'rssMiB', title: 'RSS MiB', digits: 1 },
-    ],
-    reference: 'reference',
-    ratios: LATENCY_RATIOS,
-  },
-  {
+    ...ATTACHED,
     id: 'dataplane-attached-grpc',
     title: 'context for (c): the same over gRPC only (control plane without the channel feature)',
     about: 'every notification goes native -> JS -> gRPC -> control plane -> gRPC -> JS -> NOTIF_SEND',
-    script: 'dataplane-attached',
     variants: WORKLOAD_VARIANTS.map((v) => ({ ...v, params: { ...v.params, channel: false } })),
-    columns: [
-      { key: 'decisionsPerSec', title: 'decisions/s', digits: 0 }, ...LATENCY_COLUMNS,
-      { key: 'perBatch', title: 'per batch', digits: 1 }, { key: 'defaultAnswers', title: 'by default', digits: 0 },
-      { key: 'rssMiB', title: 'RSS MiB', digits: 1 },
-    ],
-    reference: 'reference',
-    ratios: LATENCY_RATIOS,
   },
   {
     id: 'grpc-floor',
