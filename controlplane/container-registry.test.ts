@@ -1,29 +1,11 @@
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
-import { Writable } from 'node:stream';
 import { test } from 'node:test';
-import pino from 'pino';
 import type { CgroupPodRef } from './cgroup-pod-uid';
 import { ContainerRegistry, type ContainerInfo } from './container-registry';
 import type { CachedPod, PodCacheEvents, PodCacheState } from './pod-cache';
+import { captureLogger } from '../test/support/log-capture';
 
-interface LogLine {
-  level: number;
-  msg: string;
-  container?: string;
-  [key: string]: unknown;
-}
-
-function captureLogger() {
-  const lines: LogLine[] = [];
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      for (const line of String(chunk).split('\n')) if (line) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  return { logger: pino({ level: 'debug' }, stream), lines };
-}
 
 /** A pod cache without a server: tests set its state and pods. */
 class FakePods extends EventEmitter<PodCacheEvents> {

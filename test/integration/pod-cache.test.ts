@@ -5,29 +5,12 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { Writable } from 'node:stream';
 import { test, type TestContext } from 'node:test';
-import pino from 'pino';
 import { ContainerRegistry } from '../../controlplane/container-registry';
 import { PodCache, type PodCacheOptions } from '../../controlplane/pod-cache';
 import { FakeKubeApiServer } from '../cmd/fake-kube-apiserver/server';
+import { captureLogger, type LogLine } from '../support/log-capture';
 
-interface LogLine {
-  level: number;
-  msg: string;
-  [key: string]: unknown;
-}
-
-function captureLogger() {
-  const lines: LogLine[] = [];
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      for (const line of String(chunk).split('\n')) if (line) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  return { logger: pino({ level: 'debug' }, stream), lines };
-}
 
 const NODE = 'node-a';
 const UID = '1b2c3d4e-5f60-4a7b-8c9d-0e1f2a3b4c5d';
