@@ -3,11 +3,9 @@
 // fds, real frames on the real Unix socket the engine serves.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
-import * as os from 'node:os';
 import * as path from 'node:path';
 
 import {
@@ -20,63 +18,29 @@ import {
 } from '../../common/decision-channel';
 import type { Notification } from '../../proto/gen/seccompagent/v1/dataplane';
 import {
-  loadNative,
-  type NativeEngine,
   type NativeEngineOptions,
   type NativeEvent,
   type NotificationEvent,
 } from '../../dataplane/native';
-import { SECCOMP_RUN, NSHELPER } from '../support/paths';
+import { EngineHarness, native, until } from '../support/engine-harness';
 
-const native = loadNative();
 const EPERM = 1;
 const EACCES = 13;
 
-interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stderr: string;
-}
 
 /** One engine with its runtime listener and its decision channel socket, events recorded. */
-class Harness {
-  readonly dir: string;
-  readonly socket: string;
+/** The engine harness plus its decision channel socket and the channel clients a test opens. */
+class Harness extends EngineHarness {
   readonly channelSocket: string;
-  readonly engine: NativeEngine;
-  readonly events: NativeEvent[] = [];
-  private readonly waiters = new Set<() => void>();
-  private readonly children: ChildProcess[] = [];
   private readonly clients: ChannelClient[] = [];
 
   constructor(t: TestContext, options: Partial<NativeEngineOptions> = {}) {
-    this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'decision-channel-'));
-    this.socket = path.join(this.dir, 'agent.sock');
+    super(t, { decisionTimeoutMs: 10_000, ...options }, 'decision-channel-');
     this.channelSocket = path.join(this.dir, 'channel.sock');
-    this.engine = new native.Engine({
-      helperPath: NSHELPER,
-      defaultAction: { kind: 'continue' },
-      decisionTimeoutMs: 10_000,
-      ...options,
-      onEvents: (batch) => this.receive(batch),
-    });
     t.after(() => {
       for (const client of this.clients) client.socket.destroy();
-      for (const child of this.children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      this.engine.stop();
-      fs.rmSync(this.dir, { recursive: true, force: true });
     });
-    this.engine.listen(this.socket, 0o600);
     this.engine.listenChannel(this.channelSocket, 0o600);
-    this.engine.start();
-  }
-
-  private receive(batch: NativeEvent[]): void {
-    for (const event of batch) {
-      this.events.push(event);
-      if (event.type === 'connection' && event.fds.length === 1 && event.fds[0].seccomp) this.engine.adopt(event.conn, 0);
-    }
-    for (const wake of [...this.waiters]) wake();
   }
 
   /** Opens session `session` with a fresh token; returns the token. */
@@ -88,7 +52,7 @@ class Harness {
   }
 
   /** A connected channel client that said Hello with `token` and got Ready. */
-  async attach(token: Uint8Array): Promise<ChannelClient> {
+  async attachChannel(token: Uint8Array): Promise<ChannelClient> {
     const client = await this.connect();
     client.socket.write(encodeHello(token));
     await client.waitFrame((f) => f.type === 'ready', 'Ready');
@@ -100,45 +64,6 @@ class Harness {
     this.clients.push(client);
     return client;
   }
-
-  waitFor<T extends NativeEvent>(pred: (e: NativeEvent) => e is T, what: string, timeoutMs?: number): Promise<T>;
-  waitFor(pred: (e: NativeEvent) => boolean, what: string, timeoutMs?: number): Promise<NativeEvent>;
-  waitFor(pred: (e: NativeEvent) => boolean, what: string, timeoutMs = 5000): Promise<NativeEvent> {
-    return until(this.waiters, () => this.events.find(pred), () => `${what}; events seen: ${this.events.map((e) => e.type).join(',')}`, timeoutMs);
-  }
-
-  run(flags: string[], command: string[]): { child: ChildProcess; exit: Promise<Exit> } {
-    const child = spawn(SECCOMP_RUN, ['--socket', this.socket, ...flags, '--', ...command], { stdio: ['ignore', 'ignore', 'pipe'] });
-    this.children.push(child);
-    let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exit = new Promise<Exit>((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stderr })));
-    return { child, exit };
-  }
-
-  mkdir(target: string): { child: ChildProcess; exit: Promise<Exit> } {
-    return this.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/mkdir', target]);
-  }
-}
-
-/** Resolves once `check` returns something other than undefined; `waiters` are woken on news. */
-function until<T>(waiters: Set<() => void>, check: () => T | undefined, what: () => string, timeoutMs: number): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const poll = (): void => {
-      const found = check();
-      if (found !== undefined) {
-        clearTimeout(timer);
-        waiters.delete(poll);
-        resolve(found);
-      }
-    };
-    const timer = setTimeout(() => {
-      waiters.delete(poll);
-      reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what()}`));
-    }, timeoutMs);
-    waiters.add(poll);
-    poll();
-  });
 }
 
 /** The control plane's end of a channel: frames received are recorded; decisions sent in one write. */
@@ -226,7 +151,7 @@ test('decision channel hello: the right token gets Ready; a mkdir arrives as a N
   const h = new Harness(t);
   assert.equal(fs.statSync(h.channelSocket).mode & 0o777, 0o600);
   const token = h.open(1);
-  const client = await h.attach(token);
+  const client = await h.attachChannel(token);
   assert.deepEqual(client.frames[0], { type: 'ready', session: 1n });
   const connected = await h.waitFor((e) => e.type === 'channel', 'the channel event');
   assert.deepEqual(connected, { type: 'channel', session: 1, state: 'connected', reason: '' });
@@ -289,7 +214,7 @@ test('decision channel refusals: a wrong token, a second Hello for a bound token
   assert.equal(wrong.frames.length, 0);
   await h.waitFor((e) => e.type === 'error' && /token of no open session/.test(e.message), 'the unknown-token error');
 
-  const first = await h.attach(token);
+  const first = await h.attachChannel(token);
   const second = await h.connect();
   second.socket.write(encodeHello(token));
   await second.waitClosed();
@@ -312,7 +237,7 @@ test('decision channel refusals: a wrong token, a second Hello for a bound token
   assert.equal(closed.session, 1);
   assert.match(closed.reason, /bad frame/);
   // The session may connect again once its channel is gone.
-  const again = await h.attach(token);
+  const again = await h.attachChannel(token);
   assert.equal(again.ended, false);
 
   const silent = await h.connect();
@@ -322,8 +247,8 @@ test('decision channel refusals: a wrong token, a second Hello for a bound token
 
 test('decision channel ownership: a decision for another session\'s notification is dropped wrong-session, an unknown id unknown; the owner still answers it', async (t) => {
   const h = new Harness(t);
-  const one = await h.attach(h.open(1));
-  const two = await h.attach(h.open(2, false));
+  const one = await h.attachChannel(h.open(1));
+  const two = await h.attachChannel(h.open(2, false));
   const target = path.join(h.dir, 'owned');
   const run = h.mkdir(target);
   const n = await one.waitNotification(mkdirOf(target), 'the mkdir on session 1');
@@ -344,7 +269,7 @@ test('decision channel ownership: a decision for another session\'s notification
 
 test('decision channel late and invalid decisions: late after the deadline answered it; an invalid kind or errno is dropped and the workload gets the default at once', async (t) => {
   const h = new Harness(t, { decisionTimeoutMs: 300, defaultAction: { kind: 'error', errno: EPERM } });
-  const client = await h.attach(h.open(1));
+  const client = await h.attachChannel(h.open(1));
 
   const late = path.join(h.dir, 'late');
   const lateRun = h.mkdir(late);
@@ -377,7 +302,7 @@ test('decision channel late and invalid decisions: late after the deadline answe
 
 test('decision channel closed mid-flight: pending notifications stay answerable through respond(), new ones arrive as JS events', async (t) => {
   const h = new Harness(t, { decisionTimeoutMs: 60_000 });
-  const client = await h.attach(h.open(1));
+  const client = await h.attachChannel(h.open(1));
   const first = path.join(h.dir, 'in-flight');
   const firstRun = h.mkdir(first);
   const n = await client.waitNotification(mkdirOf(first), 'the mkdir');
@@ -402,7 +327,7 @@ test('decision channel closeSession: pending notifications get the default at on
   const before = native.openFdCount();
   const h = new Harness(t, { decisionTimeoutMs: 60_000 });
   const baseline = native.openFdCount();
-  const client = await h.attach(h.open(1));
+  const client = await h.attachChannel(h.open(1));
   const target = path.join(h.dir, 'detached');
   const run = h.mkdir(target);
   await client.waitNotification(mkdirOf(target), 'the mkdir');
@@ -429,11 +354,11 @@ test('decision channel closeSession: pending notifications get the default at on
 
 test('decision channel handover: session 2 takes over, session 1 answers what it owns, then session-drained 1', async (t) => {
   const h = new Harness(t, { decisionTimeoutMs: 60_000 });
-  const one = await h.attach(h.open(1));
+  const one = await h.attachChannel(h.open(1));
   const a = path.join(h.dir, 'owned-by-1');
   const aRun = h.mkdir(a);
   const na = await one.waitNotification(mkdirOf(a), 'the mkdir of session 1');
-  const two = await h.attach(h.open(2, false));
+  const two = await h.attachChannel(h.open(2, false));
   h.engine.setActiveSession(2);
   const b = path.join(h.dir, 'owned-by-2');
   const bRun = h.mkdir(b);
@@ -454,7 +379,7 @@ test('decision channel handover: session 2 takes over, session 1 answers what it
 
 test('decision channel 8 parallel workers: every notification arrives once on the channel and is answered exactly once', async (t) => {
   const h = new Harness(t);
-  const client = await h.attach(h.open(1));
+  const client = await h.attachChannel(h.open(1));
   const seen = new Set<string>();
   let duplicates = 0;
   // Decisions of one read go back in one write, as a control plane batches them.
