@@ -392,7 +392,15 @@ EmulatorStats Emulator::Stats() const {
 // kill-container
 
 ActionResult KillContainer(const NotificationRef& ref, const KillArgs& args, int answer_errno) {
-  return Answer(ref, KillContainerOnly(ref, args), answer_errno);
+  ActionResult r = KillContainerOnly(ref, args);
+  if (r.outcome == ActionOutcome::kDone && r.err == 0) {
+    // SIGKILL to the pid namespace's init reaches the other tasks asynchronously: answering at once
+    // would let the caller run on for a moment ("killed" container printing after its syscall).
+    // Wait for the kill to take the caller; answer only a caller that survives (another pid ns).
+    for (int waited_ms = 0; waited_ms < 2000 && StillPending(ref); waited_ms++) usleep(1000);
+    if (!StillPending(ref)) return r;
+  }
+  return Answer(ref, r, answer_errno);
 }
 
 ActionResult FreezeContainer(const NotificationRef& ref, int answer_errno) {
