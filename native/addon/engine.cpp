@@ -6,13 +6,16 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <limits>
+#include <map>
 
 #include "path_args.h"
 #include "seccomp_compat.h"
+#include "unique_fd.h"
 
 namespace seccomp_agent {
 namespace {
@@ -27,6 +30,24 @@ constexpr uint32_t kNrMkdirat = 258;
 constexpr int kEmulationFailureErrno = EPERM;
 // A helper binary that could not be started is tried again after this long.
 constexpr uint64_t kEmulatorRetryNs = 10000000000ull;
+// Ids a filter hands out are consecutive (kernel/seccomp.c: next_id++), so a notification RECV'd
+// by a predecessor that died before it journaled the id is among the next few after the last id it
+// noted; NOTIF_ID_VALID tells it apart from ones still queued (only RECV'd ones are valid).
+constexpr uint64_t kLostIdWindow = 64;
+
+std::string NotifyName(uint32_t handle) { return "n" + std::to_string(handle); }
+std::string RecordName(uint32_t handle) { return "r" + std::to_string(handle); }
+
+// "n123" -> 123 for prefix 'n'; 0 when it is not such a name.
+uint32_t HandleOfName(const std::string& name, char prefix) {
+  if (name.size() < 2 || name.size() > 11 || name[0] != prefix) return 0;
+  uint64_t value = 0;
+  for (size_t i = 1; i < name.size(); i++) {
+    if (name[i] < '0' || name[i] > '9') return 0;
+    value = value * 10 + static_cast<uint64_t>(name[i] - '0');
+  }
+  return value > 0 && value <= UINT32_MAX ? static_cast<uint32_t>(value) : 0;
+}
 
 uint64_t PackAnswer(const Answer& a) {
   return (static_cast<uint64_t>(a.kind) << 32) | static_cast<uint32_t>(a.error);
@@ -92,6 +113,14 @@ bool Engine::Init(Napi::Env env, Napi::Function on_events, std::string* error) {
     *error = "epoll_ctl(ADD) of the wake eventfd: " + ErrnoText(errno);
     return false;
   }
+  journal_ = InFlightJournal::Create(error);
+  if (journal_ == nullptr) return false;
+  std::string store_error;
+  notifier_ = fd_store::Notifier::FromEnvironment(&store_error);
+  if (!store_error.empty()) {
+    *error = "the fd store is unusable (" + store_error + "); refusing to run without it, since a crash would lose every container";
+    return false;
+  }
   queue_ = std::make_unique<EventQueue>(options_.max_queued_events, options_.batch_delay_ns);
   if (!queue_->Init(env, on_events)) {
     *error = "cannot create the thread-safe function for events";
@@ -109,6 +138,10 @@ bool Engine::Start(std::string* error) {
     return false;
   }
   if (thread_started_) return true;
+  if (!journal_stored_) {
+    StoreFd("journal", journal_->fd());
+    journal_stored_ = true;
+  }
   // The engine thread takes no signals: they belong to Node's main thread.
   sigset_t all, old;
   sigfillset(&all);
@@ -136,6 +169,11 @@ void Engine::Stop() {
   stopped_ = true;
   if (thread_started_) {
     stop_requested_.store(true);
+    {
+      std::lock_guard<std::mutex> lock(park_mu_);
+      park_requested_ = false;
+    }
+    park_cv_.notify_all();
     uint64_t one = 1;
     while (write(wake_fd_, &one, sizeof one) < 0 && errno == EINTR) {
     }
@@ -159,14 +197,25 @@ void Engine::Stop() {
     std::lock_guard<std::mutex> lock(mu_);
     active_ = nullptr;
     active_session_.store(0);
-    if (queue_ != nullptr) AnswerAllPendingLocked(AnsweredBy::kDetached, &js_buffers_);
+    // Handed over: the successor answers what is pending (it has the journal); answering here too
+    // would only race it.
+    if (queue_ != nullptr && !handed_over_) AnswerAllPendingLocked(AnsweredBy::kDetached, &js_buffers_);
+    pending_.clear();
     sessions_.clear();
     close_requests_.clear();
-    for (auto& entry : containers_) close(entry.second->fd);
+    for (auto& entry : containers_) {
+      close(entry.second->fd);
+      if (entry.second->record_fd >= 0) close(entry.second->record_fd);
+    }
     containers_.clear();
   }
   if (ingest_ != nullptr) ingest_->CloseAll();
   if (channel_ != nullptr) channel_->CloseAll();
+  if (handoff_fd_ >= 0) close(handoff_fd_);
+  handoff_fd_ = -1;
+  // Last: the successor takes EOF here as "the old one let go of its sockets".
+  if (handoff_conn_ >= 0) close(handoff_conn_);
+  handoff_conn_ = -1;
   if (wake_fd_ >= 0) close(wake_fd_);
   if (epoll_fd_ >= 0) close(epoll_fd_);
   wake_fd_ = -1;
@@ -184,6 +233,14 @@ void Engine::Run() {
   start_cv_.notify_all();
   struct epoll_event events[kMaxEpollEvents];
   while (!stop_requested_.load(std::memory_order_relaxed)) {
+    if (park_flag_.load(std::memory_order_acquire)) {
+      std::unique_lock<std::mutex> lock(park_mu_);
+      parked_ = true;
+      park_cv_.notify_all();
+      park_cv_.wait(lock, [this] { return !park_requested_ || stop_requested_.load(); });
+      parked_ = false;
+      continue;
+    }
     uint64_t now = MonotonicNs();
     uint64_t wake = NextWakeNs();
     int n;
@@ -228,6 +285,9 @@ void Engine::Run() {
         case EpollSource::Kind::kChannelListener:
         case EpollSource::Kind::kChannelConn:
           channel_->OnReady(source, events[i].events, MonotonicNs());
+          break;
+        case EpollSource::Kind::kHandoffListener:
+          AcceptHandoff();
           break;
         case EpollSource::Kind::kWake: {
           uint64_t value;
@@ -276,6 +336,7 @@ void Engine::OnNotifyReady(Container* container, uint32_t events) {
     container->recv_failures = 0;
     const uint64_t received = MonotonicNs();
     const struct seccomp_notif* notif = engine_buffers_.notif();
+    journal_->NoteReceived(container->journal_slot, notif->id);
     Event event;
     event.type = EventType::kNotification;
     event.handle = container->handle;
@@ -314,8 +375,9 @@ void Engine::OnNotifyReady(Container* container, uint32_t events) {
       // Without a channel the session hears of it only through JS: no room in the queue, no asking.
       if (session != nullptr && (session->channel != nullptr || !queue_->Full())) {
         uint64_t deadline = received + decision_timeout_ns_.load(std::memory_order_relaxed);
+        uint32_t slot = journal_->AddInFlight(container->handle, event.id);
         pending_.emplace(Key{container->handle, event.id}, PendingEntry{container, session, received, deadline, event.pid,
-                                                                        event.nr, event.arch, event.args[0]});
+                                                                        event.nr, event.arch, event.args[0], slot});
         container->pending_count++;
         session->owned++;
         deadlines_.push(Deadline{deadline, container->handle, event.id});
@@ -403,9 +465,12 @@ void Engine::RemoveContainer(Container* container) {
     std::lock_guard<std::mutex> lock(mu_);
     epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, container->fd, nullptr);
     close(container->fd);
+    if (container->record_fd >= 0) close(container->record_fd);
+    journal_->ReleaseContainer(container->journal_slot);
     if (container->pending_count > 0) {
       for (auto it = pending_.begin(); it != pending_.end();) {
         if (it->first.handle == handle) {
+          journal_->ReleaseInFlight(it->second.journal_slot);
           ReleaseOwnerLocked(it->second.owner);
           it = pending_.erase(it);
         } else {
@@ -418,6 +483,8 @@ void Engine::RemoveContainer(Container* container) {
   }
   // Its helper exits once no other container uses it (emulations in flight still finish: stale).
   if (emulator != nullptr) emulator->Forget(handle);
+  UnstoreFd(NotifyName(handle));
+  UnstoreFd(RecordName(handle));
   Event event;
   event.type = EventType::kRemoved;
   event.handle = handle;
@@ -437,6 +504,7 @@ void Engine::ExpireDeadlines(uint64_t now_ns) {
     pending_.erase(it);
     entry.container->pending_count--;
     SendResult result = NotifySend(entry.container->fd, &engine_buffers_, d.id, action, nullptr);
+    journal_->ReleaseInFlight(entry.journal_slot);
     PushAnswered(d.handle, d.id, AnsweredBy::kDeadline, action, result, MonotonicNs() - entry.received_ns, true);
     late_[late_next_] = Key{d.handle, d.id};
     late_next_ = (late_next_ + 1) % kLateRing;
@@ -459,6 +527,7 @@ void Engine::AnswerAllPendingLocked(AnsweredBy by, NotifyBuffers* buffers) {
   uint64_t now = MonotonicNs();
   for (auto& entry : pending_) {
     SendResult result = NotifySend(entry.second.container->fd, buffers, entry.first.id, action, nullptr);
+    journal_->ReleaseInFlight(entry.second.journal_slot);
     entry.second.container->pending_count--;
     entry.second.owner->owned--;
     PushAnswered(entry.first.handle, entry.first.id, by, action, result, now - entry.second.received_ns, true);
@@ -466,7 +535,8 @@ void Engine::AnswerAllPendingLocked(AnsweredBy by, NotifyBuffers* buffers) {
   pending_.clear();
 }
 
-uint32_t Engine::Adopt(uint32_t conn, uint32_t index, std::string* error, bool* range_error) {
+uint32_t Engine::Adopt(uint32_t conn, uint32_t index, const std::string& record, std::string* error,
+                       bool* range_error) {
   *range_error = false;
   if (stopped_) {
     *error = "the engine is stopped";
@@ -490,25 +560,294 @@ uint32_t Engine::Adopt(uint32_t conn, uint32_t index, std::string* error, bool* 
                " is not a seccomp notify fd; reject the connection";
       return 0;
   }
+  // Without its record a successor would still serve the fd, only without knowing whose it is.
+  int record_fd = -1;
+  std::string record_error;
+  if (!WriteRecordMemfd(record, &record_fd, &record_error)) {
+    queue_->PushError(record_error + "; a successor will serve this container without its record");
+  }
+  const uint32_t handle = next_handle_++;
+  uint32_t added = AddContainer(fd, handle, record_fd, journal_->AddContainer(handle), error);
+  if (added != 0) {
+    StoreFd(NotifyName(handle), fd);
+    if (record_fd >= 0) StoreFd(RecordName(handle), record_fd);
+  }
+  return added;
+}
+
+uint32_t Engine::AddContainer(int fd, uint32_t handle, int record_fd, uint32_t journal_slot, std::string* error) {
   bool sync = NotifySetSyncWakeUp(fd);
   if (sync || errno == EINVAL || errno == ENOTTY) sync_wake_up_.store(sync);
   auto container = std::make_unique<Container>();
   container->fd = fd;
-  container->handle = next_handle_++;
+  container->handle = handle;
+  container->record_fd = record_fd;
+  container->journal_slot = journal_slot;
   Container* raw = container.get();
   std::lock_guard<std::mutex> lock(mu_);
-  containers_.emplace(raw->handle, std::move(container));
+  containers_.emplace(handle, std::move(container));
   struct epoll_event ev;
   memset(&ev, 0, sizeof ev);
   ev.events = EPOLLIN;
   ev.data.ptr = static_cast<EpollSource*>(raw);
   if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
     *error = "epoll_ctl(ADD) of a notify fd: " + ErrnoText(errno) + "; closed it";
-    containers_.erase(raw->handle);
+    journal_->ReleaseContainer(journal_slot);
+    containers_.erase(handle);
     close(fd);
+    if (record_fd >= 0) close(record_fd);
     return 0;
   }
-  return raw->handle;
+  return handle;
+}
+
+void Engine::StoreFd(const std::string& name, int fd) {
+  if (notifier_ == nullptr) return;
+  std::string error;
+  if (!notifier_->Store(name, &fd, 1, &error)) {
+    queue_->PushError("cannot keep " + name + " in the fd store (" + error +
+                      "): if this process dies, a successor will not have it");
+  }
+}
+
+void Engine::UnstoreFd(const std::string& name) {
+  if (notifier_ == nullptr) return;
+  std::string error;
+  if (!notifier_->Remove(name, &error)) {
+    queue_->PushError("cannot remove " + name + " from the fd store (" + error + "); the store keeps a stale copy");
+  }
+}
+
+bool Engine::Listen(const std::string& path, unsigned mode, std::string* error) {
+  if (stopped_) {
+    *error = "the engine is stopped";
+    return false;
+  }
+  int fd = ingest_->Listen(path, mode, error);
+  if (fd < 0) return false;
+  StoreFd("listener", fd);
+  return true;
+}
+
+bool Engine::AnswerRecovered(Container* container, uint64_t id) {
+  Answer action = DefaultAction();
+  SendResult result = NotifySend(container->fd, &js_buffers_, id, action, nullptr);
+  PushAnswered(container->handle, id, AnsweredBy::kRecovered, action, result, 0, false);
+  return result == SendResult::kOk;
+}
+
+void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool store_again, RestoreResult* result) {
+  std::unique_ptr<InFlightJournal> journal;
+  std::map<uint32_t, int> notify_fds;
+  std::map<uint32_t, int> record_fds;
+  std::vector<int> listener_fds;
+  auto refuse = [&](const handoff::NamedFd& f, const std::string& why) {
+    result->problems.push_back("fd " + std::to_string(f.fd) + " named \"" + f.name + "\": " + why + "; closed it");
+    close(f.fd);
+    if (!store_again) UnstoreFd(f.name);  // or it comes back on every restart
+  };
+  for (const handoff::NamedFd& f : fds) {
+    uint32_t handle = 0;
+    if (f.name == "listener") {
+      std::string error;
+      if (!listener_fds.empty()) {
+        // systemd passes its .socket unit's listener and the stored copy: the same socket twice.
+        close(f.fd);
+      } else if (!ingest_->ListenFd(f.fd, &error)) {
+        refuse(f, error);
+      } else {
+        listener_fds.push_back(f.fd);
+        result->listener = true;
+      }
+    } else if (f.name == "journal") {
+      std::string error;
+      if (journal != nullptr) {
+        refuse(f, "a second journal");
+        continue;
+      }
+      journal = InFlightJournal::Open(f.fd, &error);  // takes the fd
+      if (journal == nullptr) result->problems.push_back(error + "; ids the predecessor had in flight may hang");
+    } else if ((handle = HandleOfName(f.name, 'n')) != 0 && notify_fds.count(handle) == 0) {
+      if (!IsSeccompNotifyFd(f.fd)) {
+        refuse(f, "not a seccomp notify fd");
+      } else {
+        notify_fds[handle] = f.fd;
+      }
+    } else if ((handle = HandleOfName(f.name, 'r')) != 0 && record_fds.count(handle) == 0) {
+      record_fds[handle] = f.fd;
+    } else {
+      refuse(f, "a name this data plane does not use (or a duplicate)");
+    }
+  }
+  if (journal != nullptr) {
+    journal_ = std::move(journal);
+    result->journal = true;
+    journal_stored_ = !store_again;
+  }
+  const auto marks = journal_->ContainerMarks();
+  std::vector<uint32_t> kept_slots;
+  for (const auto& entry : notify_fds) {
+    const uint32_t handle = entry.first;
+    RestoreResult::Restored restored{handle, std::string()};
+    int record_fd = -1;
+    auto record = record_fds.find(handle);
+    if (record != record_fds.end()) {
+      record_fd = record->second;
+      record_fds.erase(record);
+      std::string error;
+      if (!ReadRecordMemfd(record_fd, &restored.record, &error)) {
+        result->problems.push_back("record of container handle " + std::to_string(handle) + ": " + error);
+        restored.record.clear();
+      }
+    }
+    uint32_t slot = journal_->AdoptContainer(handle);
+    std::string error;
+    if (AddContainer(entry.second, handle, record_fd, slot, &error) == 0) {
+      result->problems.push_back("container handle " + std::to_string(handle) + ": " + error);
+      continue;
+    }
+    kept_slots.push_back(slot);
+    if (handle >= next_handle_) next_handle_ = handle + 1;
+    result->containers.push_back(std::move(restored));
+    if (store_again) {
+      StoreFd(NotifyName(handle), entry.second);
+      if (record_fd >= 0) StoreFd(RecordName(handle), record_fd);
+    }
+  }
+  for (const auto& orphan : record_fds) {
+    close(orphan.second);
+    if (!store_again) UnstoreFd(RecordName(orphan.first));
+  }
+  // What the predecessor received and did not answer: nobody else ever will.
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const InFlightJournal::InFlight& in_flight : journal_->InFlightEntries()) {
+    auto it = containers_.find(in_flight.handle);
+    if (it == containers_.end()) continue;
+    AnswerRecovered(it->second.get(), in_flight.id);
+    result->in_flight_answered++;
+  }
+  journal_->ClearInFlight();
+  for (const auto& mark : marks) {
+    auto it = containers_.find(mark.second.handle);
+    if (it == containers_.end() || !mark.second.has_last) continue;
+    for (uint64_t k = 1; k <= kLostIdWindow; k++) {
+      const uint64_t id = mark.second.last_id + k;
+      if (NotifyIdValid(it->second->fd, id) && AnswerRecovered(it->second.get(), id)) result->lost_answered++;
+    }
+  }
+  journal_->ReleaseContainersExcept(kept_slots);
+  if (store_again) {
+    if (!listener_fds.empty()) StoreFd("listener", listener_fds.front());
+  }
+}
+
+bool Engine::ListenHandoff(const std::string& path, unsigned mode, std::string* error) {
+  if (stopped_ || handoff_fd_ >= 0) {
+    *error = stopped_ ? "the engine is stopped" : "the handoff socket is served already";
+    return false;
+  }
+  int fd = handoff::Listen(path, mode, error);
+  if (fd < 0) return false;
+  struct epoll_event ev;
+  memset(&ev, 0, sizeof ev);
+  ev.events = EPOLLIN;
+  ev.data.ptr = &handoff_source_;
+  handoff_fd_ = fd;
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    *error = "epoll_ctl(ADD) of the handoff socket: " + ErrnoText(errno);
+    close(fd);
+    handoff_fd_ = -1;
+    return false;
+  }
+  return true;
+}
+
+// Engine thread. Only a process of our own user may take everything over.
+void Engine::AcceptHandoff() {
+  for (;;) {
+    int conn = accept4(handoff_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (conn < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        queue_->PushError("accept on the handoff socket failed: " + ErrnoText(errno));
+      }
+      return;
+    }
+    struct ucred cred;
+    socklen_t len = sizeof cred;
+    if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != geteuid()) {
+      queue_->PushError("refused a handoff connection from uid " + std::to_string(len == sizeof cred ? cred.uid : -1) +
+                        ": only the data plane's own user may take over");
+      close(conn);
+      continue;
+    }
+    Event event;
+    event.type = EventType::kHandoff;
+    event.conn = static_cast<uint32_t>(conn);
+    event.peer.pid = cred.pid;
+    event.peer.uid = cred.uid;
+    event.peer.gid = cred.gid;
+    if (!queue_->Push(event, true)) close(conn);
+  }
+}
+
+void Engine::SetAccepting(bool accepting) {
+  if (!stopped_) ingest_->SetAccepting(accepting);
+}
+
+void Engine::Park() {
+  if (!thread_started_) return;
+  std::unique_lock<std::mutex> lock(park_mu_);
+  park_requested_ = true;
+  park_flag_.store(true, std::memory_order_release);
+  uint64_t one = 1;
+  while (write(wake_fd_, &one, sizeof one) < 0 && errno == EINTR) {
+  }
+  park_cv_.wait(lock, [this] { return parked_; });
+}
+
+void Engine::Unpark() {
+  {
+    std::lock_guard<std::mutex> lock(park_mu_);
+    park_requested_ = false;
+    park_flag_.store(false, std::memory_order_release);
+  }
+  park_cv_.notify_all();
+}
+
+bool Engine::HandOff(int conn, int timeout_ms, std::string* summary, std::string* error) {
+  Fd owned(conn);  // closed on failure; kept open on success until Stop() (the successor's sign)
+  if (stopped_ || handed_over_) {
+    *error = stopped_ ? "the engine is stopped" : "handed over already";
+    handoff::SendRefusal(conn, *error);
+    return false;
+  }
+  if (!handoff::ReadHello(conn, timeout_ms, error)) return false;
+  // From here until the successor acks, nobody answers: this is the pause a workload sees.
+  Park();
+  std::vector<handoff::NamedFd> fds;
+  size_t pending = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int fd : ingest_->ListenerFds()) fds.push_back(handoff::NamedFd{fd, "listener"});
+    fds.push_back(handoff::NamedFd{journal_->fd(), "journal"});
+    for (const auto& entry : containers_) {
+      fds.push_back(handoff::NamedFd{entry.second->fd, NotifyName(entry.first)});
+      if (entry.second->record_fd >= 0) fds.push_back(handoff::NamedFd{entry.second->record_fd, RecordName(entry.first)});
+    }
+    pending = pending_.size();
+    *summary = "{\"containers\":" + std::to_string(containers_.size()) + ",\"inFlight\":" + std::to_string(pending) +
+               ",\"pid\":" + std::to_string(getpid()) + "}";
+  }
+  if (!handoff::SendEntries(conn, fds, *summary, error) || !handoff::WaitAck(conn, timeout_ms, error)) {
+    Unpark();
+    return false;
+  }
+  journal_->Detach();
+  handed_over_ = true;
+  handoff_conn_ = owned.Release();
+  for (const handoff::NamedFd& f : fds) UnstoreFd(f.name);
+  return true;
 }
 
 bool Engine::ListenChannel(const std::string& path, unsigned mode, std::string* error) {
@@ -580,6 +919,7 @@ size_t Engine::CloseSession(uint64_t session) {
           continue;
         }
         SendResult result = NotifySend(it->second.container->fd, &js_buffers_, it->first.id, action, nullptr);
+        journal_->ReleaseInFlight(it->second.journal_slot);
         it->second.container->pending_count--;
         PushAnswered(it->first.handle, it->first.id, AnsweredBy::kDetached, action, result, now - it->second.received_ns,
                      true);
@@ -701,6 +1041,7 @@ void Engine::ApplyDecisions(ChannelConn* conn, uint64_t session, const decision_
                         std::to_string(d.handle) + " failed: " + ErrnoText(err) + "; answered it with the default action");
       answer = fallback;
     }
+    journal_->ReleaseInFlight(entry.journal_slot);
     PushAnswered(d.handle, d.id, valid ? AnsweredBy::kControlPlane : AnsweredBy::kNoControlPlane, answer, result,
                  MonotonicNs() - entry.received_ns, false);
     ReleaseOwnerLocked(entry.owner);
@@ -733,6 +1074,7 @@ Engine::RespondStatus Engine::Respond(uint32_t handle, uint64_t id, const Answer
       // The kernel refused this answer; the target must not hang: give it the default action.
       NotifySend(entry.container->fd, &js_buffers_, id, DefaultAction(), nullptr);
     }
+    journal_->ReleaseInFlight(entry.journal_slot);
     *latency_ns = MonotonicNs() - entry.received_ns;
   }
   if (drained) queue_->Flush();
@@ -792,8 +1134,11 @@ Engine::RespondStatus Engine::RespondEmulated(uint32_t handle, uint64_t id, cons
     ref.owner = handle;
     const EmulatedKind kind = decision.kind;
     const uint64_t received = entry.received_ns;
-    // Runs on the executor's thread; takes only the queue's lock, never mu_.
-    ActionDone done = [this, handle, id, kind, received](const ActionResult& r) { OnEmulated(handle, id, kind, received, r); };
+    const uint32_t slot = entry.journal_slot;
+    // Runs on the executor's thread; takes only the queue's and the journal's locks, never mu_.
+    ActionDone done = [this, handle, id, kind, received, slot](const ActionResult& r) {
+      OnEmulated(handle, id, kind, received, slot, r);
+    };
     if (needs_helper ? emulator == nullptr : worker == nullptr) {
       FailEmulationLocked(handle, id, kind, entry);
       failed = true;
@@ -874,6 +1219,7 @@ void Engine::FailEmulationLocked(uint32_t handle, uint64_t id, EmulatedKind kind
   answer.error = kEmulationFailureErrno;
   int err = 0;
   SendResult result = NotifySend(entry.container->fd, &js_buffers_, id, answer, &err);
+  journal_->ReleaseInFlight(entry.journal_slot);
   Event event;
   event.type = EventType::kAnswered;
   event.handle = handle;
@@ -891,7 +1237,9 @@ void Engine::FailEmulationLocked(uint32_t handle, uint64_t id, EmulatedKind kind
 }
 
 // Emulator or action-worker thread: reports the result at once (JS is waiting for it).
-void Engine::OnEmulated(uint32_t handle, uint64_t id, EmulatedKind kind, uint64_t received_ns, const ActionResult& r) {
+void Engine::OnEmulated(uint32_t handle, uint64_t id, EmulatedKind kind, uint64_t received_ns, uint32_t journal_slot,
+                        const ActionResult& r) {
+  journal_->ReleaseInFlight(journal_slot);
   const bool gone = r.outcome == ActionOutcome::kStale || (!r.answered && r.send_err == ENOENT);
   Event event;
   event.type = EventType::kAnswered;

@@ -4,6 +4,9 @@
 // by that session) until a decision answers them: from the session's decision channel
 // (decision_channel.hpp, on this thread), or from respond() at once or through an emulation
 // (container_actions.hpp) whose result comes back as an event. See docs/decision-channel.md.
+// Everything a successor needs survives this process: each notify fd, its record and the listener
+// go to the fd store when there is one ($NOTIFY_SOCKET: systemd or seccomp-keeper), ids in flight
+// to the journal (journal.hpp); Restore() takes them back, HandOff() gives them to a successor.
 // Pure C++: JS sees it through engine_binding.cpp and the EventQueue.
 #pragma once
 #include <pthread.h>
@@ -22,7 +25,10 @@
 #include "decision_channel.hpp"
 #include "epoll_source.hpp"
 #include "event_queue.hpp"
+#include "fd_store.h"
+#include "handoff.hpp"
 #include "ingest.hpp"
+#include "journal.hpp"
 #include "notify_fd.hpp"
 #include "target_memory.hpp"
 
@@ -50,6 +56,19 @@ class Engine : private ChannelSessions {
   // kAccepted: an emulation took the notification; an 'answered' event follows.
   // kWrongSyscall: mkdir or mount for a notification of another syscall; it stays pending.
   enum class RespondStatus { kOk, kUnknown, kLate, kGone, kAccepted, kWrongSyscall };
+  // What Restore() found and did.
+  struct RestoreResult {
+    struct Restored {
+      uint32_t handle;
+      std::string record;  // the JSON the predecessor's Adopt() was given ("" when its record was lost)
+    };
+    std::vector<Restored> containers;
+    bool listener = false;
+    bool journal = false;
+    size_t in_flight_answered = 0;  // the predecessor's ids in flight, answered with the default
+    size_t lost_answered = 0;       // ids it received but never journaled, found past each last id
+    std::vector<std::string> problems;  // fds refused and closed, with why
+  };
   struct Stats {
     size_t containers = 0;
     size_t pending = 0;
@@ -78,7 +97,26 @@ class Engine : private ChannelSessions {
   Ingest* ingest() { return ingest_.get(); }
   // JS thread. Adopts fd `index` of pending connection `conn`: returns the container handle, or
   // 0 with *error set (*range_error: a bad conn or index, not a system failure).
-  uint32_t Adopt(uint32_t conn, uint32_t index, std::string* error, bool* range_error);
+  // `record` (the container as JS knows it) is kept beside the fd for a successor.
+  uint32_t Adopt(uint32_t conn, uint32_t index, const std::string& record, std::string* error, bool* range_error);
+  // JS thread. Listens on the runtime socket; stored in the fd store as "listener".
+  bool Listen(const std::string& path, unsigned mode, std::string* error);
+  // JS thread, after Init and before Start: takes what a predecessor left, by fd-store name
+  // (listener, journal, n<handle> notify fds, r<handle> records; anything else is closed), keeps
+  // the handles, answers its ids in flight with the default action and stores everything again
+  // when `store_again` (a handoff: the fd store has none of it yet).
+  void Restore(const std::vector<handoff::NamedFd>& fds, bool store_again, RestoreResult* result);
+  // JS thread. Serves the handoff socket: a successor's connection arrives as a 'handoff' event.
+  bool ListenHandoff(const std::string& path, unsigned mode, std::string* error);
+  // JS thread. Stops (or resumes) accepting runtime connections; see Ingest::SetAccepting.
+  void SetAccepting(bool accepting);
+  // JS thread. Reads the successor's hello on `conn` (taken: closed here), stops receiving, sends
+  // it every fd and waits for its ack. True: it answers from now on; this engine answers nothing
+  // more (Stop() leaves what is pending to it) and has removed everything from the fd store. False
+  // with *error: receiving resumes, nothing changed.
+  bool HandOff(int conn, int timeout_ms, std::string* summary, std::string* error);
+  bool handed_over() const { return handed_over_; }
+  bool fd_store_enabled() const { return notifier_ != nullptr; }
   // JS thread. Serves the decision channel socket. False with *error set.
   bool ListenChannel(const std::string& path, unsigned mode, std::string* error);
   // JS thread. Registers session `session` (> 0) and its channel's token. False with *error set
@@ -114,6 +152,8 @@ class Engine : private ChannelSessions {
     uint32_t handle = 0;
     uint32_t pending_count = 0;  // guarded by mu_
     uint32_t recv_failures = 0;  // engine thread: consecutive unexpected RECV errors
+    int record_fd = -1;          // its record's memfd (journal.hpp)
+    uint32_t journal_slot = InFlightJournal::kNoSlot;
   };
   struct Key {
     uint32_t handle;
@@ -141,6 +181,7 @@ class Engine : private ChannelSessions {
     uint32_t nr;
     uint32_t arch;
     uint64_t arg0;  // mkdirat: the target's dirfd
+    uint32_t journal_slot;
   };
   struct Deadline {
     uint64_t at;
@@ -164,6 +205,18 @@ class Engine : private ChannelSessions {
   // Under mu_: 'session-drained' once for a session that is not active and owns nothing.
   bool ReportIfDrainedLocked(Session* session);
   Answer DefaultAction() const;
+  // JS thread: the engine thread waits (holding nothing) until Unpark(): no RECV, no decision.
+  void Park();
+  void Unpark();
+  // Engine thread: a successor connected to the handoff socket.
+  void AcceptHandoff();
+  // JS thread: a new container in the table and the epoll set (0 with *error: fd closed).
+  uint32_t AddContainer(int fd, uint32_t handle, int record_fd, uint32_t journal_slot, std::string* error);
+  // Keeps `fd` in the fd store under `name` (errors become 'error' events).
+  void StoreFd(const std::string& name, int fd);
+  void UnstoreFd(const std::string& name);
+  // Restore(): answers `id` of `container` with the default action, as recovered.
+  bool AnswerRecovered(Container* container, uint64_t id);
   void PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, SendResult result,
                     uint64_t latency_ns, bool urgent);
   void PushDropped(uint64_t session, uint32_t handle, uint64_t id, DropReason reason);
@@ -180,7 +233,8 @@ class Engine : private ChannelSessions {
   Emulator* EnsureEmulator();
   ActionWorker* EnsureActionWorker();
   // Emulator or action-worker thread (inline under mu_ in rare cases): an emulation finished.
-  void OnEmulated(uint32_t handle, uint64_t id, EmulatedKind kind, uint64_t received_ns, const ActionResult& result);
+  void OnEmulated(uint32_t handle, uint64_t id, EmulatedKind kind, uint64_t received_ns, uint32_t journal_slot,
+                  const ActionResult& result);
   // JS thread, under mu_: no executor could be made; answers with failure errno at once.
   void FailEmulationLocked(uint32_t handle, uint64_t id, EmulatedKind kind, const PendingEntry& entry);
 
@@ -191,6 +245,18 @@ class Engine : private ChannelSessions {
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
   EpollSource wake_source_{EpollSource::Kind::kWake};
+  EpollSource handoff_source_{EpollSource::Kind::kHandoffListener};
+  int handoff_fd_ = -1;
+  int handoff_conn_ = -1;  // the successor's connection after a handoff, closed by Stop()
+  std::unique_ptr<InFlightJournal> journal_;
+  std::unique_ptr<fd_store::Notifier> notifier_;  // null: no fd store
+  bool journal_stored_ = false;                   // JS thread
+  bool handed_over_ = false;                      // JS thread
+  std::mutex park_mu_;
+  std::condition_variable park_cv_;
+  bool park_requested_ = false;  // guarded by park_mu_
+  bool parked_ = false;          // guarded by park_mu_
+  std::atomic<bool> park_flag_{false};
 
   pthread_t thread_{};
   bool thread_started_ = false;

@@ -246,6 +246,10 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
                            InstanceMethod<&EngineWrap::JsSetDecisionTimeout>("setDecisionTimeout"),
                            InstanceMethod<&EngineWrap::JsRespond>("respond"),
                            InstanceMethod<&EngineWrap::JsStats>("stats"),
+                           InstanceMethod<&EngineWrap::JsRestore>("restore"),
+                           InstanceMethod<&EngineWrap::JsListenHandoff>("listenHandoff"),
+                           InstanceMethod<&EngineWrap::JsSetAccepting>("setAccepting"),
+                           InstanceMethod<&EngineWrap::JsHandOff>("handOff"),
                            InstanceMethod<&EngineWrap::JsStop>("stop"),
                        });
   }
@@ -351,12 +355,10 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
       return env.Undefined();
     }
     std::string error;
-    int fd = engine_->ingest()->Listen(info[0].As<Napi::String>().Utf8Value(), mode & 07777, &error);
-    if (fd < 0) {
+    if (!engine_->Listen(info[0].As<Napi::String>().Utf8Value(), mode & 07777, &error)) {
       Napi::Error::New(env, error).ThrowAsJavaScriptException();
-      return env.Undefined();
     }
-    return Napi::Number::New(env, fd);
+    return env.Undefined();
   }
 
   Napi::Value JsListenFd(const Napi::CallbackInfo& info) {
@@ -378,9 +380,13 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     if (!Usable(env)) return env.Undefined();
     uint32_t conn, index;
     if (!ParseUint32(env, info[0], "conn", &conn) || !ParseUint32(env, info[1], "fdIndex", &index)) return env.Undefined();
+    if (!info[2].IsString()) {
+      ThrowType(env, "adopt(conn, fdIndex, record): record must be a string (JSON kept for a successor)");
+      return env.Undefined();
+    }
     std::string error;
     bool range = false;
-    uint32_t handle = engine_->Adopt(conn, index, &error, &range);
+    uint32_t handle = engine_->Adopt(conn, index, info[2].As<Napi::String>().Utf8Value(), &error, &range);
     if (handle == 0) {
       if (range) {
         ThrowRange(env, error);
@@ -554,6 +560,101 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     o.Set("emulationHelpers", Napi::Number::New(env, static_cast<double>(s.emulation_helpers)));
     o.Set("channelDecisions", Napi::Number::New(env, static_cast<double>(s.channel_decisions)));
     o.Set("decisionsDropped", Napi::Number::New(env, static_cast<double>(s.decisions_dropped)));
+    o.Set("fdStore", Napi::Boolean::New(env, engine_->fd_store_enabled()));
+    return o;
+  }
+
+  // restore(fds: {fd, name}[], storeAgain: boolean) -> what was restored (before start()).
+  Napi::Value JsRestore(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    if (!info[0].IsArray() || !info[1].IsBoolean()) {
+      ThrowType(env, "restore(fds, storeAgain): fds must be an array of {fd, name}, storeAgain a boolean");
+      return env.Undefined();
+    }
+    Napi::Array list = info[0].As<Napi::Array>();
+    std::vector<handoff::NamedFd> fds;
+    for (uint32_t i = 0; i < list.Length(); i++) {
+      Napi::Value item = list.Get(i);
+      if (!item.IsObject()) {
+        ThrowType(env, "restore: every entry must be an object {fd, name}");
+        return env.Undefined();
+      }
+      Napi::Value fd = item.As<Napi::Object>().Get("fd");
+      Napi::Value name = item.As<Napi::Object>().Get("name");
+      uint32_t number;
+      if (!ParseUint32(env, fd, "fd", &number)) return env.Undefined();
+      if (!name.IsString()) {
+        ThrowType(env, "restore: every entry needs a string name");
+        return env.Undefined();
+      }
+      fds.push_back(handoff::NamedFd{static_cast<int>(number), name.As<Napi::String>().Utf8Value()});
+    }
+    Engine::RestoreResult r;
+    engine_->Restore(fds, info[1].As<Napi::Boolean>().Value(), &r);
+    Napi::Object o = Napi::Object::New(env);
+    Napi::Array containers = Napi::Array::New(env, r.containers.size());
+    for (size_t i = 0; i < r.containers.size(); i++) {
+      Napi::Object c = Napi::Object::New(env);
+      c.Set("handle", Napi::Number::New(env, r.containers[i].handle));
+      c.Set("record", Napi::String::New(env, r.containers[i].record));
+      containers.Set(static_cast<uint32_t>(i), c);
+    }
+    Napi::Array problems = Napi::Array::New(env, r.problems.size());
+    for (size_t i = 0; i < r.problems.size(); i++) problems.Set(static_cast<uint32_t>(i), Napi::String::New(env, r.problems[i]));
+    o.Set("containers", containers);
+    o.Set("listener", Napi::Boolean::New(env, r.listener));
+    o.Set("journal", Napi::Boolean::New(env, r.journal));
+    o.Set("inFlightAnswered", Napi::Number::New(env, static_cast<double>(r.in_flight_answered)));
+    o.Set("lostAnswered", Napi::Number::New(env, static_cast<double>(r.lost_answered)));
+    o.Set("problems", problems);
+    return o;
+  }
+
+  Napi::Value JsListenHandoff(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    uint32_t mode;
+    if (!info[0].IsString() || !ParseUint32(env, info[1], "mode", &mode)) {
+      if (!env.IsExceptionPending()) ThrowType(env, "listenHandoff(socketPath, mode): socketPath must be a string");
+      return env.Undefined();
+    }
+    std::string error;
+    if (!engine_->ListenHandoff(info[0].As<Napi::String>().Utf8Value(), mode & 07777, &error)) {
+      Napi::Error::New(env, error).ThrowAsJavaScriptException();
+    }
+    return env.Undefined();
+  }
+
+  Napi::Value JsSetAccepting(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    if (!info[0].IsBoolean()) {
+      ThrowType(env, "setAccepting(accepting): a boolean");
+      return env.Undefined();
+    }
+    engine_->SetAccepting(info[0].As<Napi::Boolean>().Value());
+    return env.Undefined();
+  }
+
+  // handOff(conn, timeoutMs) -> {ok: true, summary} | {ok: false, error}. Blocks the JS thread
+  // for the handoff (the engine thread answers nothing meanwhile anyway).
+  Napi::Value JsHandOff(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    uint32_t conn, timeout_ms;
+    if (!ParseUint32(env, info[0], "conn", &conn) || !ParseUint32(env, info[1], "timeoutMs", &timeout_ms)) {
+      return env.Undefined();
+    }
+    std::string summary, error;
+    bool ok = engine_->HandOff(static_cast<int>(conn), static_cast<int>(timeout_ms), &summary, &error);
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("ok", Napi::Boolean::New(env, ok));
+    if (ok) {
+      o.Set("summary", Napi::String::New(env, summary));
+    } else {
+      o.Set("error", Napi::String::New(env, error));
+    }
     return o;
   }
 

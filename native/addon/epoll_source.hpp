@@ -6,7 +6,8 @@
 namespace seccomp_agent {
 
 struct EpollSource {
-  enum class Kind : uint8_t { kWake, kListener, kConnection, kContainer, kChannelListener, kChannelConn };
+  enum class Kind : uint8_t { kWake, kListener, kConnection, kContainer, kChannelListener, kChannelConn,
+                    kHandoffListener };
   explicit EpollSource(Kind k) : kind(k) {}
   const Kind kind;
 };

@@ -21,7 +21,7 @@ constexpr uint32_t kConnected = 1u << 3;   // channel
 const char kDecoderSource[] = R"JS(
 (function (onEvents) {
   'use strict';
-  const BY = ['no-control-plane', 'deadline', 'detached', 'control-plane'];
+  const BY = ['no-control-plane', 'deadline', 'detached', 'control-plane', 'recovered'];
   const EMULATED = ['', 'mkdir', 'mount', 'kill', 'freeze'];
   const DROPPED = ['unknown', 'late', 'wrong-session', 'invalid'];
   const action = (kind, errno, emulated, value) =>
@@ -88,6 +88,9 @@ const char kDecoderSource[] = R"JS(
           events[i] = {
             type: 'channel', session: Number(w[a + 9]), state: (flags & 8) !== 0 ? 'connected' : 'closed', reason: strings[s],
           };
+          break;
+        case 9:
+          events[i] = { type: 'handoff', conn: u[b + 1], peer: { pid: u[b + 2] | 0, uid: u[b + 3], gid: u[b + 4] } };
           break;
         default:
           events[i] = { type: 'error', message: strings[s] };
@@ -162,6 +165,12 @@ void Encode(const Event& e, const std::string& arena, uint64_t* w64, uint32_t* w
     case EventType::kChannel:
       w32[5] = e.connected ? kConnected : 0;
       text(e.text);
+      break;
+    case EventType::kHandoff:
+      w32[1] = e.conn;
+      w32[2] = static_cast<uint32_t>(e.peer.pid);
+      w32[3] = e.peer.uid;
+      w32[4] = e.peer.gid;
       break;
   }
 }

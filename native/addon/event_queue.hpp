@@ -26,11 +26,13 @@ enum class EventType : uint8_t {
   kDecisionDropped,
   kSessionDrained,
   kChannel,
+  kHandoff,
 };
 // Why a decision was not applied (decision-dropped); the order is the decoder's.
 enum class DropReason : uint8_t { kUnknown, kLate, kWrongSession, kInvalid };
 // kControlPlane: an emulation the control plane asked for has finished (respond() said 'accepted').
-enum class AnsweredBy : uint8_t { kNoControlPlane, kDeadline, kDetached, kControlPlane };
+// kRecovered: received by a predecessor (crashed or handed over) and never answered by it.
+enum class AnsweredBy : uint8_t { kNoControlPlane, kDeadline, kDetached, kControlPlane, kRecovered };
 // The emulated action an 'answered' event reports (kNone: `action` is a continue/error answer).
 enum class EmulatedKind : uint8_t { kNone, kMkdir, kMount, kKill, kFreeze };
 
@@ -75,7 +77,7 @@ struct Event {
   Answer action;  // emulated != kNone: action.error is the errno the target got (0: success)
   EmulatedKind emulated = EmulatedKind::kNone;
   bool gone = false;
-  // connection, ingest-error, error
+  // connection, ingest-error, error; handoff: the connection's fd (JS passes it to handOff)
   uint32_t conn = 0;
   TextRef text;                // connection: json; ingest-error, error: message; channel: reason
   const char* code = nullptr;  // ingest-error: static string

@@ -43,7 +43,7 @@ Ingest::Ingest(int epoll_fd, EventQueue* queue, Options options)
 
 Ingest::~Ingest() { CloseAll(); }
 
-int ListenUnixSocket(const std::string& path, unsigned mode, const char* what, std::string* error) {
+int ListenUnixSocket(const std::string& path, unsigned mode, const char* what, std::string* error, int type) {
   struct sockaddr_un addr;
   memset(&addr, 0, sizeof addr);
   addr.sun_family = AF_UNIX;
@@ -64,7 +64,7 @@ int ListenUnixSocket(const std::string& path, unsigned mode, const char* what, s
       return -1;
     }
   }
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  int fd = socket(AF_UNIX, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
     *error = "socket(AF_UNIX): " + ErrnoText(errno);
     return -1;
@@ -306,7 +306,7 @@ void Ingest::OnTimer(uint64_t now_ns) {
         if (listener->paused_until == 0 || listener->paused_until > now_ns) continue;
         struct epoll_event ev;
         memset(&ev, 0, sizeof ev);
-        ev.events = EPOLLIN;
+        ev.events = accepting_.load() ? EPOLLIN : 0;
         ev.data.ptr = static_cast<EpollSource*>(listener.get());
         epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listener->fd, &ev);
         listener->paused_until = 0;
@@ -361,6 +361,25 @@ bool Ingest::Reject(uint32_t conn) {
 size_t Ingest::PendingConnections() {
   std::lock_guard<std::mutex> lock(mu_);
   return pending_count_;
+}
+
+void Ingest::SetAccepting(bool accepting) {
+  std::lock_guard<std::mutex> lock(mu_);
+  accepting_.store(accepting);
+  for (auto& listener : listeners_) {
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.events = accepting ? EPOLLIN : 0;
+    ev.data.ptr = static_cast<EpollSource*>(listener.get());
+    epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listener->fd, &ev);
+  }
+}
+
+std::vector<int> Ingest::ListenerFds() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<int> fds;
+  for (auto& listener : listeners_) fds.push_back(listener->fd);
+  return fds;
 }
 
 void Ingest::CloseAll() {

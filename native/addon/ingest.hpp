@@ -4,7 +4,10 @@
 // points runs non-blocking on the engine thread.
 #pragma once
 #include "json_boundary.hpp"
+#include <sys/socket.h>
+
 #include <cstdint>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -16,10 +19,11 @@
 
 namespace seccomp_agent {
 
-// JS thread. Creates a non-blocking Unix stream socket at `path` (a stale socket file there is
+// JS thread. Creates a non-blocking Unix socket of `type` (stream unless said) at `path` (a stale socket file there is
 // removed first, anything else there is an error), binds it, chmods it to `mode` and listens.
 // Returns the fd, or -1 with *error set; `what` names the socket in messages.
-int ListenUnixSocket(const std::string& path, unsigned mode, const char* what, std::string* error);
+int ListenUnixSocket(const std::string& path, unsigned mode, const char* what, std::string* error,
+                     int type = SOCK_STREAM);
 
 class Ingest {
  public:
@@ -44,6 +48,11 @@ class Ingest {
   bool Reject(uint32_t conn);
   // Any thread.
   size_t PendingConnections();
+  // JS thread. Stops or resumes accepting on every listener (a handoff drains what was accepted
+  // first); runtimes connecting meanwhile wait in the backlog, never refused.
+  void SetAccepting(bool accepting);
+  // JS thread. The listening sockets (still owned here), for a handoff.
+  std::vector<int> ListenerFds();
 
   // Engine thread: readiness of a listener or a connection (source from epoll data).
   void OnReady(EpollSource* source, uint32_t events, uint64_t now_ns);
@@ -101,6 +110,7 @@ class Ingest {
   uint64_t next_seq_ = 1;
   uint32_t next_conn_ = 1;
   size_t paused_listeners_ = 0;
+  std::atomic<bool> accepting_{true};
   uint64_t next_deadline_ = UINT64_MAX;
   std::vector<char> read_buf_;
 };

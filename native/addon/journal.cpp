@@ -1,0 +1,248 @@
+#include "journal.hpp"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace seccomp_agent {
+namespace {
+
+constexpr char kMagic[8] = {'S', 'C', 'A', 'J', 'R', 'N', 'L', '1'};
+constexpr uint32_t kVersion = 1;
+constexpr size_t kMaxRecordBytes = 1024 * 1024;
+
+std::string ErrnoText(const char* what) { return std::string(what) + ": " + strerror(errno); }
+
+}  // namespace
+
+size_t InFlightJournal::MappedBytes() {
+  return sizeof(Header) + kNotificationSlots * sizeof(NotificationSlot) + kContainerSlots * sizeof(ContainerSlot);
+}
+
+InFlightJournal::InFlightJournal(int fd, void* base)
+    : fd_(fd),
+      base_(base),
+      notifications_(reinterpret_cast<NotificationSlot*>(static_cast<char*>(base) + sizeof(Header))),
+      containers_(reinterpret_cast<ContainerSlot*>(reinterpret_cast<char*>(notifications_) +
+                                                   kNotificationSlots * sizeof(NotificationSlot))) {}
+
+InFlightJournal::~InFlightJournal() {
+  munmap(base_, MappedBytes());
+  close(fd_);
+}
+
+std::unique_ptr<InFlightJournal> InFlightJournal::Create(std::string* error) {
+  int fd = memfd_create("seccomp-agent-journal", MFD_CLOEXEC);
+  if (fd < 0) {
+    *error = ErrnoText("memfd_create of the in-flight journal");
+    return nullptr;
+  }
+  // Pages stay unallocated until touched: the free lists hand out low slots first.
+  if (ftruncate(fd, static_cast<off_t>(MappedBytes())) != 0) {
+    *error = ErrnoText("ftruncate of the in-flight journal");
+    close(fd);
+    return nullptr;
+  }
+  void* base = mmap(nullptr, MappedBytes(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) {
+    *error = ErrnoText("mmap of the in-flight journal");
+    close(fd);
+    return nullptr;
+  }
+  Header* header = static_cast<Header*>(base);
+  header->version = kVersion;
+  header->notification_slots = kNotificationSlots;
+  header->container_slots = kContainerSlots;
+  memcpy(header->magic, kMagic, sizeof kMagic);
+  std::unique_ptr<InFlightJournal> journal(new InFlightJournal(fd, base));
+  journal->RebuildFreeLists();
+  return journal;
+}
+
+std::unique_ptr<InFlightJournal> InFlightJournal::Open(int fd, std::string* error) {
+  struct stat st;
+  if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != MappedBytes()) {
+    *error = "the fd named journal is not an in-flight journal of this version (size " +
+             std::to_string(static_cast<long long>(st.st_size)) + ")";
+    close(fd);
+    return nullptr;
+  }
+  void* base = mmap(nullptr, MappedBytes(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) {
+    *error = ErrnoText("mmap of the predecessor's in-flight journal");
+    close(fd);
+    return nullptr;
+  }
+  const Header* header = static_cast<const Header*>(base);
+  if (memcmp(header->magic, kMagic, sizeof kMagic) != 0 || header->version != kVersion ||
+      header->notification_slots != kNotificationSlots || header->container_slots != kContainerSlots) {
+    *error = "the fd named journal has no in-flight journal header of version 1";
+    munmap(base, MappedBytes());
+    close(fd);
+    return nullptr;
+  }
+  int flags = fcntl(fd, F_GETFD);
+  if (flags >= 0) fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+  std::unique_ptr<InFlightJournal> journal(new InFlightJournal(fd, base));
+  journal->RebuildFreeLists();
+  return journal;
+}
+
+// Free slots are popped from the back: the lowest first, so few pages are ever touched.
+void InFlightJournal::RebuildFreeLists() {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_notifications_.clear();
+  free_containers_.clear();
+  for (uint32_t i = kNotificationSlots; i-- > 0;) {
+    if (notifications_[i].state.load(std::memory_order_acquire) == 0) free_notifications_.push_back(i);
+  }
+  for (uint32_t i = kContainerSlots; i-- > 0;) {
+    if (containers_[i].handle.load(std::memory_order_acquire) == 0) free_containers_.push_back(i);
+  }
+}
+
+uint32_t InFlightJournal::AddInFlight(uint32_t handle, uint64_t id) {
+  if (detached_.load(std::memory_order_acquire)) return kNoSlot;
+  uint32_t slot;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_notifications_.empty()) return kNoSlot;
+    slot = free_notifications_.back();
+    free_notifications_.pop_back();
+  }
+  NotificationSlot& s = notifications_[slot];
+  s.id.store(id, std::memory_order_relaxed);
+  s.handle.store(handle, std::memory_order_relaxed);
+  s.state.store(1, std::memory_order_release);
+  return slot;
+}
+
+void InFlightJournal::ReleaseInFlight(uint32_t slot) {
+  if (slot == kNoSlot || detached_.load(std::memory_order_acquire)) return;
+  notifications_[slot].state.store(0, std::memory_order_release);
+  std::lock_guard<std::mutex> lock(mu_);
+  free_notifications_.push_back(slot);
+}
+
+std::vector<InFlightJournal::InFlight> InFlightJournal::InFlightEntries() const {
+  std::vector<InFlight> entries;
+  for (uint32_t i = 0; i < kNotificationSlots; i++) {
+    const NotificationSlot& s = notifications_[i];
+    if (s.state.load(std::memory_order_acquire) != 1) continue;
+    entries.push_back(InFlight{s.handle.load(std::memory_order_relaxed), s.id.load(std::memory_order_relaxed)});
+  }
+  return entries;
+}
+
+void InFlightJournal::ClearInFlight() {
+  for (uint32_t i = 0; i < kNotificationSlots; i++) {
+    if (notifications_[i].state.load(std::memory_order_relaxed) != 0) notifications_[i].state.store(0, std::memory_order_release);
+  }
+  RebuildFreeLists();
+}
+
+uint32_t InFlightJournal::AddContainer(uint32_t handle) {
+  if (detached_.load(std::memory_order_acquire)) return kNoSlot;
+  uint32_t slot;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_containers_.empty()) return kNoSlot;
+    slot = free_containers_.back();
+    free_containers_.pop_back();
+  }
+  ContainerSlot& c = containers_[slot];
+  c.has_last.store(0, std::memory_order_relaxed);
+  c.last_id.store(0, std::memory_order_relaxed);
+  c.handle.store(handle, std::memory_order_release);
+  return slot;
+}
+
+void InFlightJournal::ReleaseContainer(uint32_t container_slot) {
+  if (container_slot == kNoSlot || detached_.load(std::memory_order_acquire)) return;
+  containers_[container_slot].handle.store(0, std::memory_order_release);
+  std::lock_guard<std::mutex> lock(mu_);
+  free_containers_.push_back(container_slot);
+}
+
+std::vector<std::pair<uint32_t, InFlightJournal::ContainerMark>> InFlightJournal::ContainerMarks() const {
+  std::vector<std::pair<uint32_t, ContainerMark>> marks;
+  for (uint32_t i = 0; i < kContainerSlots; i++) {
+    const ContainerSlot& c = containers_[i];
+    uint32_t handle = c.handle.load(std::memory_order_acquire);
+    if (handle == 0) continue;
+    bool has_last = c.has_last.load(std::memory_order_acquire) != 0;
+    marks.emplace_back(i, ContainerMark{handle, c.last_id.load(std::memory_order_relaxed), has_last});
+  }
+  return marks;
+}
+
+uint32_t InFlightJournal::AdoptContainer(uint32_t handle) {
+  for (uint32_t i = 0; i < kContainerSlots; i++) {
+    if (containers_[i].handle.load(std::memory_order_acquire) == handle) return i;
+  }
+  return AddContainer(handle);
+}
+
+void InFlightJournal::ReleaseContainersExcept(const std::vector<uint32_t>& kept_slots) {
+  for (uint32_t i = 0; i < kContainerSlots; i++) {
+    if (containers_[i].handle.load(std::memory_order_relaxed) == 0) continue;
+    if (std::find(kept_slots.begin(), kept_slots.end(), i) == kept_slots.end()) {
+      containers_[i].handle.store(0, std::memory_order_release);
+    }
+  }
+  RebuildFreeLists();
+}
+
+bool WriteRecordMemfd(const std::string& json, int* fd, std::string* error) {
+  int memfd = memfd_create("seccomp-agent-container", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (memfd < 0) {
+    *error = ErrnoText("memfd_create of a container record");
+    return false;
+  }
+  size_t done = 0;
+  while (done < json.size()) {
+    ssize_t n = pwrite(memfd, json.data() + done, json.size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      *error = ErrnoText("write of a container record");
+      close(memfd);
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  // Nobody changes it afterwards, not even by mistake.
+  fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+  *fd = memfd;
+  return true;
+}
+
+bool ReadRecordMemfd(int fd, std::string* json, std::string* error) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    *error = ErrnoText("fstat of a container record");
+    return false;
+  }
+  if (static_cast<size_t>(st.st_size) > kMaxRecordBytes) {
+    *error = "a container record of " + std::to_string(static_cast<long long>(st.st_size)) + " bytes (over 1 MiB)";
+    return false;
+  }
+  json->resize(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < json->size()) {
+    ssize_t n = pread(fd, &(*json)[done], json->size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      *error = ErrnoText("read of a container record");
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace seccomp_agent

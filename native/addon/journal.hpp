@@ -1,0 +1,115 @@
+// What a successor must find once this process is gone (SIGKILL or a planned handoff): which
+// notifications were received and not yet answered, and the last id each container's filter
+// delivered. A RECV'd notification is never delivered again, so an id nobody remembers hangs its
+// task for good (DESIGN.md). The journal is a memfd that the fd store (systemd, seccomp-keeper) or
+// the handoff keeps alive; every write is a plain store into its shared mapping, no syscall.
+//
+// Layout (little endian, version 1): a 64-byte header, kNotificationSlots slots of
+// {u64 id, u32 handle, u32 state}, then kContainerSlots slots of {u32 handle, u32 used, u64 last_id}.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace seccomp_agent {
+
+class InFlightJournal {
+ public:
+  static constexpr uint32_t kNotificationSlots = 65536;
+  static constexpr uint32_t kContainerSlots = 16384;
+  static constexpr uint32_t kNoSlot = UINT32_MAX;
+
+  struct InFlight {
+    uint32_t handle;
+    uint64_t id;
+  };
+  struct ContainerMark {
+    uint32_t handle;
+    uint64_t last_id;  // valid when has_last
+    bool has_last;
+  };
+
+  // A new, empty journal in a new memfd. nullptr with *error.
+  static std::unique_ptr<InFlightJournal> Create(std::string* error);
+  // A predecessor's journal (takes fd). nullptr with *error (fd closed) when it is not one.
+  static std::unique_ptr<InFlightJournal> Open(int fd, std::string* error);
+  ~InFlightJournal();
+  InFlightJournal(const InFlightJournal&) = delete;
+  InFlightJournal& operator=(const InFlightJournal&) = delete;
+
+  int fd() const { return fd_; }
+
+  // Any thread. (handle, id) was received and waits for an answer: its slot, or kNoSlot when full.
+  uint32_t AddInFlight(uint32_t handle, uint64_t id);
+  // Any thread. Call after the answer was sent, never before: a crash in between must leave it here.
+  void ReleaseInFlight(uint32_t slot);
+  // What a predecessor left in flight.
+  std::vector<InFlight> InFlightEntries() const;
+  // Frees every notification slot (after the successor answered them).
+  void ClearInFlight();
+
+  // A container's slot for its last received id (kNoSlot when full: its lost ids cannot be found).
+  uint32_t AddContainer(uint32_t handle);
+  // Engine thread, right after each RECV.
+  void NoteReceived(uint32_t container_slot, uint64_t id) {
+    if (container_slot == kNoSlot) return;
+    ContainerSlot& c = containers_[container_slot];
+    c.last_id.store(id, std::memory_order_relaxed);
+    c.has_last.store(1, std::memory_order_release);
+  }
+  void ReleaseContainer(uint32_t container_slot);
+  // The containers a predecessor knew, with their slots (to keep them).
+  std::vector<std::pair<uint32_t, ContainerMark>> ContainerMarks() const;
+  // Keeps a predecessor's container slot for `handle`, returns it (kNoSlot when it had none).
+  uint32_t AdoptContainer(uint32_t handle);
+  // After a restore: frees the slots of containers that did not come back.
+  void ReleaseContainersExcept(const std::vector<uint32_t>& kept_slots);
+
+  // This process handed the journal over: from now on it writes nothing to it (an emulation of
+  // the predecessor finishing late must not free a slot the successor reused).
+  void Detach() { detached_.store(true, std::memory_order_release); }
+
+ private:
+  struct Header {
+    char magic[8];
+    uint32_t version;
+    uint32_t notification_slots;
+    uint32_t container_slots;
+    uint8_t reserved[44];
+  };
+  struct NotificationSlot {
+    std::atomic<uint64_t> id;
+    std::atomic<uint32_t> handle;
+    std::atomic<uint32_t> state;  // 0 free, 1 in flight
+  };
+  struct ContainerSlot {
+    std::atomic<uint32_t> handle;
+    std::atomic<uint32_t> has_last;
+    std::atomic<uint64_t> last_id;
+  };
+  static_assert(sizeof(Header) == 64, "journal header is 64 bytes");
+  static_assert(sizeof(NotificationSlot) == 16 && sizeof(ContainerSlot) == 16, "journal slots are 16 bytes");
+  static size_t MappedBytes();
+
+  InFlightJournal(int fd, void* base);
+  void RebuildFreeLists();
+
+  int fd_;
+  void* base_;
+  NotificationSlot* notifications_;
+  ContainerSlot* containers_;
+  std::atomic<bool> detached_{false};
+  std::mutex mu_;  // guards the free lists (process memory, not shared)
+  std::vector<uint32_t> free_notifications_;
+  std::vector<uint32_t> free_containers_;
+};
+
+// A container's runtime record (JSON from the data plane) in a sealed memfd kept beside its notify
+// fd, so a successor knows what the fd belongs to. Written once; never mapped (costs no RSS).
+bool WriteRecordMemfd(const std::string& json, int* fd, std::string* error);
+bool ReadRecordMemfd(int fd, std::string* json, std::string* error);
+
+}  // namespace seccomp_agent
