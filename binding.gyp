@@ -52,6 +52,13 @@
       ]
     },
     {
+      "target_name": "seccomp-keeper",
+      "type": "executable",
+      "sources": [
+        "native/tools/keeper.cpp"
+      ]
+    },
+    {
       "target_name": "seccomp-bench-responder",
       "type": "executable",
       "sources": [

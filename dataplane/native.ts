@@ -243,6 +243,17 @@ export interface NativeAddon {
   /** Opens fds the process holds: for leak checks in tests and GetStatus. */
   openFdCount(): number;
   AUDIT_ARCH_X86_64: number;
+  /**
+   * One datagram to $NOTIFY_SOCKET (systemd or seccomp-keeper): "KEY=VALUE" lines, `fds` (≤ 253)
+   * as SCM_RIGHTS. False when NOTIFY_SOCKET is unset; throws when it is unusable or the send fails.
+   */
+  sdNotify(message: string, fds?: number[]): boolean;
+  /** FDSTORE=1 with FDNAME=`name` ([A-Za-z0-9_.-], 1..255): the store keeps copies of `fds`. False when NOTIFY_SOCKET is unset. */
+  fdStoreStore(name: string, fds: number[]): boolean;
+  /** FDSTOREREMOVE=1: the store closes every fd kept under `name`. False when NOTIFY_SOCKET is unset. */
+  fdStoreRemove(name: string): boolean;
+  /** The fds passed at start (LISTEN_FDS from 3, names from LISTEN_FDNAMES), now FD_CLOEXEC; the variables are unset, so a second call returns []. */
+  takeListenFds(): Array<{ fd: number; name: string }>;
 }
 
 const ROOT = path.resolve(__dirname, '..', '..');

@@ -4,10 +4,12 @@
 
 #include "engine_binding.hpp"
 #include "emulator_binding.hpp"
+#include "fd_store_binding.hpp"
 
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   RegisterEngine(env, exports);
   RegisterEmulator(env, exports);
+  RegisterFdStore(env, exports);
   return exports;
 }
 

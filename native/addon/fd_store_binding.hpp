@@ -1,0 +1,4 @@
+#pragma once
+#include <napi.h>
+// Adds sdNotify, fdStoreStore, fdStoreRemove and takeListenFds to the exports (see dataplane/native.ts).
+void RegisterFdStore(Napi::Env env, Napi::Object exports);
