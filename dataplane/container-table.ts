@@ -9,7 +9,7 @@ export class ContainerTable {
     return this.byHandle.size;
   }
 
-  add(handle: number, state: RuntimeContainerState, peer: PeerCredentials): Container {
+  add(handle: number, state: RuntimeContainerState, peer: PeerCredentials, registeredAt = new Date()): Container {
     const container: Container = {
       handle: BigInt(handle),
       containerId: state.containerId,
@@ -20,7 +20,7 @@ export class ContainerTable {
       metadata: state.metadata,
       ociVersion: state.ociVersion,
       peer,
-      registeredAt: new Date(),
+      registeredAt,
     };
     this.byHandle.set(handle, container);
     return container;

@@ -20,15 +20,19 @@ import {
 import { AttachSession } from './attach-session';
 import { CHANNEL_FEATURE, DATAPLANE_FEATURES, outcomeOf, toNativeDecision, type AnswerOutcome } from './decisions';
 import { ContainerTable } from './container-table';
+import { decodeContainerRecord, encodeContainerRecord } from './container-record';
 import type {
   AnsweredEvent,
   ConnectionEvent,
+  HandOffResult,
+  NamedFd,
   NativeAddon,
   NativeDefaultAction,
   NativeEngine,
   NativeEvent,
   NotificationEvent,
   RespondResult,
+  RestoreResult,
 } from './native';
 import { formatDefaultAction } from './options';
 import { parseRuntimeMessage } from './runtime-message';
@@ -45,6 +49,9 @@ export interface DataPlaneConfig {
 
 const inFlightKey = (handle: number, id: bigint) => `${handle}:${id}`;
 
+/** How a data plane got its containers: none yet, from the fd store (restart), or by handoff. */
+export type DataPlaneOrigin = 'fresh' | 'fd-store' | 'handoff';
+
 type MutableCounters = { -readonly [K in keyof Counters]: number };
 
 const NATIVE_ANSWERED_BY: Record<AnsweredEvent['by'], AnsweredBy> = {
@@ -52,6 +59,7 @@ const NATIVE_ANSWERED_BY: Record<AnsweredEvent['by'], AnsweredBy> = {
   deadline: AnsweredBy.ANSWERED_BY_DEFAULT_DEADLINE,
   detached: AnsweredBy.ANSWERED_BY_DEFAULT_DETACHED,
   'control-plane': AnsweredBy.ANSWERED_BY_CONTROL_PLANE,
+  recovered: AnsweredBy.ANSWERED_BY_DEFAULT_RECOVERED,
 };
 
 const COUNTER_BY_ANSWER: Partial<Record<AnsweredBy, keyof Counters>> = {
@@ -60,6 +68,7 @@ const COUNTER_BY_ANSWER: Partial<Record<AnsweredBy, keyof Counters>> = {
   [AnsweredBy.ANSWERED_BY_DEFAULT_DEADLINE]: 'answeredDefaultDeadline',
   [AnsweredBy.ANSWERED_BY_DEFAULT_DETACHED]: 'answeredDefaultDetached',
   [AnsweredBy.ANSWERED_BY_FAST_PATH]: 'answeredFastPath',
+  [AnsweredBy.ANSWERED_BY_DEFAULT_RECOVERED]: 'answeredDefaultRecovered',
 };
 
 export function defaultActionToProto(action: NativeDefaultAction): DefaultAction {
@@ -75,7 +84,7 @@ export class DataPlane {
     notifications: 0, answeredControlPlane: 0, answeredDefaultNoControlPlane: 0, answeredDefaultDeadline: 0,
     answeredDefaultDetached: 0, answeredFastPath: 0, targetGone: 0, decisionsLate: 0, decisionsUnknown: 0,
     decisionsInvalid: 0, ingestRejected: 0, watchersDropped: 0, containersAdded: 0, containersRemoved: 0,
-    eventsDropped: 0,
+    eventsDropped: 0, answeredDefaultRecovered: 0,
   };
   private readonly engine: NativeEngine;
   private readonly syscallNames: string[];
@@ -93,6 +102,10 @@ export class DataPlane {
   readonly notificationsBySyscall = new Map<string, number>();
   /** Called with every answer's latency (metrics). */
   observeLatency: ((by: AnsweredBy, latencyNs: bigint) => void) | null = null;
+  /** Called when a successor connects to the handoff socket (see handoff.ts). */
+  onHandoffRequest: ((conn: number, peerPid: number) => void) | null = null;
+  private origin: DataPlaneOrigin = 'fresh';
+  private restoredListener = false;
 
   constructor(
     private readonly config: DataPlaneConfig,
@@ -113,16 +126,58 @@ export class DataPlane {
     });
   }
 
-  /** Starts the engine thread and the listener socket. */
-  start(listenerFd?: number): void {
-    this.engine.start();
-    if (listenerFd !== undefined) this.engine.listenFd(listenerFd);
-    else this.engine.listen(this.config.listenerSocket, this.config.socketMode);
-    this.engine.listenChannel(this.config.channelSocket, this.config.socketMode);
+  /**
+   * Before start(): takes back what a predecessor left (the fd store after a restart, or a
+   * handoff): its containers with their handles and records, its listener, and its ids in flight,
+   * which get the default action now (nobody else ever will answer them).
+   */
+  restore(fds: NamedFd[], origin: 'fd-store' | 'handoff'): RestoreResult {
+    const result = this.engine.restore(fds, origin === 'handoff');
+    for (const { handle, record } of result.containers) {
+      const restored = decodeContainerRecord(record, handle);
+      this.containers.add(handle, restored.state, restored.peer, restored.registeredAt);
+    }
+    for (const problem of result.problems) this.log.warn({ origin }, `restore: ${problem}`);
+    this.origin = origin;
+    this.restoredListener = result.listener;
     this.log.info(
-      { listener: this.config.listenerSocket, defaultAction: formatDefaultAction(this.config.defaultAction), decisionTimeoutMs: this.config.decisionTimeoutMs, syncWakeUp: this.engine.stats().syncWakeUp },
-      'data plane serving the runtime listener socket; no control plane attached: the default action answers',
+      { origin, containers: result.containers.length, listener: result.listener, journal: result.journal, inFlightAnswered: result.inFlightAnswered, lostAnswered: result.lostAnswered },
+      `took back ${result.containers.length} container(s) from ${origin === 'handoff' ? 'the data plane that handed over' : 'the fd store'}; ${result.inFlightAnswered + result.lostAnswered} notification(s) it had left unanswered got the default action (${formatDefaultAction(this.config.defaultAction)})`,
     );
+    return result;
+  }
+
+  /** Starts the engine thread and the listener socket (unless restore() brought one). */
+  start(): void {
+    this.engine.start();
+    if (!this.restoredListener) this.engine.listen(this.config.listenerSocket, this.config.socketMode);
+    const stats = this.engine.stats();
+    this.log.info(
+      { listener: this.config.listenerSocket, defaultAction: formatDefaultAction(this.config.defaultAction), decisionTimeoutMs: this.config.decisionTimeoutMs, syncWakeUp: stats.syncWakeUp, fdStore: stats.fdStore, origin: this.origin },
+      stats.fdStore
+        ? 'data plane serving the runtime listener socket, every fd kept in the fd store; no control plane attached: the default action answers'
+        : 'data plane serving the runtime listener socket (no fd store: a crash would give ENOSYS to every container); no control plane attached: the default action answers',
+    );
+  }
+
+  /** Serves the decision channel and the handoff socket (after a predecessor let go of them). */
+  listenLocalSockets(handoffSocket: string): void {
+    this.engine.listenChannel(this.config.channelSocket, this.config.socketMode);
+    this.engine.listenHandoff(handoffSocket, 0o600);
+  }
+
+  /** Stops or resumes accepting runtime connections (a handoff drains the ones accepted). */
+  setAccepting(accepting: boolean): void {
+    this.engine.setAccepting(accepting);
+  }
+
+  get pendingConnections(): number {
+    return this.engine.stats().pendingConnections;
+  }
+
+  /** See NativeEngine.handOff: blocks until the successor acked or failed. */
+  handOff(conn: number, timeoutMs: number): HandOffResult {
+    return this.engine.handOff(conn, timeoutMs);
   }
 
   stop(): void {
@@ -180,6 +235,10 @@ export class DataPlane {
           case 'channel':
             this.log.info({ session: this.sessions.get(event.session)?.id, state: event.state, reason: event.reason || undefined }, `decision channel ${event.state}${event.reason ? `: ${event.reason}` : ''}`);
             break;
+          case 'handoff':
+            if (this.onHandoffRequest) this.onHandoffRequest(event.conn, event.peer.pid);
+            else this.addon.closeFd(event.conn);
+            break;
           case 'error':
             this.log.error(`native engine: ${event.message}`);
             break;
@@ -203,8 +262,9 @@ export class DataPlane {
       this.hub.publish({ $case: 'ingestRejected', ingestRejected: { reason, peer: event.peer } }, null);
       return;
     }
-    const handle = this.engine.adopt(event.conn, state.seccompFdIndex);
-    const container = this.containers.add(handle, state, event.peer);
+    const registeredAt = new Date();
+    const handle = this.engine.adopt(event.conn, state.seccompFdIndex, encodeContainerRecord(state, event.peer, registeredAt));
+    const container = this.containers.add(handle, state, event.peer, registeredAt);
     this.counters.containersAdded++;
     this.log.info(
       { container: state.containerId, handle, status: state.status, pid: state.pid, peer: event.peer },
@@ -467,6 +527,8 @@ export class DataPlane {
       counters,
       syncWakeUp: stats.syncWakeUp,
       watchers: this.hub.size,
+      fdStore: stats.fdStore,
+      origin: this.origin,
     };
   }
 

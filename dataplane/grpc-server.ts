@@ -67,7 +67,7 @@ function socketIsLive(socketPath: string): Promise<boolean> {
 }
 
 /** Removes a stale socket file; refuses when another process still serves it. */
-export async function claimSocketPath(socketPath: string, what: string): Promise<void> {
+export async function claimSocketPath(socketPath: string, what: string, replaceLive = false): Promise<void> {
   fs.mkdirSync(path.dirname(socketPath), { recursive: true, mode: 0o755 });
   let stat: fs.Stats;
   try {
@@ -78,7 +78,7 @@ export async function claimSocketPath(socketPath: string, what: string): Promise
   if (!stat.isSocket()) {
     throw new AgentError('ESOCKET_PATH', `${what} ${socketPath} exists and is not a socket; refusing to replace it`);
   }
-  if (await socketIsLive(socketPath)) {
+  if (!replaceLive && (await socketIsLive(socketPath))) {
     throw new AgentError('ESOCKET_BUSY', `${what} ${socketPath} is served by another process (another data plane?); stop it or use another path`);
   }
   fs.unlinkSync(socketPath);

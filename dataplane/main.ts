@@ -1,17 +1,29 @@
 // seccomp-dataplane: owns the runtime listener socket and every container's notify fd, answers
-// notifications natively (default action) or through the attached control plane.
+// notifications natively (default action) or through the attached control plane. Its containers
+// come from the runtime, from the fd store after a restart (LISTEN_FDS), or from the data plane it
+// takes over from (--takeover); see docs/operators.md.
 import { AgentError } from '../common/errors';
-import { createLogger } from '../common/logger';
+import { createLogger, type Logger } from '../common/logger';
 import { helpText, parseCommandLine } from '../common/options';
 import { VERSION } from '../common/version';
 import { DataPlane } from './dataplane';
-import { claimSocketPath, secureSocket, startGrpcServer } from './grpc-server';
+import { claimSocketPath, secureSocket, startGrpcServer, type GrpcServerHandle } from './grpc-server';
+import { completeHandoff, HandoffServer, receiveHandoff, type TakenOver } from './handoff';
 import { DataPlaneMetrics } from './metrics';
 import { startMetricsServer } from '../common/metrics-server';
-import { loadNative, nshelperPath } from './native';
-import { channelSocketPath, DATAPLANE_OPTIONS } from './options';
+import { loadNative, nshelperPath, type NativeAddon } from './native';
+import { channelSocketPath, DATAPLANE_OPTIONS, handoffSocketPath } from './options';
 
 const SUMMARY = 'Data plane of the seccomp notify agent: receives notify fds from the OCI runtime and answers their syscalls.';
+
+/** Tells systemd or seccomp-keeper (when either started us); a failure to tell is only logged. */
+function notifySupervisor(addon: NativeAddon, log: Logger, message: string): void {
+  try {
+    addon.sdNotify(message);
+  } catch (err) {
+    log.warn({ err }, `cannot notify the supervisor ($NOTIFY_SOCKET): ${(err as Error).message}`);
+  }
+}
 
 async function main(): Promise<void> {
   let parsed;
@@ -31,53 +43,98 @@ async function main(): Promise<void> {
   }
   const options = parsed.options;
   const log = createLogger('seccomp-dataplane', options.logLevel);
-  const dataplane = new DataPlane(
-    {
-      listenerSocket: options.listenerSocket,
-      channelSocket: channelSocketPath(options.grpcSocket),
-      socketMode: options.socketMode,
-      defaultAction: options.defaultAction,
-      decisionTimeoutMs: options.decisionTimeoutMs,
-    },
-    log,
-    loadNative(),
-    nshelperPath(),
-  );
-  let grpcServer;
+  const addon = loadNative();
+  const channelSocket = channelSocketPath(options.grpcSocket);
+  const handoffSocket = handoffSocketPath(options.grpcSocket);
+  let dataplane: DataPlane | null = null;
+  let grpcServer: GrpcServerHandle | null = null;
   try {
-    // Both paths are checked before either is touched: a second data plane must leave a live one alone.
-    await claimSocketPath(options.grpcSocket, 'gRPC socket');
-    await claimSocketPath(options.listenerSocket, 'listener socket');
-    await claimSocketPath(channelSocketPath(options.grpcSocket), 'decision channel socket');
-    dataplane.start();
-    if (options.socketGroup !== null) secureSocket(channelSocketPath(options.grpcSocket), options.socketMode, options.socketGroup);
+    dataplane = new DataPlane(
+      {
+        listenerSocket: options.listenerSocket,
+        channelSocket,
+        socketMode: options.socketMode,
+        defaultAction: options.defaultAction,
+        decisionTimeoutMs: options.decisionTimeoutMs,
+      },
+      log,
+      addon,
+      nshelperPath(),
+    );
+    // A restart under systemd or seccomp-keeper: the store gives back everything, whatever the flags.
+    const stored = addon.takeListenFds();
+    let taken: TakenOver | null = null;
+    let listenerRestored = false;
+    if (stored.length > 0) {
+      listenerRestored = dataplane.restore(stored, 'fd-store').listener;
+    } else if (options.takeover) {
+      taken = receiveHandoff(addon, handoffSocket);
+      if (taken) listenerRestored = dataplane.restore(taken.fds, 'handoff').listener;
+      else log.info({ handoffSocket }, '--takeover: no data plane serves the handoff socket; starting fresh');
+    }
+    if (!taken) {
+      // Every path is checked before any is touched: a second data plane must leave a live one alone.
+      await claimSocketPath(options.grpcSocket, 'gRPC socket');
+      if (!listenerRestored) await claimSocketPath(options.listenerSocket, 'listener socket');
+      await claimSocketPath(channelSocket, 'decision channel socket');
+      await claimSocketPath(handoffSocket, 'handoff socket');
+    }
+    dataplane.start(); // answers from here on
+    if (taken) {
+      await completeHandoff(addon, taken, log);
+      for (const [socket, what] of [[options.grpcSocket, 'gRPC socket'], [channelSocket, 'decision channel socket'], [handoffSocket, 'handoff socket']]) {
+        await claimSocketPath(socket!, what!, true);
+      }
+    }
+    dataplane.listenLocalSockets(handoffSocket);
+    if (options.socketGroup !== null) secureSocket(channelSocket, options.socketMode, options.socketGroup);
     grpcServer = await startGrpcServer(dataplane, options.grpcSocket, options.socketMode, options.socketGroup, log);
     if (options.metricsAddr) await startMetricsServer(new DataPlaneMetrics(dataplane).registry, options.metricsAddr, log);
   } catch (err) {
     const code = err instanceof AgentError ? err.code : 'ESTART';
     log.fatal({ err, code }, `cannot start: ${(err as Error).message}`);
-    dataplane.stop();
+    dataplane?.stop();
     log.flush();
     process.exitCode = 1;
     return;
   }
+  const dp = dataplane;
+  const server = grpcServer;
   log.info({ version: VERSION, pid: process.pid }, 'data plane ready');
+  notifySupervisor(addon, log, `READY=1\nSTATUS=serving ${dp.containers.size} container(s)\nMAINPID=${process.pid}`);
   let stopping = false;
+  const exit = () => {
+    log.flush();
+    process.exit(0);
+  };
+  const handoff = new HandoffServer(dp, addon, log, async () => {
+    stopping = true;
+    notifySupervisor(addon, log, 'STOPPING=1\nSTATUS=handed over');
+    await server.close();
+    dp.stop(); // closes the handoff connection last: the successor's sign to take the sockets
+    exit();
+  });
+  dp.onHandoffRequest = (conn, peerPid) => {
+    if (stopping) addon.closeFd(conn);
+    else void handoff.handle(conn, peerPid);
+  };
   const shutdown = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    const containers = dataplane.containers.size;
+    const containers = dp.containers.size;
+    const stored = dp.status().fdStore;
     log.warn(
-      { signal, containers },
-      containers > 0
-        ? `stopping on ${signal}: ${containers} container notify fd(s) close, and the kernel fails their notified syscalls with ENOSYS from now on`
-        : `stopping on ${signal}`,
+      { signal, containers, fdStore: stored },
+      containers === 0
+        ? `stopping on ${signal}`
+        : stored
+          ? `stopping on ${signal}: the fd store keeps the notify fds of ${containers} container(s); their notified syscalls wait until the data plane is started again (systemd and seccomp-keeper restart it; a keeper that is itself stopping releases them)`
+          : `stopping on ${signal}: ${containers} container notify fd(s) close, and the kernel fails their notified syscalls with ENOSYS from now on`,
     );
-    dataplane.stop();
-    void grpcServer!.close().finally(() => {
-      log.flush();
-      process.exit(0);
-    });
+    // No STOPPING=1: seccomp-keeper reads "STOPPING=1, exit 0" as "handed over" and would not
+    // restart us; a SIGTERM that did not come through it is a restart, as under systemd.
+    dp.stop();
+    void server.close().finally(exit);
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));

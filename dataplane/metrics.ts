@@ -10,6 +10,7 @@ const ANSWER_COUNTERS: Array<[keyof Counters, string]> = [
   ['answeredDefaultDeadline', 'default_deadline'],
   ['answeredDefaultDetached', 'default_detached'],
   ['answeredFastPath', 'fast_path'],
+  ['answeredDefaultRecovered', 'default_recovered'],
   ['targetGone', 'target_gone'],
 ];
 
@@ -33,6 +34,7 @@ export class DataPlaneMetrics {
       [AnsweredBy.ANSWERED_BY_DEFAULT_DEADLINE]: 'default_deadline',
       [AnsweredBy.ANSWERED_BY_DEFAULT_DETACHED]: 'default_detached',
       [AnsweredBy.ANSWERED_BY_FAST_PATH]: 'fast_path',
+      [AnsweredBy.ANSWERED_BY_DEFAULT_RECOVERED]: 'default_recovered',
     };
     const children = new Map<AnsweredBy, ReturnType<Histogram<'answered_by'>['labels']>>();
     dataplane.observeLatency = (by, latencyNs) => {

@@ -28,8 +28,11 @@ export type NativeEmulatedDecision =
 /** A control plane's decision as the native side applies it. */
 export type NativeDecision = NativeImmediateDecision | NativeEmulatedDecision;
 
-/** Why the native side answered a notification by itself, or 'control-plane' for a finished emulation. */
-export type NativeAnsweredBy = 'no-control-plane' | 'deadline' | 'detached' | 'control-plane';
+/**
+ * Why the native side answered a notification by itself, or 'control-plane' for a finished
+ * emulation. 'recovered': a predecessor (crashed, or handed over) had received it and not answered.
+ */
+export type NativeAnsweredBy = 'no-control-plane' | 'deadline' | 'detached' | 'control-plane' | 'recovered';
 
 export interface NativeEngineOptions {
   /** Path of build/Release/seccomp-nshelper, the emulation helper. */
@@ -151,6 +154,13 @@ export interface ChannelEvent {
   reason: string;
 }
 
+/** A successor data plane connected to the handoff socket (same user); pass `conn` to handOff(). */
+export interface HandoffEvent {
+  type: 'handoff';
+  conn: number;
+  peer: PeerCredentials;
+}
+
 /** The native thread hit a problem it survived. */
 export interface ErrorEvent {
   type: 'error';
@@ -166,6 +176,7 @@ export type NativeEvent =
   | DecisionDroppedEvent
   | SessionDrainedEvent
   | ChannelEvent
+  | HandoffEvent
   | ErrorEvent;
 
 /**
@@ -190,17 +201,60 @@ export interface NativeStats {
   /** Decisions received on decision channels, and those dropped (by any path). */
   channelDecisions: number;
   decisionsDropped: number;
+  /** Whether every fd is kept in an fd store ($NOTIFY_SOCKET: systemd or seccomp-keeper). */
+  fdStore: boolean;
 }
+
+/** An fd with its fd-store name: listener, journal, n<handle> (notify fd), r<handle> (its record). */
+export interface NamedFd {
+  fd: number;
+  name: string;
+}
+
+/** What restore() took back from a predecessor. */
+export interface RestoreResult {
+  /** Each container with the handle it had and the record JSON given to adopt() ('' if lost). */
+  containers: Array<{ handle: number; record: string }>;
+  listener: boolean;
+  journal: boolean;
+  /** Ids the predecessor had in flight (journaled), answered with the default action. */
+  inFlightAnswered: number;
+  /** Ids it had received but not journaled (found past each container's last id), answered likewise. */
+  lostAnswered: number;
+  /** Fds refused and closed, with why. */
+  problems: string[];
+}
+
+export type HandOffResult = { ok: true; summary: string } | { ok: false; error: string };
 
 export interface NativeEngine {
   /** Starts the epoll thread; returns once it runs. */
   start(): void;
-  /** Creates the listener socket (removes a stale socket file first), chmod `mode`. Returns its fd. */
-  listen(socketPath: string, mode: number): number;
+  /** Creates the listener socket (removes a stale socket file first), chmod `mode`; kept in the fd store as "listener". */
+  listen(socketPath: string, mode: number): void;
   /** Uses an already bound and listening socket (systemd, handoff). */
   listenFd(fd: number): void;
-  /** Keeps fd `fdIndex` of connection `conn` as a container notify fd; closes its other fds. */
-  adopt(conn: number, fdIndex: number): number;
+  /**
+   * Keeps fd `fdIndex` of connection `conn` as a container notify fd; closes its other fds.
+   * `record` (JSON) is kept beside it for a successor (restore() gives it back).
+   */
+  adopt(conn: number, fdIndex: number, record: string): number;
+  /**
+   * Before start(): takes what a predecessor left (fd store or handoff), keeping its handles;
+   * answers its ids in flight with the default action ('answered' events, by 'recovered');
+   * `storeAgain`: keep them in this process's fd store too (after a handoff).
+   */
+  restore(fds: NamedFd[], storeAgain: boolean): RestoreResult;
+  /** Serves the handoff socket (SOCK_SEQPACKET, `mode`): successors arrive as 'handoff' events. */
+  listenHandoff(socketPath: string, mode: number): void;
+  /** Stops or resumes accepting runtime connections (they wait in the backlog). */
+  setAccepting(accepting: boolean): void;
+  /**
+   * Blocks until the successor on `conn` has everything and acked (then this engine answers
+   * nothing more; stop() leaves the pending ones to the successor and closes `conn`), or fails
+   * (receiving resumes). Takes `conn`.
+   */
+  handOff(conn: number, timeoutMs: number): HandOffResult;
   /** Closes every fd of connection `conn`. */
   reject(conn: number): void;
   /** Serves the decision channel socket (docs/decision-channel.md), mode applied before listen. */
@@ -254,6 +308,14 @@ export interface NativeAddon {
   fdStoreRemove(name: string): boolean;
   /** The fds passed at start (LISTEN_FDS from 3, names from LISTEN_FDNAMES), now FD_CLOEXEC; the variables are unset, so a second call returns []. */
   takeListenFds(): Array<{ fd: number; name: string }>;
+  /** Successor side of a handoff: a connection, or null when nobody serves `socketPath`. */
+  handoffConnect(socketPath: string): number | null;
+  /** Says hello and receives every fd up to the end frame (blocks up to timeoutMs). */
+  handoffReceive(conn: number, timeoutMs: number): { fds: NamedFd[]; summary: string };
+  handoffAck(conn: number): void;
+  /** Whether the old data plane closed the connection (let go of its sockets) within timeoutMs; closes conn if so. */
+  handoffWaitClosed(conn: number, timeoutMs: number): boolean;
+  closeFd(fd: number): void;
 }
 
 const ROOT = path.resolve(__dirname, '..', '..');

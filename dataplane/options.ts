@@ -2,7 +2,7 @@
 import * as path from 'node:path';
 import { AgentError, errnoName, parseErrno } from '../common/errors';
 import { LOG_LEVELS } from '../common/logger';
-import { parseChoice, parseDurationMs, parseString, type OptionTable } from '../common/options';
+import { parseBoolean, parseChoice, parseDurationMs, parseString, type OptionTable } from '../common/options';
 import type { NativeDefaultAction } from './native';
 
 export const DEFAULT_LISTENER_SOCKET = '/run/seccomp-agent.socket';
@@ -11,6 +11,11 @@ export const DEFAULT_GRPC_SOCKET = '/run/seccomp-agent/dataplane.sock';
 /** The decision channel lives beside the gRPC socket (same directory, same mode and group). */
 export function channelSocketPath(grpcSocket: string): string {
   return path.join(path.dirname(grpcSocket), 'decisions.sock');
+}
+
+/** The handoff socket a successor (--takeover) connects to: beside the gRPC socket. */
+export function handoffSocketPath(grpcSocket: string): string {
+  return path.join(path.dirname(grpcSocket), 'handoff.sock');
 }
 
 /** "continue", "errno:EPERM", "error:EACCES", "errno:13". */
@@ -85,6 +90,10 @@ export const DATAPLANE_OPTIONS = {
   decisionTimeoutMs: {
     flag: 'decision-timeout', env: 'SECCOMP_AGENT_DECISION_TIMEOUT', default: '2s', parse: parseDurationMs,
     description: 'How long a control plane may take to decide before the default action answers',
+  },
+  takeover: {
+    flag: 'takeover', env: 'SECCOMP_AGENT_TAKEOVER', default: 'false', boolean: true, parse: parseBoolean,
+    description: 'Take every container over from the data plane serving these sockets (planned upgrade); start fresh if none does',
   },
   metricsAddr: SHARED_OPTIONS.metricsAddr,
   logLevel: SHARED_OPTIONS.logLevel,

@@ -29,6 +29,7 @@ const ANSWERED_BY_TEXT: Record<number, string> = {
   [AnsweredBy.ANSWERED_BY_DEFAULT_DEADLINE]: 'default(deadline)',
   [AnsweredBy.ANSWERED_BY_DEFAULT_DETACHED]: 'default(detached)',
   [AnsweredBy.ANSWERED_BY_FAST_PATH]: 'fast-path',
+  [AnsweredBy.ANSWERED_BY_DEFAULT_RECOVERED]: 'default(recovered)',
 };
 
 const KIND_TEXT: Record<number, string> = {

@@ -910,7 +910,7 @@ size_t Engine::CloseSession(uint64_t session) {
       active_ = nullptr;
       active_session_.store(0, std::memory_order_release);
     }
-    if (s->owned > 0) {
+    if (s->owned > 0 && !handed_over_) {  // handed over: the successor answers them
       Answer action = DefaultAction();
       uint64_t now = MonotonicNs();
       for (auto it = pending_.begin(); it != pending_.end();) {
@@ -1055,6 +1055,7 @@ void Engine::SetDecisionTimeoutNs(uint64_t ns) { decision_timeout_ns_.store(ns);
 Engine::RespondStatus Engine::Respond(uint32_t handle, uint64_t id, const Answer& answer, uint64_t session,
                                       uint64_t* latency_ns) {
   *latency_ns = 0;
+  if (handed_over_) return RespondStatus::kUnknown;  // the successor answers everything now
   SendResult result;
   int err = 0;
   bool drained = false;
@@ -1089,7 +1090,7 @@ Engine::RespondStatus Engine::Respond(uint32_t handle, uint64_t id, const Answer
 Engine::RespondStatus Engine::RespondEmulated(uint32_t handle, uint64_t id, const EmulatedDecision& decision,
                                               uint64_t session, uint64_t* latency_ns, std::string* error) {
   *latency_ns = 0;
-  if (stopped_) return RespondStatus::kUnknown;
+  if (stopped_ || handed_over_) return RespondStatus::kUnknown;
   {
     // An id no longer pending (or not this session's) starts nothing (no helper, no error about one).
     std::lock_guard<std::mutex> lock(mu_);

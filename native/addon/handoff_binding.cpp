@@ -75,13 +75,13 @@ Napi::Value Ack(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// handoffWaitClosed(conn, timeoutMs) -> whether the old data plane let go in time. Closes conn.
+// handoffWaitClosed(conn, timeoutMs) -> whether the old data plane let go in time (conn closed then).
 Napi::Value WaitClosed(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   int conn, timeout_ms;
   if (!FdArgument(info, 0, "conn", &conn) || !TimeoutArgument(info, 1, &timeout_ms)) return env.Undefined();
   bool closed = handoff::WaitClosed(conn, timeout_ms);
-  close(conn);
+  if (closed) close(conn);
   return Napi::Boolean::New(env, closed);
 }
 

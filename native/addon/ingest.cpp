@@ -185,6 +185,7 @@ void Ingest::Accept(Listener* listener, uint64_t now_ns) {
     }
     uint64_t seq = conn->seq;
     connections_.emplace(seq, std::move(conn));
+    reading_.store(connections_.size(), std::memory_order_relaxed);
     RecomputeDeadline();
   }
 }
@@ -280,6 +281,7 @@ void Ingest::Drop(Connection* conn) {
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn->fd, nullptr);
   close(conn->fd);
   connections_.erase(conn->seq);  // frees conn
+  reading_.store(connections_.size(), std::memory_order_relaxed);
   RecomputeDeadline();
 }
 
@@ -360,7 +362,7 @@ bool Ingest::Reject(uint32_t conn) {
 
 size_t Ingest::PendingConnections() {
   std::lock_guard<std::mutex> lock(mu_);
-  return pending_count_;
+  return pending_count_ + reading_.load(std::memory_order_relaxed);
 }
 
 void Ingest::SetAccepting(bool accepting) {
@@ -388,6 +390,7 @@ void Ingest::CloseAll() {
     close(entry.second->fd);
   }
   connections_.clear();
+  reading_.store(0, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& listener : listeners_) close(listener->fd);
   listeners_.clear();

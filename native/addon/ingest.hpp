@@ -46,7 +46,7 @@ class Ingest {
   TakeResult Take(uint32_t conn, uint32_t index, int* fd);
   // JS thread. Closes every fd of pending connection `conn`. False when it is not pending.
   bool Reject(uint32_t conn);
-  // Any thread.
+  // Any thread. Connections still being read, and read ones JS has not adopted or rejected yet.
   size_t PendingConnections();
   // JS thread. Stops or resumes accepting on every listener (a handoff drains what was accepted
   // first); runtimes connecting meanwhile wait in the backlog, never refused.
@@ -111,6 +111,7 @@ class Ingest {
   uint32_t next_conn_ = 1;
   size_t paused_listeners_ = 0;
   std::atomic<bool> accepting_{true};
+  std::atomic<size_t> reading_{0};  // connections_.size(), for any thread
   uint64_t next_deadline_ = UINT64_MAX;
   std::vector<char> read_buf_;
 };

@@ -380,7 +380,7 @@ test('native engine ingest: three fds arrive as one connection with three seccom
   assert.equal(h.engine.stats().pendingConnections, 1);
   h.engine.reject(conn.conn);
   assert.equal(h.engine.stats().pendingConnections, 0);
-  assert.throws(() => h.engine.adopt(conn.conn, 0), RangeError);
+  assert.throws(() => h.engine.adopt(conn.conn, 0, '{}'), RangeError);
   await exit;
   assert.equal(await fdCountBackTo(baseline), baseline);
 });
@@ -402,7 +402,7 @@ test('native engine ingest: a pipe instead of a seccomp fd is reported seccomp:f
   const conn = await h.waitFor((e) => e.type === 'connection', 'the connection');
   assert.ok(conn.type === 'connection');
   assert.deepEqual(conn.fds, [{ seccomp: false }]);
-  assert.throws(() => h.engine.adopt(conn.conn, 0), RangeError);
+  assert.throws(() => h.engine.adopt(conn.conn, 0, '{}'), RangeError);
   h.engine.reject(conn.conn);
   assert.equal(h.engine.stats().pendingConnections, 0);
   assert.equal((await exit).code, 0);

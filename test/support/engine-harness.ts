@@ -80,7 +80,7 @@ export class EngineHarness {
     for (const event of batch) {
       this.events.push(event);
       if (event.type === 'connection' && this.autoAdopt && event.fds.length === 1 && event.fds[0].seccomp) {
-        this.engine.adopt(event.conn, 0);
+        this.engine.adopt(event.conn, 0, '{}');
       }
       this.onEvent(event);
     }
