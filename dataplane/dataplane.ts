@@ -529,6 +529,7 @@ export class DataPlane {
       watchers: this.hub.size,
       fdStore: stats.fdStore,
       origin: this.origin,
+      pid: process.pid,
     };
   }
 

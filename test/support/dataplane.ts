@@ -1,9 +1,10 @@
 // Starts a real seccomp-dataplane process on sockets in a scratch folder, for integration tests.
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { TestContext } from 'node:test';
 import { createDataPlaneClient, getStatus } from '../../common/dataplane-client';
 import type { DataPlaneClient, Event, GetStatusResponse } from '../../proto/gen/seccompagent/v1/dataplane';
-import { DATAPLANE_MAIN } from './paths';
+import { DATAPLANE_MAIN, KEEPER } from './paths';
 import { start, type Started } from './processes';
 import { scratchDir } from './scratch';
 
@@ -16,20 +17,29 @@ export interface RunningDataPlane {
   status(): Promise<GetStatusResponse>;
 }
 
-export async function startDataPlane(t: TestContext, extraArgs: string[] = [], dir = scratchDir(t)): Promise<RunningDataPlane> {
+export async function startDataPlane(t: TestContext, extraArgs: string[] = [], dir = scratchDir(t), underKeeper = false): Promise<RunningDataPlane> {
   const listenerSocket = path.join(dir, 'listener.sock');
   const grpcSocket = path.join(dir, 'grpc', 'dataplane.sock');
-  const proc = start(t, process.execPath, [
-    DATAPLANE_MAIN, '--listener-socket', listenerSocket, '--grpc-socket', grpcSocket, '--log-level', 'debug', ...extraArgs,
-  ]);
+  const dataplane = [DATAPLANE_MAIN, '--listener-socket', listenerSocket, '--grpc-socket', grpcSocket, '--log-level', 'debug', ...extraArgs];
+  const proc = underKeeper
+    ? start(t, KEEPER, ['--restart-delay-ms', '50', '--', process.execPath, ...dataplane])
+    : start(t, process.execPath, dataplane);
   const client = createDataPlaneClient(grpcSocket);
   t.after(() => client.close());
-  // Ready when the gRPC API answers (whatever the log level).
-  await new Promise<void>((resolve, reject) => {
-    client.waitForReady(new Date(Date.now() + 15_000), (err) => (err ? reject(new Error(`data plane not ready: ${err.message}; output:\n${proc.output()}`)) : resolve()));
-  });
-  await getStatus(client);
+  // Ready when this process answers on the gRPC socket (whatever the log level; a predecessor
+  // it takes over from may answer there for a moment).
+  const servedByThis = async () => {
+    const pid = underKeeper ? keeperChild(proc.child.pid!) : proc.child.pid;
+    return getStatus(client).then((s) => s.pid === pid, () => false);
+  };
+  await eventually(servedByThis, 15_000, `the data plane to serve; output:\n${proc.output()}`);
   return { proc, dir, listenerSocket, grpcSocket, client, status: () => getStatus(client) };
+}
+
+/** The data plane that seccomp-keeper (pid `keeperPid`) runs now; 0 while it has none. */
+export function keeperChild(keeperPid: number): number {
+  const children = fs.readFileSync(`/proc/${keeperPid}/task/${keeperPid}/children`, 'utf8').trim();
+  return children === '' ? 0 : Number(children.split(' ')[0]);
 }
 
 /** Collects Watch events until the test ends. */

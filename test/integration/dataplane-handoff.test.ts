@@ -1,0 +1,80 @@
+// Planned data plane upgrade: `seccomp-dataplane --takeover` takes every container over from the
+// serving one by handoff (listener, notify fds, records, ids in flight) while they run.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { BENCH_WORKLOAD } from '../support/paths';
+import { eventually, startDataPlane } from '../support/dataplane';
+import { runUnderFilter, startUnderFilter } from '../support/workload';
+import { run } from '../support/processes';
+import { startTestControlPlane } from '../support/controlplane';
+
+interface WorkloadReport {
+  calls: number;
+  errors: number;
+  firstErrno: number;
+  maxUs: number;
+}
+
+const pauseOf = (log: string) => Number(/"pauseMs":([\d.]+)/.exec(log)?.[1] ?? NaN);
+
+test('--takeover under a 4-thread workload: every container moves, no syscall fails, the old one exits 0', async (t) => {
+  const a = await startDataPlane(t, ['--log-level', 'info']);
+  const idle = startUnderFilter(t, { socket: a.listenerSocket, syscalls: ['getppid'], id: 'idle-one', metadata: 'MKDIR_TMPL=-x' }, ['/bin/sleep', '60']);
+  await eventually(async () => (await a.status()).containers === 1, 10_000, 'the idle container');
+  const load = startUnderFilter(t, { socket: a.listenerSocket, syscalls: ['getppid'], id: 'busy' },
+    [BENCH_WORKLOAD, '--threads', '4', '--seconds', '6']);
+  await eventually(async () => (await a.status()).counters!.notifications > 1000n, 10_000, 'the workload to run');
+  // New containers keep arriving while it happens: none may be refused.
+  const starts = Array.from({ length: 6 }, (_, i) => runUnderFilter({ socket: a.listenerSocket, syscalls: ['getppid'], id: `during-${i}` }, ['/bin/true']));
+  const b = await startDataPlane(t, ['--log-level', 'info', '--takeover'], a.dir);
+  assert.equal(await a.proc.exited, 0, a.proc.output());
+  for (const started of await Promise.all(starts)) assert.equal(started.code, 0, started.stderr);
+  const status = await b.status();
+  assert.equal(status.origin, 'handoff');
+  const ids = (await new Promise<string[]>((resolve, reject) => b.client.listContainers({}, (err, r) => (err ? reject(err) : resolve(r!.containers.map((c) => c.containerId))))));
+  assert.ok(ids.includes('idle-one') && ids.includes('busy'), `containers after the handoff: ${ids.join(', ')}`);
+  const idleRecord = await new Promise((resolve, reject) => b.client.listContainers({}, (err, r) => (err ? reject(err) : resolve(r!.containers.find((c) => c.containerId === 'idle-one')))));
+  assert.equal((idleRecord as { metadata: string }).metadata, 'MKDIR_TMPL=-x', 'the record travels with the fd');
+  assert.equal(await load.exited, 0, load.output());
+  const report = JSON.parse(load.output().trim().split('\n').pop()!) as WorkloadReport;
+  assert.equal(report.errors, 0, `failed syscalls (first errno ${report.firstErrno})`);
+  const pause = pauseOf(a.proc.output());
+  assert.ok(pause < 100, `the old data plane paused answering for ${pause} ms`);
+  t.diagnostic(`handoff pause ${pause.toFixed(1)} ms (old side), longest syscall ${(report.maxUs / 1000).toFixed(1)} ms, ${report.calls} calls`);
+  // The successor serves new containers on the same listener and answers the idle one.
+  const late = await runUnderFilter({ socket: b.listenerSocket, syscalls: ['getppid'], id: 'after' }, ['/bin/true']);
+  assert.equal(late.code, 0, late.stderr);
+  idle.child.kill('SIGTERM');
+  await idle.exited;
+});
+
+test('--takeover: notifications the old one had forwarded to a control plane are answered by the successor', async (t) => {
+  const a = await startDataPlane(t, ['--log-level', 'info', '--decision-timeout', '60s']);
+  await startTestControlPlane(t, a.grpcSocket, 'ignore');
+  const started = Date.now();
+  const call = runUnderFilter({ socket: a.listenerSocket, syscalls: ['getppid'], id: 'held' }, ['/bin/sh', '-c', 'echo ppid $PPID; cat /proc/self/stat > /dev/null']);
+  // getppid is what sh calls for $PPID: it waits for a control plane that never answers.
+  await eventually(async () => (await a.status()).pending >= 1, 10_000, 'a held notification');
+  const b = await startDataPlane(t, ['--log-level', 'info', '--takeover'], a.dir);
+  const done = await call;
+  assert.equal(done.code, 0, done.stderr);
+  assert.ok(Date.now() - started < 30_000, 'answered by the successor, not by the 60 s deadline');
+  assert.match(b.proc.output(), /"inFlightAnswered":[1-9]/);
+  const counters = (await b.status()).counters!;
+  assert.ok(counters.answeredDefaultRecovered >= 1n);
+});
+
+test('--takeover with no data plane serving starts fresh', async (t) => {
+  const dp = await startDataPlane(t, ['--takeover']);
+  assert.equal((await dp.status()).origin, 'fresh');
+  assert.match(dp.proc.output(), /no data plane serves the handoff socket; starting fresh/);
+});
+
+test('the handoff socket is 0600 and root\'s: another user cannot take the containers', async (t) => {
+  const dp = await startDataPlane(t);
+  const handoff = `${dp.dir}/grpc/handoff.sock`;
+  const probe = `const a = require(${JSON.stringify(require.resolve('../../dataplane/native'))}).loadNative();
+    try { const c = a.handoffConnect(${JSON.stringify(handoff)}); console.log(c === null ? 'none' : 'connected'); } catch (e) { console.log('refused: ' + e.message); }`;
+  const nobody = await run(process.execPath, ['-e', probe], { uid: 65534, gid: 65534 });
+  assert.match(nobody.stdout, /refused: .*Permission denied/, nobody.stdout + nobody.stderr);
+});
