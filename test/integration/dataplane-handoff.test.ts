@@ -2,6 +2,7 @@
 // serving one by handoff (listener, notify fds, records, ids in flight) while they run.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { listContainers } from '../../common/dataplane-client';
 import { BENCH_WORKLOAD } from '../support/paths';
 import { eventually, startDataPlane } from '../support/dataplane';
 import { runUnderFilter, startUnderFilter } from '../support/workload';
@@ -31,10 +32,10 @@ test('--takeover under a 4-thread workload: every container moves, no syscall fa
   for (const started of await Promise.all(starts)) assert.equal(started.code, 0, started.stderr);
   const status = await b.status();
   assert.equal(status.origin, 'handoff');
-  const ids = (await new Promise<string[]>((resolve, reject) => b.client.listContainers({}, (err, r) => (err ? reject(err) : resolve(r!.containers.map((c) => c.containerId))))));
+  const { containers } = await listContainers(b.client);
+  const ids = containers.map((c) => c.containerId);
   assert.ok(ids.includes('idle-one') && ids.includes('busy'), `containers after the handoff: ${ids.join(', ')}`);
-  const idleRecord = await new Promise((resolve, reject) => b.client.listContainers({}, (err, r) => (err ? reject(err) : resolve(r!.containers.find((c) => c.containerId === 'idle-one')))));
-  assert.equal((idleRecord as { metadata: string }).metadata, 'MKDIR_TMPL=-x', 'the record travels with the fd');
+  assert.equal(containers.find((c) => c.containerId === 'idle-one')!.metadata, 'MKDIR_TMPL=-x', 'the record travels with the fd');
   assert.equal(await load.exited, 0, load.output());
   const report = JSON.parse(load.output().trim().split('\n').pop()!) as WorkloadReport;
   assert.equal(report.errors, 0, `failed syscalls (first errno ${report.firstErrno})`);
