@@ -77,6 +77,16 @@
       "libraries": [
         "-lpthread"
       ]
+    },
+    {
+      "target_name": "seccomp-soak-workload",
+      "type": "executable",
+      "sources": [
+        "native/tools/soak_workload.cpp"
+      ],
+      "libraries": [
+        "-lpthread"
+      ]
     }
   ]
 }
