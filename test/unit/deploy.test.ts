@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseAllDocuments, isScalar, isSeq, type Document } from 'yaml';
@@ -20,6 +21,10 @@ import { VERSION } from '../../common/version';
 import { DATAPLANE_OPTIONS, DEFAULT_GRPC_SOCKET, DEFAULT_LISTENER_SOCKET } from '../../dataplane/options';
 import { CONTROLPLANE_OPTIONS } from '../../controlplane/options';
 import { parseListenerMetadata } from '../../controlplane/listener-metadata';
+import { createDataPlaneClient, getStatus } from '../../common/dataplane-client';
+import type { GetStatusResponse } from '../../proto/gen/seccompagent/v1/dataplane';
+import { eventually, keeperChild } from '../support/dataplane';
+import { run, start, stop, type Started } from '../support/processes';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const read = (rel: string): string => fs.readFileSync(path.join(ROOT, rel), 'utf8');
@@ -243,6 +248,8 @@ function single(unit: Unit, section: string, key: string, where: string): string
 // ---------------------------------------------------------------------------------------------
 // Kubernetes objects
 
+const NODE_BY_NODE = 'deploy/kubernetes-node-by-node/kustomization.yaml';
+
 test('deploy/kubernetes: kustomization.yaml lists exactly the manifests of the directory', () => {
   const [k] = loadYaml('deploy/kubernetes/kustomization.yaml');
   assert.equal(k.obj.apiVersion, 'kustomize.config.k8s.io/v1beta1');
@@ -301,10 +308,22 @@ test('DaemonSet: both containers mount the one sockets hostPath at the same path
   assert.notEqual(dp[0].readOnly, true);
 });
 
+test('DaemonSet: the data plane container runs seccomp-keeper first, then the data plane with --takeover', () => {
+  const dp = container('dataplane');
+  const command = dp.command ?? [];
+  // The keeper itself is the entrypoint (no shell in between): it is the process the runtime
+  // signals, and the one that holds the fds while the data plane restarts.
+  assert.equal(command.length, 3, `dataplane command: ${command.join(' ')}`);
+  assertProgram(command[0], 'seccomp-keeper', 'dataplane command');
+  assert.equal(command[1], '--', 'the keeper takes no options of its own here; "--" ends them');
+  assertProgram(command[2], 'seccomp-dataplane', 'dataplane command, after the keeper');
+  assert.equal(DATAPLANE_OPTIONS.takeover.flag, 'takeover');
+  assert.ok((dp.args ?? []).includes(`--${DATAPLANE_OPTIONS.takeover.flag}`), 'the data plane args say --takeover');
+  assert.equal(effectiveOptions(DATAPLANE_OPTIONS, dp).takeover, true);
+});
+
 test('DaemonSet: data plane flags exist in DATAPLANE_OPTIONS and put both sockets in the shared directory', () => {
   const dp = container('dataplane');
-  assertProgram(dp.command![0], 'seccomp-dataplane', 'dataplane command');
-  assert.equal(dp.command!.length, 1);
   const options = effectiveOptions(DATAPLANE_OPTIONS, dp);
   // The probes and the control plane use the default gRPC socket: the data plane must serve it.
   assert.equal(options.grpcSocket, DEFAULT_GRPC_SOCKET);
@@ -375,43 +394,113 @@ test('DaemonSet: metrics flags listen on the ports each container declares', () 
   }
 });
 
-test('DaemonSet: readiness and liveness probes of both containers run "seccompctl health"', () => {
-  for (const name of ['dataplane', 'controlplane']) {
-    const c = container(name);
-    for (const probe of [c.readinessProbe, c.livenessProbe]) {
-      const command = probe?.exec?.command;
-      assert.ok(command, `${name}: exec probe`);
-      assertProgram(command[0], 'seccompctl', `${name} probe`);
-      assert.deepEqual(command.slice(1), ['health']);
-      // seccompctl waits up to 5 s for the data plane; the kubelet must not give up first.
-      assert.ok((probe!.timeoutSeconds ?? 1) > 5, `${name}: probe timeoutSeconds`);
-    }
+/** The data plane's readiness script: `/bin/sh -c SCRIPT`, checked for its two parts. */
+function dataPlaneProbeScript(): string {
+  const dp = container('dataplane');
+  const command = dp.readinessProbe?.exec?.command ?? [];
+  assert.deepEqual(command.slice(0, 2), ['/bin/sh', '-c'], 'dataplane readiness: a /bin/sh -c script');
+  const script = command[2];
+  const grpcSocket = effectiveOptions(DATAPLANE_OPTIONS, dp).grpcSocket;
+  // Listed in /proc/net/unix of the pod's network namespace only while a process of the pod has
+  // the data plane's gRPC socket bound; then seccompctl health asks that data plane.
+  assert.equal(script, `grep -q ' ${grpcSocket}$' /proc/net/unix && exec ${imageBinDir()}/seccompctl health`);
+  assert.equal(podSpec().hostNetwork, undefined, 'the check needs a network namespace of the pod\'s own');
+  return script;
+}
+
+/** A command line of a manifest, with the image's programs and the shared directory moved to where a test has them. */
+function onThisHost(words: string[], sharedDir: string): string[] {
+  return words.map((w) => w.replaceAll(`${imageBinDir()}/`, `${path.join(ROOT, 'bin')}/`).replaceAll(path.posix.dirname(DEFAULT_GRPC_SOCKET), sharedDir));
+}
+
+test('DaemonSet: probes: the data plane is ready only when its own pod serves; no liveness probe restarts it; the control plane runs "seccompctl health"', () => {
+  const dp = container('dataplane');
+  dataPlaneProbeScript();
+  assert.ok((dp.readinessProbe!.timeoutSeconds ?? 1) > 5, 'dataplane: seccompctl waits up to 5 s; the kubelet must not give up first');
+  // A liveness restart stops the keeper too, which releases every notify fd.
+  assert.equal(dp.livenessProbe, undefined, 'dataplane: no liveness probe');
+  const cp = container('controlplane');
+  for (const probe of [cp.readinessProbe, cp.livenessProbe]) {
+    const command = probe?.exec?.command;
+    assert.ok(command, 'controlplane: exec probe');
+    assertProgram(command[0], 'seccompctl', 'controlplane probe');
+    assert.deepEqual(command.slice(1), ['health']);
+    assert.ok((probe!.timeoutSeconds ?? 1) > 5, 'controlplane: probe timeoutSeconds');
   }
 });
 
-test('seccompctl health, the probe command, exits 1 within the probe timeout when no data plane serves', (t) => {
+test('DaemonSet: both probe commands exit 1 within the probe timeout when no data plane serves', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deploy-probe-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const probe = container('dataplane').readinessProbe!;
-  const program = path.join(ROOT, 'bin', path.posix.basename(probe.exec!.command![0]));
-  const started = Date.now();
-  const r = spawnSync(program, probe.exec!.command!.slice(1), {
-    env: { PATH: process.env.PATH, SECCOMP_AGENT_GRPC_SOCKET: path.join(dir, 'none.sock') },
-    encoding: 'utf8',
-    timeout: 30_000,
+  const env = { PATH: process.env.PATH, SECCOMP_AGENT_GRPC_SOCKET: path.join(dir, path.posix.basename(DEFAULT_GRPC_SOCKET)) };
+  for (const [name, probe] of [['dataplane', container('dataplane').readinessProbe!], ['controlplane', container('controlplane').readinessProbe!]] as const) {
+    const [program, ...args] = onThisHost(probe.exec!.command!, dir);
+    const started = Date.now();
+    const r = await run(program, args, { env });
+    assert.equal(r.code, 1, `${name} probe: stdout: ${r.stdout} stderr: ${r.stderr}`);
+    assert.ok(Date.now() - started < probe.timeoutSeconds! * 1000, `${name} probe took ${Date.now() - started} ms`);
+  }
+  // With a socket file left behind by a data plane that is gone, too.
+  fs.writeFileSync(env.SECCOMP_AGENT_GRPC_SOCKET, '');
+  const [program, ...args] = onThisHost(container('dataplane').readinessProbe!.exec!.command!, dir);
+  assert.equal((await run(program, args, { env })).code, 1);
+});
+
+test('DaemonSet: the data plane container, run as the old and the new pod of a rolling update, hands over; only the serving pod is ready', async (t) => {
+  // Each "pod" gets its own network namespace (unshare) and both share one socket directory,
+  // as the two pods on a node share the hostPath; everything else is the manifest's.
+  const shared = fs.mkdtempSync(path.join(os.tmpdir(), 'deploy-rollout-'));
+  const pods: Started[] = [];
+  // The pods first: a data plane still running would create sockets in a folder being removed.
+  t.after(async () => {
+    await Promise.all(pods.map((pod) => stop(pod.child)));
+    fs.rmSync(shared, { recursive: true, force: true });
   });
-  assert.equal(r.status, 1, `stdout: ${r.stdout} stderr: ${r.stderr}`);
-  assert.ok(Date.now() - started < probe.timeoutSeconds! * 1000, `took ${Date.now() - started} ms`);
+  const dp = container('dataplane');
+  const line = onThisHost([...dp.command!, ...(dp.args ?? [])], shared);
+  const grpcSocket = path.join(shared, path.posix.basename(DEFAULT_GRPC_SOCKET));
+  const env = { ...process.env, SECCOMP_AGENT_GRPC_SOCKET: grpcSocket };
+  const [probeProgram, ...probeArgs] = onThisHost(dp.readinessProbe!.exec!.command!, shared);
+  const ready = async (pod: Started) => (await run('nsenter', [`--net=/proc/${pod.child.pid}/ns/net`, '--', probeProgram, ...probeArgs], { env })).code === 0;
+  const client = createDataPlaneClient(grpcSocket);
+  t.after(() => client.close());
+
+  const oldPod = start(null, 'unshare', ['--net', '--', ...line], { env });
+  pods.push(oldPod);
+  await eventually(() => ready(oldPod), 20_000, `the old pod to be ready; output:\n${oldPod.output()}`);
+  const oldDataPlane = keeperChild(oldPod.child.pid!);
+  assert.equal((await getStatus(client)).pid, oldDataPlane);
+
+  const newPod = start(null, 'unshare', ['--net', '--', ...line], { env });
+  pods.push(newPod);
+  await eventually(() => ready(newPod), 20_000, `the new pod to be ready; output:\n${newPod.output()}`);
+  // The old data plane may still answer for a moment on a connection made before the handoff.
+  const newDataPlane = keeperChild(newPod.child.pid!);
+  let status: GetStatusResponse | undefined;
+  await eventually(async () => (status = await getStatus(client).catch(() => undefined))?.pid === newDataPlane, 10_000, 'status from the new pod');
+  assert.equal(status!.origin, 'handoff');
+  await oldPod.waitFor(/handed every container over to data plane/, 10_000);
+  // The old data plane exited 0 after handing over; its keeper stays, holding nothing, and its
+  // pod is no longer ready although seccompctl health, through the shared socket, still passes.
+  await eventually(() => keeperChild(oldPod.child.pid!) === 0, 10_000, 'the old data plane to exit');
+  assert.equal(oldPod.child.exitCode, null, 'the old keeper idles instead of ending its container');
+  assert.equal(await ready(oldPod), false, 'the old pod is not ready any more');
+  const health = await run('nsenter', [`--net=/proc/${oldPod.child.pid}/ns/net`, '--', path.join(ROOT, 'bin', 'seccompctl'), 'health'], { env });
+  assert.equal(health.code, 0, 'seccompctl health alone would have passed in the old pod');
+  // Deleting the old pod: its keeper exits at once, and the new pod goes on serving.
+  oldPod.child.kill('SIGTERM');
+  assert.equal(await oldPod.exited, 0);
+  assert.equal(await ready(newPod), true);
 });
 
 test('DaemonSet: RollingUpdate with maxSurge 1 and maxUnavailable 0 (the new pod starts before the old one stops)', () => {
   assert.deepEqual(one('DaemonSet').obj.spec.updateStrategy, { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } });
 });
 
-test('deploy/kubernetes/node-by-node: the overlay is the same install with an OnDelete DaemonSet', () => {
-  const [k] = loadYaml('deploy/kubernetes/node-by-node/kustomization.yaml');
+test('deploy/kubernetes-node-by-node: the overlay is the same install with an OnDelete DaemonSet', () => {
+  const [k] = loadYaml(NODE_BY_NODE);
   assert.equal(k.obj.kind, 'Kustomization');
-  assert.deepEqual(k.obj.resources, ['..']);
+  assert.deepEqual(k.obj.resources, ['../kubernetes']);
   const ds = one('DaemonSet');
   assert.equal(k.obj.patches.length, 1);
   const { target, patch } = k.obj.patches[0];
@@ -422,6 +511,23 @@ test('deploy/kubernetes/node-by-node: the overlay is the same install with an On
   patched.spec.updateStrategy = ops[0].value;
   validateObject({ ...ds, file: k.file, obj: patched });
   assert.deepEqual(patched.spec.updateStrategy, { type: 'OnDelete' });
+});
+
+test('kubectl kustomize builds the install and the node-by-node overlay; they differ only in the update strategy', () => {
+  const build = (dir: string): Json[] => {
+    const r = spawnSync('kubectl', ['kustomize', path.join(ROOT, dir)], { encoding: 'utf8' });
+    assert.equal(r.error, undefined, 'kubectl is installed');
+    assert.equal(r.status, 0, `kubectl kustomize ${dir}: ${r.stderr}`);
+    return parseAllDocuments(r.stdout).map((d) => d.toJS() as Json);
+  };
+  const base = build('deploy/kubernetes');
+  const overlay = build(path.dirname(NODE_BY_NODE));
+  assert.deepEqual(base.map((o) => o.kind).sort(), kube().map((m) => m.obj.kind).sort());
+  const ds = (objs: Json[]) => objs.find((o) => o.kind === 'DaemonSet')!;
+  assert.deepEqual(ds(base).spec.updateStrategy.type, 'RollingUpdate');
+  assert.deepEqual(ds(overlay).spec.updateStrategy, { type: 'OnDelete' });
+  ds(overlay).spec.updateStrategy = ds(base).spec.updateStrategy;
+  assert.deepEqual(overlay, base);
 });
 
 test('DaemonSet: hostPID, system-node-critical, every node, grace period, resources', () => {
@@ -531,14 +637,64 @@ test('systemd: seccomp-agent.socket listens on the data plane default listener s
   assert.equal(single(unit, 'Install', 'WantedBy', where), 'sockets.target');
 });
 
+test('systemd: the data plane, started as ExecStart says, takes the listener seccomp-agent.socket passes by its FileDescriptorName and serves it', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deploy-activation-'));
+  let activator: Started | undefined;
+  t.after(async () => {
+    if (activator) await stop(activator.child);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  const socketUnit = parseUnit('deploy/systemd/seccomp-agent.socket');
+  const service = parseUnit('deploy/systemd/seccomp-dataplane.service');
+  const listener = path.join(dir, 'seccomp-agent.socket');
+  const grpcSocket = path.join(dir, 'seccomp-agent', 'dataplane.sock');
+  const line = single(service, 'Service', 'ExecStart', 'data plane unit')
+    .split(/\s+/)
+    .map((w) => w.replace(`${imageBinDir()}/`, `${path.join(ROOT, 'bin')}/`).replace(single(socketUnit, 'Socket', 'ListenStream', 'socket unit'), listener).replace(DEFAULT_GRPC_SOCKET, grpcSocket));
+  // systemd-socket-activate stands in for the .socket unit: it binds the path, and on the first
+  // connection runs the service with the socket as LISTEN_FDS, named as FileDescriptorName says.
+  const name = single(socketUnit, 'Socket', 'FileDescriptorName', 'socket unit');
+  activator = start(null, 'systemd-socket-activate', ['--listen', listener, `--fdname=${name}`, ...line]);
+  await activator.waitFor(/Listening on/, 10_000);
+  const inode = fs.statSync(listener).ino;
+  await new Promise<void>((resolve, reject) => {
+    const conn = net.connect(listener, () => {
+      conn.end();
+      resolve();
+    });
+    conn.on('error', reject);
+  });
+  const client = createDataPlaneClient(grpcSocket);
+  t.after(() => client.close());
+  await eventually(() => getStatus(client).then(() => true, () => false), 15_000, `the data plane to serve; output:\n${activator.output()}`);
+  const status = await getStatus(client);
+  assert.equal(status.pid, activator.child.pid, 'the activated process is the data plane itself');
+  assert.equal(status.origin, 'fd-store', 'its listener came from LISTEN_FDS');
+  assert.equal(fs.statSync(listener).ino, inode, 'the data plane serves the socket it was given, not a new one');
+  assert.doesNotMatch(activator.output(), /a name this data plane does not use/);
+  // The connection made before it started waited in the backlog and reached it.
+  await eventually(() => getStatus(client).then((s) => (s.counters?.ingestRejected ?? 0n) >= 1n), 10_000, 'the queued connection to be read');
+});
+
 test('systemd: seccomp-dataplane.service is Type=notify with an fd store and flags from DATAPLANE_OPTIONS', () => {
   const where = 'deploy/systemd/seccomp-dataplane.service';
   const unit = parseUnit(where);
   assert.equal(single(unit, 'Service', 'Type', where), 'notify');
   assert.equal(single(unit, 'Service', 'NotifyAccess', where), 'main');
-  assert.equal(single(unit, 'Service', 'FileDescriptorStoreMax', where), '4096');
+  // Two fds per container (notify fd, record memfd) plus the listener and the journal, for at
+  // least the 1,000 containers of issue 2's target; the same room as seccomp-keeper's default.
+  const storeMax = Number(single(unit, 'Service', 'FileDescriptorStoreMax', where));
+  assert.ok(Number.isInteger(storeMax) && storeMax >= 2 * 1000 + 2, `FileDescriptorStoreMax=${storeMax}`);
+  assert.match(read('native/tools/keeper.cpp'), new RegExp(`--max-fds N +most fds kept at once \\(default ${storeMax}\\)`));
   assert.equal(single(unit, 'Service', 'FileDescriptorStorePreserve', where), 'yes');
   assert.equal(single(unit, 'Service', 'Restart', where), 'always');
+  // The listener exists (socket unit) before the service and before the container runtimes.
+  assert.deepEqual(unit.get('Unit', 'Wants'), ['seccomp-agent.socket']);
+  assert.deepEqual(unit.get('Unit', 'After'), ['seccomp-agent.socket']);
+  for (const runtime of ['containerd.service', 'crio.service']) {
+    assert.ok(single(unit, 'Unit', 'Before', where).split(/\s+/).includes(runtime), `${where}: Before=${runtime}`);
+  }
+  assert.deepEqual(unit.get('Install', 'Also'), ['seccomp-agent.socket'], 'enabling the service enables its socket');
   const [program, ...args] = single(unit, 'Service', 'ExecStart', where).split(/\s+/);
   assertProgram(program, 'seccomp-dataplane', where);
   const parsed = parseCommandLine(DATAPLANE_OPTIONS, args, {});
@@ -549,10 +705,15 @@ test('systemd: seccomp-dataplane.service is Type=notify with an fd store and fla
   assert.equal(path.posix.join('/run', single(unit, 'Service', 'RuntimeDirectory', where)), path.posix.dirname(DEFAULT_GRPC_SOCKET));
   const bounding = single(unit, 'Service', 'CapabilityBoundingSet', where).split(/\s+/);
   assert.deepEqual(bounding.sort(), documentedCapabilities().map((c) => `CAP_${c}`).sort());
-  // The drop-in for data planes without notify support changes the type and nothing else.
-  const dropIn = parseUnit('deploy/systemd/seccomp-dataplane.service.d/before-issue-4.conf');
-  assert.equal(single(dropIn, 'Service', 'Type', 'drop-in'), 'simple');
-  assert.equal(read('deploy/systemd/seccomp-dataplane.service.d/before-issue-4.conf').split('\n').filter((l) => /^[A-Za-z]+=/.test(l)).length, 1);
+  // No drop-in turns the notify service back into a simple one any more.
+  assert.deepEqual(fs.readdirSync(path.join(ROOT, 'deploy/systemd')).sort(), ['seccomp-agent.socket', 'seccomp-controlplane.service', 'seccomp-dataplane.service']);
+});
+
+test('deploy/, docs/operators.md and README.md no longer tell operators to wait for issue 4', () => {
+  const files = ['README.md', 'docs/operators.md', 'deploy/Dockerfile', ...K8S_FILES, NODE_BY_NODE, ...fs.readdirSync(path.join(ROOT, 'deploy/systemd')).map((f) => `deploy/systemd/${f}`)];
+  for (const file of files) {
+    assert.doesNotMatch(read(file), /before-issue-4|until issue 4|issue 4 lands|\(issue 4|planned \(issue 4/i, file);
+  }
 });
 
 test('systemd: seccomp-controlplane.service follows the data plane; its ExecStart lines use CONTROLPLANE_OPTIONS flags', () => {
@@ -630,9 +791,12 @@ test('Dockerfile: the runtime image holds what the programs load at run time, bu
   const gyp = JSON.parse(read('binding.gyp')) as { targets: Array<{ target_name: string; type?: string }> };
   const addon = gyp.targets.find((t) => t.type === undefined)!;
   assert.ok(copied.includes(`build/Release/${addon.target_name}.node`), 'the addon');
-  for (const tool of ['seccomp-run', 'seccomp-nshelper']) {
+  for (const tool of ['seccomp-run', 'seccomp-nshelper', 'seccomp-keeper']) {
     assert.ok(gyp.targets.some((t) => t.target_name === tool && t.type === 'executable'), `${tool} is a binding.gyp executable`);
     assert.ok(copied.includes(`build/Release/${tool}`), `runtime stage copies ${tool}`);
   }
   assert.match(read('bin/seccomp-run'), /build\/Release\/seccomp-run/);
+  // The DaemonSet's entrypoint: bin/seccomp-keeper execs the native keeper, which the build stage checks for.
+  assert.match(read('bin/seccomp-keeper'), /^exec "[^\n]*\/build\/Release\/seccomp-keeper" "\$@"$/m);
+  assert.match(dockerStages()[0].text, /test -x build\/Release\/seccomp-keeper/);
 });
