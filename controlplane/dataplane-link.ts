@@ -45,6 +45,8 @@ export interface DataPlaneLinkOptions {
 
 /** How long a notification for a container not announced yet waits for its container_added. */
 const UNKNOWN_HANDLE_WAIT_MS = 500;
+/** First retry after a lost data plane: a data plane handoff or restart rebinds its socket within tens of ms. */
+const INITIAL_BACKOFF_MS = 25;
 
 /** A simple decision travels on the channel; emulations go over gRPC. */
 function channelForm(decision: Decision): ChannelDecision | null {
@@ -71,7 +73,7 @@ export class DataPlaneLink extends EventEmitter {
   sessionId = '';
   private client: DataPlaneClient | null = null;
   private call: grpc.ClientDuplexStream<AttachRequest, AttachResponse> | null = null;
-  private backoffMs = 100;
+  private backoffMs = INITIAL_BACKOFF_MS;
   private retryTimer: NodeJS.Timeout | null = null;
   private lastError = '';
   private channel: net.Socket | null = null;
@@ -263,7 +265,7 @@ export class DataPlaneLink extends EventEmitter {
   private onWelcome(welcome: Welcome): void {
     this.sessionId = welcome.sessionId;
     if (welcome.decisionChannel && this.options.channel !== false) this.openChannel(welcome.decisionChannel.socketPath, welcome.decisionChannel.token);
-    this.backoffMs = 100;
+    this.backoffMs = INITIAL_BACKOFF_MS;
     this.lastError = '';
     this.setState('attached', `data plane ${welcome.dataplaneVersion}, session ${welcome.sessionId}`);
     this.emit('welcome', welcome);

@@ -99,7 +99,16 @@ async function main(): Promise<void> {
       process.exit(0);
     });
   };
-  link.on('handed-over', () => shutdown('handover'));
+  // Handed over: stay, idle, until SIGTERM. Exiting would let a supervisor (kubelet, systemd)
+  // start this one again, and with --takeover it would take the session back from its successor.
+  link.on('handed-over', () => {
+    if (stopping) return;
+    log.info('handed over to the successor control plane: idle until SIGTERM');
+    link.stop();
+    registry.close();
+    void pods?.stop();
+    setInterval(() => undefined, 1 << 30);
+  });
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
 }

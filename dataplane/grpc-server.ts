@@ -102,7 +102,8 @@ export function secureSocket(socketPath: string, mode: number, group: string | n
 export interface GrpcServerHandle {
   server: grpc.Server;
   health: HealthImplementation;
-  close(): Promise<void>;
+  /** Graceful (up to 2 s for calls to end), or at once with `force`. */
+  close(force?: boolean): Promise<void>;
 }
 
 function implementation(dataplane: DataPlane): DataPlaneServer {
@@ -157,12 +158,12 @@ export async function startGrpcServer(
   return {
     server,
     health,
-    close: () =>
+    close: (force = false) =>
       new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
           server.forceShutdown();
           resolve();
-        }, 2000);
+        }, force ? 0 : 2000);
         server.tryShutdown(() => {
           clearTimeout(timer);
           resolve();

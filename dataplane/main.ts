@@ -110,7 +110,9 @@ async function main(): Promise<void> {
   const handoff = new HandoffServer(dp, addon, log, async () => {
     stopping = true;
     notifySupervisor(addon, log, 'STOPPING=1\nSTATUS=handed over');
-    await server.close();
+    // Control planes go to the successor at once (it binds the gRPC socket when we let go).
+    dp.endSessions('this data plane handed over to a successor; attach again');
+    await server.close(true);
     dp.stop(); // closes the handoff connection last: the successor's sign to take the sockets
     exit();
   });
