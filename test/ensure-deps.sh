@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs from Debian's packages when it is missing: runc and a static
-# busybox for the end-to-end tests. Fails loudly instead of letting a test skip.
+# busybox for the end-to-end tests; systemd-socket-activate (systemd), unshare/nsenter
+# (util-linux) and kubectl (kubernetes-client) for the deploy tests. Fails loudly instead of
+# letting a test skip.
 set -euo pipefail
 need=()
 command -v runc >/dev/null 2>&1 || need+=(runc)
 dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
+command -v systemd-socket-activate >/dev/null 2>&1 || need+=(systemd)
+command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
+command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "test/ensure-deps.sh: need root to install ${need[*]} (the tests run real seccomp filters and runc as root)" >&2
@@ -17,3 +22,6 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 command -v runc >/dev/null || { echo "runc still missing after install" >&2; exit 1; }
 [ -x /bin/busybox ] || { echo "busybox still missing after install" >&2; exit 1; }
+for tool in systemd-socket-activate nsenter unshare kubectl; do
+  command -v "$tool" >/dev/null || { echo "$tool still missing after install" >&2; exit 1; }
+done
