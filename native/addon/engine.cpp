@@ -216,6 +216,9 @@ void Engine::Stop() {
   // Last: the successor takes EOF here as "the old one let go of its sockets".
   if (handoff_conn_ >= 0) close(handoff_conn_);
   handoff_conn_ = -1;
+  // Every thread that writes to them has ended. Under a handoff the successor has its own copies.
+  journal_.reset();
+  notifier_.reset();
   if (wake_fd_ >= 0) close(wake_fd_);
   if (epoll_fd_ >= 0) close(epoll_fd_);
   wake_fd_ = -1;
@@ -637,6 +640,12 @@ bool Engine::AnswerRecovered(Container* container, uint64_t id) {
 }
 
 void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool store_again, RestoreResult* result) {
+  if (stopped_ || thread_started_) {
+    for (const handoff::NamedFd& f : fds) close(f.fd);
+    result->problems.push_back(stopped_ ? "the engine is stopped; every fd given was closed"
+                                        : "restore() comes before start(); every fd given was closed");
+    return;
+  }
   std::unique_ptr<InFlightJournal> journal;
   std::map<uint32_t, int> notify_fds;
   std::map<uint32_t, int> record_fds;
