@@ -710,7 +710,7 @@ test('native engine emulated freeze: respond {freeze} freezes the v2 cgroup; onc
     }
   };
   // A sibling keeps counting: it stops only if the whole cgroup is frozen.
-  const script = `(i=0; while :; do i=$((i+1)); echo $i > ${counter}; sleep 0.02; done) & sleep 0.3; mkdir ${target}; echo rc=$?; sleep 0.2; kill $!`;
+  const script = `(i=0; while :; do i=$((i+1)); echo $i > ${counter}; sleep 0.02; done) & sleep 0.3; mkdir ${target}; echo rc=$?; sleep 0.6; kill $!`;
   const { exit } = h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/sh', '-c', script], `echo $$ > ${path.join(cg, 'cgroup.procs')} && `);
   const n = await h.waitFor(isMkdirOf(target), 'the mkdir');
   const answered = await h.waitFor(answeredFor(n.id), 'the freeze answered');
