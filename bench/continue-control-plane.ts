@@ -1,10 +1,18 @@
 // The smallest control plane there is: the real DataPlaneLink (Attach, the decision channel
 // unless --no-channel) with a policy that continues everything. Scenario (c) runs it as its own
 // process, as a real control plane would be:
-//   node dist/bench/continue-control-plane.js --grpc-socket PATH [--no-channel]
+//   node dist/bench/continue-control-plane.js --grpc-socket PATH [--no-channel] [--busy-poll DURATION]
 // It prints {"attached":SESSION} once welcomed and {"decisions":N,...} on SIGTERM.
 import { createLogger } from '../common/logger';
+import { parseDurationOrOffMs } from '../common/options';
 import { DataPlaneLink } from '../controlplane/dataplane-link';
+import { SHARED_OPTIONS } from '../dataplane/options';
+
+/** --busy-poll DURATION, default the planes' own (SHARED_OPTIONS). */
+function busyPollMs(): number {
+  const index = process.argv.indexOf('--busy-poll');
+  return parseDurationOrOffMs(index > 0 ? process.argv[index + 1] : SHARED_OPTIONS.busyPollMs.default, 'busy-poll');
+}
 
 function main(): void {
   const index = process.argv.indexOf('--grpc-socket');
@@ -14,7 +22,7 @@ function main(): void {
     process.exit(2);
   }
   const link = new DataPlaneLink(
-    { grpcSocket: socket, name: 'bench-continue', features: ['decision.continue'], reconnectMaxMs: 1000, channel: !process.argv.includes('--no-channel') },
+    { grpcSocket: socket, name: 'bench-continue', features: ['decision.continue'], reconnectMaxMs: 1000, channel: !process.argv.includes('--no-channel'), busyPollMs: busyPollMs() },
     {
       knows: () => true,
       onSnapshot: () => undefined,

@@ -86,7 +86,7 @@ function decodeNotification(frame: Buffer, start: number, end: number): Notifica
 
 export type ChannelFrame = { type: 'ready'; session: bigint } | { type: 'notification'; notification: Notification };
 
-/** Splits a byte stream into frames; keeps a partial frame for the next chunk. */
+/** Splits a byte stream into frames; keeps (a copy of) a partial frame for the next chunk, so the caller may reuse its read buffer. */
 export class FrameReader {
   private pending: Buffer = Buffer.alloc(0);
 
@@ -103,7 +103,7 @@ export class FrameReader {
       else if (type === FrameType.Ready) frames.push({ type: 'ready', session: data.readBigUInt64LE(at + FRAME_HEADER) });
       at += length;
     }
-    this.pending = at === data.length ? Buffer.alloc(0) : data.subarray(at);
+    this.pending = at === data.length ? Buffer.alloc(0) : Buffer.from(data.subarray(at));
     return frames;
   }
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseCommandLine, parseDurationMs } from './options';
+import { parseCommandLine, parseDurationMs, parseDurationOrOffMs } from './options';
 import { DATAPLANE_OPTIONS } from '../dataplane/options';
 import { errorCode } from '../test/support/agent-error';
 
@@ -39,4 +39,10 @@ test('options: durations', () => {
   assert.equal(parseDurationMs('15', 'x'), 15);
   assert.throws(() => parseDurationMs('0s', 'x'), /greater than zero/);
   assert.throws(() => parseDurationMs('soon', 'x'), /not a duration/);
+  assert.equal(parseDurationMs('200us', 'x'), 0.2);
+  assert.equal(parseDurationOrOffMs('0', 'x'), 0);
+  assert.equal(parseDurationOrOffMs('0us', 'x'), 0);
+  assert.equal(parseDurationOrOffMs('50us', 'x'), 0.05);
+  assert.throws(() => parseDurationOrOffMs('-1', 'x'), /not a duration/);
+  assert.equal(parseCommandLine(DATAPLANE_OPTIONS, [], {}).options.busyPollMs, 0.2, 'busy polling is on by default: 200 µs');
 });

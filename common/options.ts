@@ -126,12 +126,17 @@ export function parseBoolean(text: string, flag: string): boolean {
 
 /** "2s", "500ms", "1m" or a bare number of milliseconds, into milliseconds. */
 export function parseDurationMs(text: string, flag: string): number {
-  const match = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(text.trim());
-  if (!match) throw new AgentError('EBAD_OPTION', `--${flag}: "${text}" is not a duration such as 500ms, 2s or 1m`);
-  const scale = match[2] === 's' ? 1000 : match[2] === 'm' ? 60_000 : 1;
+  const match = /^(\d+(?:\.\d+)?)(us|ms|s|m)?$/.exec(text.trim());
+  if (!match) throw new AgentError('EBAD_OPTION', `--${flag}: "${text}" is not a duration such as 200us, 500ms, 2s or 1m`);
+  const scale = match[2] === 'us' ? 0.001 : match[2] === 's' ? 1000 : match[2] === 'm' ? 60_000 : 1;
   const ms = Number(match[1]) * scale;
   if (ms <= 0) throw new AgentError('EBAD_OPTION', `--${flag}: the duration must be greater than zero`);
   return ms;
+}
+
+/** A duration that may also be 0 (off): "0", "200us", "1ms". */
+export function parseDurationOrOffMs(text: string, flag: string): number {
+  return /^0+(\.0+)?(us|ms|s|m)?$/.test(text.trim()) ? 0 : parseDurationMs(text, flag);
 }
 
 export function parseChoice<T extends string>(choices: readonly T[]) {

@@ -4,7 +4,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { EventEmitter } from 'node:events';
 import * as net from 'node:net';
-import { ChannelDecisionKind, encodeDecisions, encodeHello, FrameReader, type ChannelDecision } from '../common/decision-channel';
+import { ChannelDecisionKind, encodeDecisions, encodeHello, FrameReader, MAX_FRAME, type ChannelDecision } from '../common/decision-channel';
 import { createDataPlaneClient } from '../common/dataplane-client';
 import type { Logger } from '../common/logger';
 import { VERSION } from '../common/version';
@@ -41,6 +41,8 @@ export interface DataPlaneLinkOptions {
   takeover?: boolean;
   /** Use the native decision channel when the data plane offers it (default true). */
   channel?: boolean;
+  /** After channel traffic, keep the event loop polling this long instead of sleeping (0/absent: off). */
+  busyPollMs?: number;
 }
 
 /** How long a notification for a container not announced yet waits for its container_added. */
@@ -81,6 +83,9 @@ export class DataPlaneLink extends EventEmitter {
   private readonly parked = new Map<bigint, { notifications: Notification[]; timer: NodeJS.Timeout }>();
   private grpcQueue: Decision[] = [];
   private channelQueue: ChannelDecision[] = [];
+  /** hrtime (ns) until which the event loop keeps polling; see keepPolling(). */
+  private busyUntil = 0n;
+  private polling = false;
   private flushScheduled = false;
   /** For benchmarks and metrics: decisions sent, writes that carried them, and rejected ones. */
   decisionsSent = 0;
@@ -233,26 +238,47 @@ export class DataPlaneLink extends EventEmitter {
     }
   }
 
+  /**
+   * While setImmediate callbacks are queued, libuv polls with a zero timeout instead of sleeping:
+   * the next notification is read without a wake-up of this process, which on a VM costs more than
+   * the decision itself (docs/benchmarks.md). Stops busyPollMs after the last channel traffic.
+   */
+  private keepPolling(): void {
+    const budgetMs = this.options.busyPollMs ?? 0;
+    if (budgetMs <= 0) return;
+    this.busyUntil = process.hrtime.bigint() + BigInt(Math.round(budgetMs * 1e6));
+    if (this.polling) return;
+    this.polling = true;
+    const poll = () => {
+      if (this.channel && process.hrtime.bigint() < this.busyUntil) setImmediate(poll);
+      else this.polling = false;
+    };
+    setImmediate(poll);
+  }
+
   private openChannel(socketPath: string, token: Uint8Array): void {
-    const socket = net.connect(socketPath);
     const reader = new FrameReader();
+    // onread: reads land in one reused buffer and reach us without the stream machinery (no
+    // Buffer per read, no 'data' event): this is the per-notification path.
+    const socket = net.connect({ path: socketPath, onread: { buffer: Buffer.allocUnsafe(MAX_FRAME), callback: (n, buffer) => onRead((buffer as Buffer).subarray(0, n)) } });
     this.channel = socket;
-    socket.setNoDelay?.(true);
     socket.on('connect', () => socket.write(encodeHello(token)));
-    socket.on('data', (chunk: Buffer) => {
+    const onRead = (chunk: Buffer): boolean => {
       let frames;
       try {
         frames = reader.push(chunk);
       } catch (err) {
         this.log.error({ err }, 'decision channel sent a bad frame; closing it (notifications then come over gRPC)');
         socket.destroy();
-        return;
+        return false;
       }
       for (const frame of frames) {
         if (frame.type === 'ready') this.log.info({ session: this.sessionId, socket: socketPath }, 'decision channel ready: notifications and simple decisions travel natively');
         else this.receive(frame.notification, true);
       }
-    });
+      this.keepPolling();
+      return true;
+    };
     const closed = (why: string) => {
       if (this.channel !== socket) return;
       this.channel = null;

@@ -61,7 +61,7 @@ async function main(): Promise<void> {
   const registry = new ContainerRegistry({ logger: log, pods, unresolvedAction });
   const policy = new PolicyEngine(registry, options.unresolvedAction, log);
   const link = new DataPlaneLink(
-    { grpcSocket: options.grpcSocket, name: 'seccomp-controlplane', features: CONTROLPLANE_FEATURES, reconnectMaxMs: options.reconnectMaxMs, takeover: options.takeover },
+    { grpcSocket: options.grpcSocket, name: 'seccomp-controlplane', features: CONTROLPLANE_FEATURES, reconnectMaxMs: options.reconnectMaxMs, takeover: options.takeover, busyPollMs: options.busyPollMs },
     {
       knows: (handle) => registry.get(handle) !== undefined,
       onSnapshot: (containers) => registry.replaceAll(containers.map(toInfo)),

@@ -31,6 +31,7 @@ export const CONTROLPLANE_OPTIONS = {
     flag: 'reconnect-max', env: 'SECCOMP_AGENT_RECONNECT_MAX', default: '10s', parse: parseDurationMs,
     description: 'Longest wait between two attempts to reach the data plane or the API server',
   },
+  busyPollMs: SHARED_OPTIONS.busyPollMs,
   takeover: {
     flag: 'takeover', env: 'SECCOMP_AGENT_TAKEOVER', default: 'false', boolean: true, parse: parseBoolean,
     description: 'Replace the control plane attached now (planned upgrade: no notification is left to the default action)',

@@ -45,6 +45,8 @@ export interface DataPlaneConfig {
   socketMode: number;
   defaultAction: NativeDefaultAction;
   decisionTimeoutMs: number;
+  /** See --busy-poll; 0: off. */
+  busyPollMs: number;
 }
 
 const inFlightKey = (handle: number, id: bigint) => `${handle}:${id}`;
@@ -123,6 +125,7 @@ export class DataPlane {
       // Events that need no reaction (answers given natively) reach JS at most every 20 ms:
       // each JS wake-up costs the notification path CPU on a small machine (docs/benchmarks.md).
       batchDelayUs: 20_000,
+      busyPollUs: config.busyPollMs * 1000,
     });
   }
 

@@ -56,6 +56,7 @@ async function main(): Promise<void> {
         socketMode: options.socketMode,
         defaultAction: options.defaultAction,
         decisionTimeoutMs: options.decisionTimeoutMs,
+        busyPollMs: options.busyPollMs,
       },
       log,
       addon,

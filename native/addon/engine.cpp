@@ -245,7 +245,7 @@ void Engine::Run() {
       continue;
     }
     uint64_t now = MonotonicNs();
-    uint64_t wake = NextWakeNs();
+    uint64_t wake = busy_until_ns_ > now ? now : NextWakeNs();
     int n;
     if (use_pwait2_) {
       struct timespec ts;
@@ -302,6 +302,10 @@ void Engine::Run() {
     }
     // One write per channel for every frame this iteration produced.
     channel_->FlushAll();
+    if (n > 0 && options_.busy_poll_ns != 0) {
+      std::lock_guard<std::mutex> lock(mu_);
+      busy_until_ns_ = pending_.empty() ? 0 : MonotonicNs() + options_.busy_poll_ns;
+    }
     if (close_requested_.load(std::memory_order_acquire)) CloseRequestedChannels();
     now = MonotonicNs();
     if (!deadlines_.empty() && deadlines_.top().at <= now) ExpireDeadlines(now);

@@ -40,6 +40,10 @@ class Engine : private ChannelSessions {
     Answer default_action;  // kContinue or kError
     uint64_t decision_timeout_ns = 2000000000ull;
     uint64_t batch_delay_ns = 1000000ull;
+    // While a control plane holds notifications, poll (epoll timeout 0) this long after the last
+    // event instead of sleeping: its decision then costs no wake-up (0: always sleep). See
+    // docs/benchmarks.md for what a wake-up costs.
+    uint64_t busy_poll_ns = 0;
     uint64_t ingest_timeout_ns = 5000000000ull;
     size_t ingest_max_bytes = 1024 * 1024;
     size_t max_queued_events = 65536;
@@ -301,6 +305,7 @@ class Engine : private ChannelSessions {
   // Engine thread only.
   std::priority_queue<Deadline, std::vector<Deadline>, std::greater<Deadline>> deadlines_;
   NotifyBuffers engine_buffers_;
+  uint64_t busy_until_ns_ = 0;
   char strings_[6 * kTargetPathMax];
   bool use_pwait2_ = true;
 

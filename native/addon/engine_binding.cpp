@@ -283,6 +283,9 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     double v = static_cast<double>(o.batch_delay_ns) / 1e3;
     if (!OptionalNumber(opts, "batchDelayUs", 0, &v)) return;
     o.batch_delay_ns = static_cast<uint64_t>(v * 1e3);
+    v = 0;
+    if (!OptionalNumber(opts, "busyPollUs", 0, &v)) return;
+    o.busy_poll_ns = static_cast<uint64_t>(v * 1e3);
     v = static_cast<double>(o.ingest_timeout_ns) / 1e6;
     if (!OptionalNumber(opts, "ingestTimeoutMs", 1, &v)) return;
     o.ingest_timeout_ns = static_cast<uint64_t>(v * 1e6);
