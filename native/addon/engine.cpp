@@ -643,7 +643,8 @@ bool Engine::AnswerRecovered(Container* container, uint64_t id) {
   return result == SendResult::kOk;
 }
 
-void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool store_again, RestoreResult* result) {
+void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, RestoreResult* result) {
+  const bool store_again = handoff;  // the fd store (if any) has none of a handoff's fds yet
   if (stopped_ || thread_started_) {
     for (const handoff::NamedFd& f : fds) close(f.fd);
     result->problems.push_back(stopped_ ? "the engine is stopped; every fd given was closed"
@@ -740,7 +741,10 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool store_again,
     result->in_flight_answered++;
   }
   journal_->ClearInFlight();
+  // A live predecessor parked before handing over: all it received is answered or journaled. Only
+  // a dead one can have received an id it never journaled.
   for (const auto& mark : marks) {
+    if (handoff) break;
     auto it = containers_.find(mark.second.handle);
     if (it == containers_.end() || !mark.second.has_last) continue;
     for (uint64_t k = 1; k <= kLostIdWindow; k++) {

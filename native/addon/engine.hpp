@@ -107,9 +107,10 @@ class Engine : private ChannelSessions {
   bool Listen(const std::string& path, unsigned mode, std::string* error);
   // JS thread, after Init and before Start: takes what a predecessor left, by fd-store name
   // (listener, journal, n<handle> notify fds, r<handle> records; anything else is closed), keeps
-  // the handles, answers its ids in flight with the default action and stores everything again
-  // when `store_again` (a handoff: the fd store has none of it yet).
-  void Restore(const std::vector<handoff::NamedFd>& fds, bool store_again, RestoreResult* result);
+  // the handles and answers its ids in flight with the default action. `handoff`: from a live
+  // predecessor (store everything again: the fd store has none of it yet); else from the fd store
+  // after a crash or restart (also look for ids it received and died before journaling).
+  void Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, RestoreResult* result);
   // JS thread. Serves the handoff socket: a successor's connection arrives as a 'handoff' event.
   bool ListenHandoff(const std::string& path, unsigned mode, std::string* error);
   // JS thread. Stops (or resumes) accepting runtime connections; see Ingest::SetAccepting.

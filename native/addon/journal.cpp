@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 
 namespace seccomp_agent {
 namespace {
@@ -189,9 +188,12 @@ uint32_t InFlightJournal::AdoptContainer(uint32_t handle) {
 }
 
 void InFlightJournal::ReleaseContainersExcept(const std::vector<uint32_t>& kept_slots) {
+  std::vector<bool> kept(kContainerSlots, false);
+  for (uint32_t slot : kept_slots) {
+    if (slot < kContainerSlots) kept[slot] = true;
+  }
   for (uint32_t i = 0; i < kContainerSlots; i++) {
-    if (containers_[i].handle.load(std::memory_order_relaxed) == 0) continue;
-    if (std::find(kept_slots.begin(), kept_slots.end(), i) == kept_slots.end()) {
+    if (!kept[i] && containers_[i].handle.load(std::memory_order_relaxed) != 0) {
       containers_[i].handle.store(0, std::memory_order_release);
     }
   }
