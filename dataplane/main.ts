@@ -69,8 +69,11 @@ async function main(): Promise<void> {
     if (stored.length > 0) {
       listenerRestored = dataplane.restore(stored, 'fd-store').listener;
     } else if (options.takeover) {
+      const asked = process.hrtime.bigint();
       taken = receiveHandoff(addon, handoffSocket);
+      const received = process.hrtime.bigint();
       if (taken) listenerRestored = dataplane.restore(taken.fds, 'handoff').listener;
+      if (taken) log.info({ receiveMs: Number(received - asked) / 1e6, restoreMs: Number(process.hrtime.bigint() - received) / 1e6, fds: taken.fds.length }, 'handoff received and restored');
       else log.info({ handoffSocket }, '--takeover: no data plane serves the handoff socket; starting fresh');
     }
     if (!taken) {

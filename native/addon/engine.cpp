@@ -699,6 +699,8 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, Res
     journal_stored_ = !store_again;
   }
   const auto marks = journal_->ContainerMarks();
+  std::unordered_map<uint32_t, uint32_t> slot_of;  // handle -> its slot in the predecessor's journal
+  for (const auto& mark : marks) slot_of.emplace(mark.second.handle, mark.first);
   std::vector<uint32_t> kept_slots;
   for (const auto& entry : notify_fds) {
     const uint32_t handle = entry.first;
@@ -714,7 +716,8 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, Res
         restored.record.clear();
       }
     }
-    uint32_t slot = journal_->AdoptContainer(handle);
+    auto known = slot_of.find(handle);
+    uint32_t slot = known != slot_of.end() ? known->second : journal_->AddContainer(handle);
     std::string error;
     if (AddContainer(entry.second, handle, record_fd, slot, &error) == 0) {
       result->problems.push_back("container handle " + std::to_string(handle) + ": " + error);

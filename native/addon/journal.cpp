@@ -180,13 +180,6 @@ std::vector<std::pair<uint32_t, InFlightJournal::ContainerMark>> InFlightJournal
   return marks;
 }
 
-uint32_t InFlightJournal::AdoptContainer(uint32_t handle) {
-  for (uint32_t i = 0; i < kContainerSlots; i++) {
-    if (containers_[i].handle.load(std::memory_order_acquire) == handle) return i;
-  }
-  return AddContainer(handle);
-}
-
 void InFlightJournal::ReleaseContainersExcept(const std::vector<uint32_t>& kept_slots) {
   std::vector<bool> kept(kContainerSlots, false);
   for (uint32_t slot : kept_slots) {

@@ -63,8 +63,6 @@ class InFlightJournal {
   void ReleaseContainer(uint32_t container_slot);
   // The containers a predecessor knew, with their slots (to keep them).
   std::vector<std::pair<uint32_t, ContainerMark>> ContainerMarks() const;
-  // Keeps a predecessor's container slot for `handle`, returns it (kNoSlot when it had none).
-  uint32_t AdoptContainer(uint32_t handle);
   // After a restore: frees the slots of containers that did not come back.
   void ReleaseContainersExcept(const std::vector<uint32_t>& kept_slots);
 
