@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "ingest.hpp"  // ListenUnixSocket
+#include "scm_rights.h"
 
 namespace seccomp_agent {
 namespace handoff {
@@ -66,25 +67,8 @@ bool SendFrame(int conn, FrameType type, const std::string& text, const int* fds
   iov[0].iov_len = sizeof header;
   iov[1].iov_base = const_cast<char*>(text.data());
   iov[1].iov_len = text.size();
-  struct msghdr msg;
-  memset(&msg, 0, sizeof msg);
-  msg.msg_iov = iov;
-  msg.msg_iovlen = text.empty() ? 1 : 2;
-  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFdsPerFrame)];
-  if (fd_count > 0) {
-    memset(control, 0, sizeof control);
-    msg.msg_control = control;
-    msg.msg_controllen = CMSG_SPACE(sizeof(int) * fd_count);
-    struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-    cmsg->cmsg_level = SOL_SOCKET;
-    cmsg->cmsg_type = SCM_RIGHTS;
-    cmsg->cmsg_len = CMSG_LEN(sizeof(int) * fd_count);
-    memcpy(CMSG_DATA(cmsg), fds, sizeof(int) * fd_count);
-  }
   for (;;) {
-    ssize_t n = sendmsg(conn, &msg, MSG_NOSIGNAL);
-    if (n >= 0) return true;
-    if (errno == EINTR) continue;
+    if (scm_rights::Send(conn, iov, text.empty() ? 1 : 2, fds, fd_count, MSG_NOSIGNAL) >= 0) return true;
     if (errno == EAGAIN) {
       if (!WaitFor(conn, POLLOUT, NowMs() + 5000, "room on the handoff socket", error)) return false;
       continue;
@@ -104,34 +88,19 @@ bool ReceiveFrame(int conn, uint64_t deadline_ms, FrameHeader* header, std::stri
                   std::string* error) {
   if (!WaitFor(conn, POLLIN, deadline_ms, "the other data plane", error)) return false;
   static thread_local char buffer[sizeof(FrameHeader) + kMaxText];
-  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFdsPerFrame)];
   struct iovec iov = {buffer, sizeof buffer};
-  struct msghdr msg;
-  memset(&msg, 0, sizeof msg);
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  ssize_t n;
-  do {
-    n = recvmsg(conn, &msg, MSG_CMSG_CLOEXEC);
-  } while (n < 0 && errno == EINTR);
+  const size_t before = fds->size();
+  bool truncated = false;
+  ssize_t n = scm_rights::Receive(conn, &iov, 1, 0, fds, &truncated);
   if (n < 0) {
     *error = ErrnoText("recvmsg on the handoff socket");
     return false;
-  }
-  size_t before = fds->size();
-  for (struct cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    const int* received = reinterpret_cast<const int*>(CMSG_DATA(c));
-    for (size_t i = 0; i < count; i++) fds->push_back(received[i]);
   }
   if (n == 0) {
     *error = "closed";
     return false;
   }
-  if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0 || static_cast<size_t>(n) < sizeof(FrameHeader)) {
+  if (truncated || static_cast<size_t>(n) < sizeof(FrameHeader)) {
     *error = "a truncated handoff frame";
     return false;
   }

@@ -10,12 +10,12 @@
 #include <unistd.h>
 
 #include "notify_fd.hpp"
+#include "scm_rights.h"
 
 namespace seccomp_agent {
 namespace {
 
 constexpr size_t kMaxFds = 16;                           // more than this: 'too-many-fds'
-constexpr size_t kScmMaxFd = 253;                        // kernel SCM_MAX_FD: one message never carries more
 constexpr uint64_t kPendingTimeoutNs = 10000000000ull;   // adopt or reject within 10 s
 constexpr uint64_t kAcceptPauseNs = 100000000ull;        // after EMFILE, retry accept in 100 ms
 constexpr size_t kReadChunk = 64 * 1024;
@@ -191,35 +191,19 @@ void Ingest::Accept(Listener* listener, uint64_t now_ns) {
 }
 
 void Ingest::Read(Connection* conn, uint64_t now_ns) {
-  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int) * kScmMaxFd)];
   for (;;) {
     struct iovec iov = {read_buf_.data(), read_buf_.size()};
-    struct msghdr msg;
-    memset(&msg, 0, sizeof msg);
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    ssize_t n = recvmsg(conn->fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    bool truncated = false;
+    // The fds land in conn->fds first: even a message we refuse must not leak what it carried.
+    ssize_t n = scm_rights::Receive(conn->fd, &iov, 1, MSG_DONTWAIT, &conn->fds, &truncated);
     if (n < 0) {
       int err = errno;
-      if (err == EINTR) continue;
       if (err == EAGAIN || err == EWOULDBLOCK) return;
       Fail(conn, "read-error", "reading it failed: " + ErrnoText(err));
       return;
     }
-    // Take the fds first: even a message we refuse must not leak what it carried.
-    for (struct cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-      size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-      const unsigned char* p = CMSG_DATA(c);
-      for (size_t i = 0; i < count; i++) {
-        int fd;
-        memcpy(&fd, p + i * sizeof(int), sizeof(int));
-        conn->fds.push_back(fd);
-      }
-    }
-    if ((msg.msg_flags & MSG_CTRUNC) != 0 || conn->fds.size() > kMaxFds) {
+    // A stream never truncates data; MSG_CTRUNC means fds were cut.
+    if (truncated || conn->fds.size() > kMaxFds) {
       Fail(conn, "too-many-fds", "it sent more than " + std::to_string(kMaxFds) + " fds");
       return;
     }
@@ -308,7 +292,7 @@ void Ingest::OnTimer(uint64_t now_ns) {
         if (listener->paused_until == 0 || listener->paused_until > now_ns) continue;
         struct epoll_event ev;
         memset(&ev, 0, sizeof ev);
-        ev.events = accepting_.load() ? EPOLLIN : 0;
+        ev.events = accepting_.load() ? static_cast<uint32_t>(EPOLLIN) : 0u;
         ev.data.ptr = static_cast<EpollSource*>(listener.get());
         epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listener->fd, &ev);
         listener->paused_until = 0;
@@ -371,7 +355,7 @@ void Ingest::SetAccepting(bool accepting) {
   for (auto& listener : listeners_) {
     struct epoll_event ev;
     memset(&ev, 0, sizeof ev);
-    ev.events = accepting ? EPOLLIN : 0;
+    ev.events = accepting ? static_cast<uint32_t>(EPOLLIN) : 0u;
     ev.data.ptr = static_cast<EpollSource*>(listener.get());
     epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listener->fd, &ev);
   }

@@ -105,15 +105,18 @@ void InFlightJournal::RebuildFreeLists() {
   }
 }
 
-uint32_t InFlightJournal::AddInFlight(uint32_t handle, uint64_t id) {
+uint32_t InFlightJournal::PopFree(std::vector<uint32_t>* free_slots) {
   if (detached_.load(std::memory_order_acquire)) return kNoSlot;
-  uint32_t slot;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (free_notifications_.empty()) return kNoSlot;
-    slot = free_notifications_.back();
-    free_notifications_.pop_back();
-  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (free_slots->empty()) return kNoSlot;
+  uint32_t slot = free_slots->back();
+  free_slots->pop_back();
+  return slot;
+}
+
+uint32_t InFlightJournal::AddInFlight(uint32_t handle, uint64_t id) {
+  uint32_t slot = PopFree(&free_notifications_);
+  if (slot == kNoSlot) return kNoSlot;
   NotificationSlot& s = notifications_[slot];
   s.id.store(id, std::memory_order_relaxed);
   s.handle.store(handle, std::memory_order_relaxed);
@@ -146,14 +149,8 @@ void InFlightJournal::ClearInFlight() {
 }
 
 uint32_t InFlightJournal::AddContainer(uint32_t handle) {
-  if (detached_.load(std::memory_order_acquire)) return kNoSlot;
-  uint32_t slot;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (free_containers_.empty()) return kNoSlot;
-    slot = free_containers_.back();
-    free_containers_.pop_back();
-  }
+  uint32_t slot = PopFree(&free_containers_);
+  if (slot == kNoSlot) return kNoSlot;
   ContainerSlot& c = containers_[slot];
   c.has_last.store(0, std::memory_order_relaxed);
   c.last_id.store(0, std::memory_order_relaxed);

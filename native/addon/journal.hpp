@@ -5,7 +5,7 @@
 // the handoff keeps alive; every write is a plain store into its shared mapping, no syscall.
 //
 // Layout (little endian, version 1): a 64-byte header, kNotificationSlots slots of
-// {u64 id, u32 handle, u32 state}, then kContainerSlots slots of {u32 handle, u32 used, u64 last_id}.
+// {u64 id, u32 handle, u32 state}, then kContainerSlots slots of {u32 handle, u32 has_last, u64 last_id}.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -94,6 +94,8 @@ class InFlightJournal {
 
   InFlightJournal(int fd, void* base);
   void RebuildFreeLists();
+  // A free slot of the list, kNoSlot when none (or detached).
+  uint32_t PopFree(std::vector<uint32_t>* free_slots);
 
   int fd_;
   void* base_;

@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include <memory>
+
+#include "scm_rights.h"
 #include <string>
 #include <vector>
 
@@ -24,7 +26,7 @@ namespace seccomp_agent {
 namespace fd_store {
 
 // The kernel's SCM_MAX_FD: more fds than this in one datagram fail with EINVAL.
-constexpr size_t kMaxFdsPerMessage = 253;
+constexpr size_t kMaxFdsPerMessage = scm_rights::kMaxFds;
 constexpr size_t kMaxNameLength = 255;
 // systemd reads at most PIPE_BUF bytes of a notification; longer ones are refused whole.
 constexpr size_t kMaxMessageBytes = 4096;
@@ -117,27 +119,7 @@ class Notifier {
     iovec iov;
     iov.iov_base = const_cast<char*>(message.data());
     iov.iov_len = message.size();
-    msghdr msg;
-    memset(&msg, 0, sizeof(msg));
-    msg.msg_name = &addr_;
-    msg.msg_namelen = addr_length_;
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    std::vector<char> control;
-    if (count > 0) {
-      control.assign(CMSG_SPACE(sizeof(int) * count), 0);
-      msg.msg_control = control.data();
-      msg.msg_controllen = control.size();
-      cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-      cmsg->cmsg_level = SOL_SOCKET;
-      cmsg->cmsg_type = SCM_RIGHTS;
-      cmsg->cmsg_len = CMSG_LEN(sizeof(int) * count);
-      memcpy(CMSG_DATA(cmsg), fds, sizeof(int) * count);
-    }
-    ssize_t sent;
-    do {
-      sent = sendmsg(fd_, &msg, MSG_NOSIGNAL);
-    } while (sent < 0 && errno == EINTR);
+    ssize_t sent = scm_rights::Send(fd_, &iov, 1, fds, count, MSG_NOSIGNAL, &addr_, addr_length_);
     if (sent < 0) {
       *error = ErrnoText(("sendmsg to NOTIFY_SOCKET " + address_).c_str(), errno);
       return false;

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "fd_store.h"
+#include "json_string.h"
 
 namespace {
 
@@ -59,27 +60,6 @@ long long MonotonicMs() {
 // ---------------------------------------------------------------------------------------------
 // Logs: one JSON line per event on stderr, shaped like the agent's pino logs.
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          char esc[8];
-          snprintf(esc, sizeof(esc), "\\u%04x", c);
-          out += esc;
-        } else {
-          out += char(c);
-        }
-    }
-  }
-  return out + "\"";
-}
 
 struct Field {
   Field(const char* k, long long v) : key(k), json(std::to_string(v)) {}

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "json_string.h"
 #include "seccomp_compat.h"
 #include "syscall_table_x86_64.h"
 
@@ -178,29 +179,6 @@ Options Parse(int argc, char** argv) {
   return o;
 }
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
 
 // The message runc 1.1 sends (libcontainer/seccomp/patchbpf + utils.SendFds), field for field.
 std::string StateJson(const Options& o, int fd_count) {
