@@ -17,6 +17,15 @@ constexpr size_t kMaxRecordBytes = 1024 * 1024;
 
 std::string ErrnoText(const char* what) { return std::string(what) + ": " + strerror(errno); }
 
+// Maps `bytes` of fd shared; on failure closes fd and says why (`what` names the journal).
+void* MapOrClose(int fd, size_t bytes, const std::string& what, std::string* error) {
+  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base != MAP_FAILED) return base;
+  *error = ErrnoText(("mmap of " + what).c_str());
+  close(fd);
+  return nullptr;
+}
+
 }  // namespace
 
 size_t InFlightJournal::MappedBytes() {
@@ -47,12 +56,8 @@ std::unique_ptr<InFlightJournal> InFlightJournal::Create(std::string* error) {
     close(fd);
     return nullptr;
   }
-  void* base = mmap(nullptr, MappedBytes(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (base == MAP_FAILED) {
-    *error = ErrnoText("mmap of the in-flight journal");
-    close(fd);
-    return nullptr;
-  }
+  void* base = MapOrClose(fd, MappedBytes(), "the in-flight journal", error);
+  if (base == nullptr) return nullptr;
   Header* header = static_cast<Header*>(base);
   header->version = kVersion;
   header->notification_slots = kNotificationSlots;
@@ -71,12 +76,8 @@ std::unique_ptr<InFlightJournal> InFlightJournal::Open(int fd, std::string* erro
     close(fd);
     return nullptr;
   }
-  void* base = mmap(nullptr, MappedBytes(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (base == MAP_FAILED) {
-    *error = ErrnoText("mmap of the predecessor's in-flight journal");
-    close(fd);
-    return nullptr;
-  }
+  void* base = MapOrClose(fd, MappedBytes(), "the predecessor's in-flight journal", error);
+  if (base == nullptr) return nullptr;
   const Header* header = static_cast<const Header*>(base);
   if (memcmp(header->magic, kMagic, sizeof kMagic) != 0 || header->version != kVersion ||
       header->notification_slots != kNotificationSlots || header->container_slots != kContainerSlots) {
