@@ -43,11 +43,19 @@ const KIND_TEXT: Record<number, string> = {
   [AnswerKind.ANSWER_KIND_TARGET_GONE]: 'target-gone',
 };
 
+const ORIGIN_TEXT: Record<string, string> = {
+  fresh: 'started fresh',
+  'fd-store': 'restarted from the fd store',
+  handoff: 'took over by handoff',
+};
+
 export function formatStatus(s: GetStatusResponse): string {
   const c = s.counters;
   const cp = s.controlPlane ? `${s.controlPlane.name} ${s.controlPlane.version} (session ${s.controlPlane.sessionId})` : 'none: the default action answers';
   const rows: Array<[string, string]> = [
     ['version', s.version],
+    ['pid', `${s.pid} (${ORIGIN_TEXT[s.origin] ?? s.origin})`],
+    ['fd store', s.fdStore ? 'yes: a crash loses no container' : 'no: a crash gives ENOSYS to every notified syscall'],
     ['uptime', `${Math.round(durationToMs(s.uptime) / 1000)} s`],
     ['listener socket', s.listenerSocket],
     ['control plane', cp],
@@ -62,7 +70,7 @@ export function formatStatus(s: GetStatusResponse): string {
     rows.push(
       ['notifications', String(c.notifications)],
       ['answered by control plane', String(c.answeredControlPlane)],
-      ['answered by default', `${c.answeredDefaultNoControlPlane} no control plane, ${c.answeredDefaultDeadline} deadline, ${c.answeredDefaultDetached} detached`],
+      ['answered by default', `${c.answeredDefaultNoControlPlane} no control plane, ${c.answeredDefaultDeadline} deadline, ${c.answeredDefaultDetached} detached, ${c.answeredDefaultRecovered} recovered`],
       ['target gone', String(c.targetGone)],
       ['decisions dropped', `${c.decisionsLate} late, ${c.decisionsUnknown} unknown, ${c.decisionsInvalid} invalid`],
       ['ingest rejected', String(c.ingestRejected)],

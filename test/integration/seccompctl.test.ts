@@ -21,6 +21,8 @@ test('seccompctl status and containers: readable tables, and --json for scripts'
   assert.equal(status.code, 0, status.stderr);
   assert.match(status.stdout, /^control plane\s+none: the default action answers$/m);
   assert.match(status.stdout, /^containers\s+1$/m);
+  assert.match(status.stdout, new RegExp(`^pid\\s+${dp.proc.child.pid} \\(started fresh\\)$`, 'm'));
+  assert.match(status.stdout, /^fd store\s+no: a crash gives ENOSYS/m);
   const json = await run(CTL, ['status', '--json', '--grpc-socket', dp.grpcSocket]);
   assert.equal(JSON.parse(json.stdout).containers, 1);
   const containers = await run(CTL, ['containers', '--grpc-socket', dp.grpcSocket]);
