@@ -39,16 +39,15 @@ export class HandoffServer {
     while (this.dataplane.pendingConnections > 0 && Date.now() < drainUntil) await sleep(2);
     const left = this.dataplane.pendingConnections;
     if (left > 0) this.log.warn({ connections: left }, `${left} runtime connection(s) did not finish within ${DRAIN_CONNECTIONS_MS} ms; they are dropped (their runtime reports the failure)`);
-    const started = process.hrtime.bigint();
     const result = this.dataplane.handOff(conn, HANDOFF_TIMEOUT_MS);
-    const pauseMs = Number(process.hrtime.bigint() - started) / 1e6;
     if (!result.ok) {
       this.dataplane.setAccepting(true);
       this.busy = false;
-      this.log.error({ successor: successorPid, pauseMs }, `handoff to data plane ${successorPid} failed: ${result.error}; this data plane goes on serving every container`);
+      this.log.error({ successor: successorPid }, `handoff to data plane ${successorPid} failed: ${result.error}; this data plane goes on serving every container`);
       return;
     }
-    this.log.info({ successor: successorPid, pauseMs, summary: JSON.parse(result.summary) as unknown }, `handed every container over to data plane ${successorPid} in ${pauseMs.toFixed(1)} ms; releasing the sockets and exiting`);
+    const pauseMs = result.pausedMs;
+    this.log.info({ successor: successorPid, pauseMs, summary: JSON.parse(result.summary) as unknown }, `handed every container over to data plane ${successorPid}: nothing was answered for ${pauseMs.toFixed(1)} ms; releasing the sockets and exiting`);
     await this.onHandedOver();
   }
 }

@@ -227,7 +227,8 @@ export interface RestoreResult {
   problems: string[];
 }
 
-export type HandOffResult = { ok: true; summary: string } | { ok: false; error: string };
+/** pausedMs: how long nothing was answered, from parking the engine to the successor's ack. */
+export type HandOffResult = { ok: true; summary: string; pausedMs: number } | { ok: false; error: string };
 
 export interface NativeEngine {
   /** Starts the epoll thread; returns once it runs. */

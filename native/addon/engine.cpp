@@ -835,7 +835,7 @@ void Engine::Unpark() {
   park_cv_.notify_all();
 }
 
-bool Engine::HandOff(int conn, int timeout_ms, std::string* summary, std::string* error) {
+bool Engine::HandOff(int conn, int timeout_ms, std::string* summary, uint64_t* paused_ns, std::string* error) {
   Fd owned(conn);  // closed on failure; kept open on success until Stop() (the successor's sign)
   if (stopped_ || handed_over_) {
     *error = stopped_ ? "the engine is stopped" : "handed over already";
@@ -844,6 +844,7 @@ bool Engine::HandOff(int conn, int timeout_ms, std::string* summary, std::string
   }
   if (!handoff::ReadHello(conn, timeout_ms, error)) return false;
   // From here until the successor acks, nobody answers: this is the pause a workload sees.
+  const uint64_t parked_at = MonotonicNs();
   Park();
   std::vector<handoff::NamedFd> fds;
   size_t pending = 0;
@@ -863,6 +864,7 @@ bool Engine::HandOff(int conn, int timeout_ms, std::string* summary, std::string
     Unpark();
     return false;
   }
+  *paused_ns = MonotonicNs() - parked_at;
   journal_->Detach();
   handed_over_ = true;
   handoff_conn_ = owned.Release();

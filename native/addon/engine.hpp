@@ -117,9 +117,10 @@ class Engine : private ChannelSessions {
   void SetAccepting(bool accepting);
   // JS thread. Reads the successor's hello on `conn` (taken: closed here), stops receiving, sends
   // it every fd and waits for its ack. True: it answers from now on; this engine answers nothing
-  // more (Stop() leaves what is pending to it) and has removed everything from the fd store. False
-  // with *error: receiving resumes, nothing changed.
-  bool HandOff(int conn, int timeout_ms, std::string* summary, std::string* error);
+  // more (Stop() leaves what is pending to it) and has removed everything from the fd store;
+  // *paused_ns: how long nothing was answered (park to ack). False with *error: receiving resumes,
+  // nothing changed.
+  bool HandOff(int conn, int timeout_ms, std::string* summary, uint64_t* paused_ns, std::string* error);
   bool handed_over() const { return handed_over_; }
   bool fd_store_enabled() const { return notifier_ != nullptr; }
   // JS thread. Serves the decision channel socket. False with *error set.

@@ -640,7 +640,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     return env.Undefined();
   }
 
-  // handOff(conn, timeoutMs) -> {ok: true, summary} | {ok: false, error}. Blocks the JS thread
+  // handOff(conn, timeoutMs) -> {ok: true, summary, pausedMs} | {ok: false, error}. Blocks the JS thread
   // for the handoff (the engine thread answers nothing meanwhile anyway).
   Napi::Value JsHandOff(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
@@ -650,11 +650,13 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
       return env.Undefined();
     }
     std::string summary, error;
-    bool ok = engine_->HandOff(static_cast<int>(conn), static_cast<int>(timeout_ms), &summary, &error);
+    uint64_t paused_ns = 0;
+    bool ok = engine_->HandOff(static_cast<int>(conn), static_cast<int>(timeout_ms), &summary, &paused_ns, &error);
     Napi::Object o = Napi::Object::New(env);
     o.Set("ok", Napi::Boolean::New(env, ok));
     if (ok) {
       o.Set("summary", Napi::String::New(env, summary));
+      o.Set("pausedMs", Napi::Number::New(env, static_cast<double>(paused_ns) / 1e6));
     } else {
       o.Set("error", Napi::String::New(env, error));
     }
