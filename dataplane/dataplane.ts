@@ -127,6 +127,9 @@ export class DataPlane {
       batchDelayUs: 20_000,
       busyPollUs: config.busyPollMs * 1000,
     });
+    // Per-notification events only while someone watches them.
+    this.engine.setDetailedEvents(false);
+    this.hub.onActiveChange = (active) => this.engine.setDetailedEvents(active);
   }
 
   /**
@@ -309,12 +312,16 @@ export class DataPlane {
     };
   }
 
+  private countNotification(syscall: string): void {
+    this.counters.notifications++;
+    this.notificationsBySyscall.set(syscall, (this.notificationsBySyscall.get(syscall) ?? 0) + 1);
+  }
+
   /** Returns the notification to send to its session over gRPC, if it goes there. */
   private onNotification(event: NotificationEvent): Notification | null {
-    this.counters.notifications++;
     const containerId = this.containers.containerIdOf(event.handle);
     const syscall = this.syscallName(event.nr, event.arch);
-    this.notificationsBySyscall.set(syscall, (this.notificationsBySyscall.get(syscall) ?? 0) + 1);
+    this.countNotification(syscall);
     const session = event.forwarded && !event.viaChannel ? this.sessions.get(event.session) : undefined;
     if (event.forwarded && !event.viaChannel && session === undefined) {
       // Its session ended while the event was on its way: the default answers it now.
@@ -330,6 +337,7 @@ export class DataPlane {
   }
 
   private onNativeAnswer(event: AnsweredEvent): void {
+    if (event.notified) this.countNotification(this.syscallName(event.notified.nr, event.notified.arch));
     const by = NATIVE_ANSWERED_BY[event.by];
     const containerId = this.containers.containerIdOf(event.handle);
     const key = inFlightKey(event.handle, event.id);

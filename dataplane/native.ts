@@ -116,6 +116,11 @@ export interface AnsweredEvent {
   /** True when the target was gone (SEND said ENOENT, or the emulation found it stale). */
   gone: boolean;
   latencyNs: bigint;
+  /**
+   * Set when no 'notification' event was sent for it (setDetailedEvents(false) and answered
+   * natively): this event counts as its notification too.
+   */
+  notified: { nr: number; arch: number } | null;
 }
 
 /** The notify fd hung up (no task left in the filter); the fd is closed. */
@@ -252,6 +257,11 @@ export interface NativeEngine {
   listenHandoff(socketPath: string, mode: number): void;
   /** Stops or resumes accepting runtime connections (they wait in the backlog). */
   setAccepting(accepting: boolean): void;
+  /**
+   * true (the default): every notification gets a 'notification' event. false: one answered
+   * natively gets only its 'answered' event (with `notified`): for when nobody watches.
+   */
+  setDetailedEvents(detailed: boolean): void;
   /**
    * Blocks until the successor on `conn` has everything and acked (then this engine answers
    * nothing more; stop() leaves the pending ones to the successor and closes `conn`), or fails

@@ -27,6 +27,8 @@ export class WatchHub {
   private nextId = 1;
   private seq = 0n;
   dropped = 0;
+  /** Called when the hub goes from no watcher to some, or back. */
+  onActiveChange: ((active: boolean) => void) | null = null;
 
   constructor(
     private readonly log: Logger,
@@ -52,7 +54,8 @@ export class WatchHub {
       backlog: 0,
     };
     this.watchers.set(watcher.id, watcher);
-    const remove = () => this.watchers.delete(watcher.id);
+    if (this.watchers.size === 1) this.onActiveChange?.(true);
+    const remove = () => this.forget(watcher.id);
     call.on('cancelled', remove);
     call.on('close', remove);
     call.on('error', remove);
@@ -78,8 +81,12 @@ export class WatchHub {
     }
   }
 
+  private forget(id: number): void {
+    if (this.watchers.delete(id) && this.watchers.size === 0) this.onActiveChange?.(false);
+  }
+
   private drop(watcher: Watcher): void {
-    this.watchers.delete(watcher.id);
+    this.forget(watcher.id);
     this.dropped++;
     const details = `watcher too slow: more than ${this.maxBacklog} events behind; dropped so it cannot slow the notification path, reconnect to resume`;
     this.log.warn({ watcher: watcher.id, backlog: watcher.backlog }, details);
@@ -89,6 +96,8 @@ export class WatchHub {
   /** Ends every watch stream (shutdown). */
   close(): void {
     for (const watcher of this.watchers.values()) watcher.call.end();
+    const had = this.watchers.size > 0;
     this.watchers.clear();
+    if (had) this.onActiveChange?.(false);
   }
 }

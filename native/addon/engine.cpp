@@ -302,7 +302,7 @@ void Engine::Run() {
     }
     // One write per channel for every frame this iteration produced.
     channel_->FlushAll();
-    if (n > 0 && options_.busy_poll_ns != 0) {
+    if (n > 0 && options_.busy_poll_ns != 0 && (busy_until_ns_ != 0 || active_session_.load(std::memory_order_relaxed) != 0)) {
       std::lock_guard<std::mutex> lock(mu_);
       busy_until_ns_ = pending_.empty() ? 0 : MonotonicNs() + options_.busy_poll_ns;
     }
@@ -407,8 +407,24 @@ void Engine::OnNotifyReady(Container* container, uint32_t events) {
     int err = 0;
     SendResult result = NotifySend(container->fd, &engine_buffers_, event.id, action, &err);
     uint64_t latency = MonotonicNs() - received;
-    queue_->Push(event, strings_, blob, false);
-    PushAnswered(container->handle, event.id, AnsweredBy::kNoControlPlane, action, result, latency, false);
+    if (detailed_events_.load(std::memory_order_relaxed)) {
+      queue_->Push(event, strings_, blob, false);
+      PushAnswered(container->handle, event.id, AnsweredBy::kNoControlPlane, action, result, latency, false);
+    } else {
+      // Nobody watches: one event per notification is enough (half the work for JS and the queue).
+      Event answered;
+      answered.type = EventType::kAnswered;
+      answered.handle = container->handle;
+      answered.id = event.id;
+      answered.by = AnsweredBy::kNoControlPlane;
+      answered.action = action;
+      answered.gone = result == SendResult::kGone;
+      answered.ns = latency;
+      answered.notified = true;
+      answered.nr = event.nr;
+      answered.arch = event.arch;
+      queue_->Push(answered, false);
+    }
     if (result == SendResult::kFailed) {
       queue_->PushError("NOTIF_SEND of the default action for notification " + std::to_string(event.id) +
                         " of container " + std::to_string(container->handle) + " failed: " + ErrnoText(err));

@@ -138,6 +138,9 @@ class Engine : private ChannelSessions {
   size_t SessionPending(uint64_t session);
   // JS thread.
   void SetDefaultAction(const Answer& action);
+  // Any thread. Whether a natively answered notification also gets its own 'notification' event
+  // (someone watches), or only its 'answered' event, which then stands for both (JS counts it).
+  void SetDetailedEvents(bool detailed) { detailed_events_.store(detailed, std::memory_order_relaxed); }
   void SetDecisionTimeoutNs(uint64_t ns);
   // JS thread. Answers a notification `session` owns (0: whatever its owner); kUnknown when it is
   // not pending or another session owns it.
@@ -277,6 +280,7 @@ class Engine : private ChannelSessions {
   std::atomic<uint64_t> default_action_;  // packed Answer (kind, errno)
   std::atomic<uint64_t> decision_timeout_ns_;
   std::atomic<bool> sync_wake_up_{false};
+  std::atomic<bool> detailed_events_{true};
   uint32_t next_handle_ = 1;  // JS thread
 
   // Guards containers_, pending_ and every Container::pending_count; held across a NOTIF_SEND of

@@ -249,6 +249,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
                            InstanceMethod<&EngineWrap::JsRestore>("restore"),
                            InstanceMethod<&EngineWrap::JsListenHandoff>("listenHandoff"),
                            InstanceMethod<&EngineWrap::JsSetAccepting>("setAccepting"),
+                           InstanceMethod<&EngineWrap::JsSetDetailedEvents>("setDetailedEvents"),
                            InstanceMethod<&EngineWrap::JsHandOff>("handOff"),
                            InstanceMethod<&EngineWrap::JsStop>("stop"),
                        });
@@ -626,6 +627,17 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     if (!engine_->ListenHandoff(info[0].As<Napi::String>().Utf8Value(), mode & 07777, &error)) {
       Napi::Error::New(env, error).ThrowAsJavaScriptException();
     }
+    return env.Undefined();
+  }
+
+  Napi::Value JsSetDetailedEvents(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    if (!info[0].IsBoolean()) {
+      ThrowType(env, "setDetailedEvents(detailed): a boolean");
+      return env.Undefined();
+    }
+    engine_->SetDetailedEvents(info[0].As<Napi::Boolean>().Value());
     return env.Undefined();
   }
 

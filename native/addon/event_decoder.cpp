@@ -17,6 +17,7 @@ constexpr uint32_t kForwarded = 1u << 0;
 constexpr uint32_t kGone = 1u << 1;
 constexpr uint32_t kViaChannel = 1u << 2;  // notification
 constexpr uint32_t kConnected = 1u << 3;   // channel
+constexpr uint32_t kNotified = 1u << 4;    // answered: stands for its notification too (nr, arch)
 
 const char kDecoderSource[] = R"JS(
 (function (onEvents) {
@@ -55,7 +56,7 @@ const char kDecoderSource[] = R"JS(
           events[i] = {
             type: 'answered', handle: u[b + 1], id: w[a], by: BY[(flags >> 8) & 0xff],
             action: action((flags >> 16) & 0xff, u[b + 6], flags >>> 24, w[a + 1]), gone: (flags & 2) !== 0,
-            latencyNs: w[a + 8],
+            latencyNs: w[a + 8], notified: (flags & 16) !== 0 ? { nr: u[b + 3], arch: u[b + 4] } : null,
           };
           break;
         case 0: {
@@ -127,7 +128,9 @@ void Encode(const Event& e, const std::string& arena, uint64_t* w64, uint32_t* w
       break;
     case EventType::kAnswered:
       w32[1] = e.handle;
-      w32[5] = (e.gone ? kGone : 0) | (static_cast<uint32_t>(e.by) << 8) |
+      w32[3] = e.nr;
+      w32[4] = e.arch;
+      w32[5] = (e.gone ? kGone : 0) | (e.notified ? kNotified : 0) | (static_cast<uint32_t>(e.by) << 8) |
                (static_cast<uint32_t>(e.action.kind) << 16) | (static_cast<uint32_t>(e.emulated) << 24);
       w32[6] = static_cast<uint32_t>(e.action.error);
       w64[1] = static_cast<uint64_t>(e.action.value);

@@ -11,9 +11,42 @@ namespace {
 
 // A batch this big goes at once: keeps JS-side conversion slices short.
 constexpr size_t kBatchMaxEvents = 1024;
-constexpr size_t kBatchReserve = 64;
+// Batches kept for reuse (each holds kBatchMaxEvents events' room): a few cover a JS thread
+// that is one or two batches behind.
+constexpr size_t kPooledBatches = 4;
 
 }  // namespace
+
+EventSink::~EventSink() {
+  for (Batch* batch : pool) delete batch;
+}
+
+Batch* EventSink::Take() {
+  {
+    std::lock_guard<std::mutex> lock(pool_mu);
+    if (!pool.empty()) {
+      Batch* batch = pool.back();
+      pool.pop_back();
+      return batch;
+    }
+  }
+  Batch* batch = new Batch();
+  batch->events.reserve(kBatchMaxEvents);
+  return batch;
+}
+
+void EventSink::Give(Batch* batch) {
+  batch->events.clear();
+  batch->arena.clear();
+  {
+    std::lock_guard<std::mutex> lock(pool_mu);
+    if (pool.size() < kPooledBatches) {
+      pool.push_back(batch);
+      return;
+    }
+  }
+  delete batch;
+}
 
 uint64_t MonotonicNs() {
   struct timespec ts;
@@ -52,10 +85,7 @@ bool EventQueue::Push(const Event& event, const char* blob, size_t blob_len, boo
     dropped_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
-  if (current_ == nullptr) {
-    current_ = new Batch();
-    current_->events.reserve(kBatchReserve);
-  }
+  if (current_ == nullptr) current_ = sink_ != nullptr ? sink_->Take() : new Batch();
   if (current_->events.empty()) first_ns_ = MonotonicNs();
   uint32_t base = static_cast<uint32_t>(current_->arena.size());
   current_->events.push_back(event);
@@ -130,7 +160,11 @@ void EventQueue::CallJs(Napi::Env env, Napi::Function decoder, EventSink* sink, 
   if (batch == nullptr) return;
   if (sink != nullptr) sink->in_flight.fetch_sub(batch->events.size(), std::memory_order_relaxed);
   if (env != nullptr && !decoder.IsEmpty()) DeliverBatch(env, decoder, *batch);
-  delete batch;
+  if (sink != nullptr) {
+    sink->Give(batch);
+  } else {
+    delete batch;
+  }
 }
 
 }  // namespace seccomp_agent

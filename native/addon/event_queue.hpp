@@ -77,6 +77,7 @@ struct Event {
   Answer action;  // emulated != kNone: action.error is the errno the target got (0: success)
   EmulatedKind emulated = EmulatedKind::kNone;
   bool gone = false;
+  bool notified = false;  // answered: no 'notification' event was sent for it; nr and arch are set
   // connection, ingest-error, error; handoff: the connection's fd (JS passes it to handOff)
   uint32_t conn = 0;
   TextRef text;                // connection: json; ingest-error, error: message; channel: reason
@@ -95,9 +96,17 @@ struct Batch {
   std::string arena;
 };
 
-// Counters shared with the JS-side callback; outlives the queue until the TSFN finalizer.
+// Shared with the JS-side callback; outlives the queue until the TSFN finalizer.
 struct EventSink {
+  ~EventSink();
   std::atomic<size_t> in_flight{0};  // events handed to the TSFN, not yet converted
+  // Delivered batches, emptied with their capacity kept: a fresh batch per flush meant a fresh
+  // allocation (and, freed on the JS thread, an munmap whose TLB shootdown interrupts the engine's
+  // CPU) every few milliseconds under load.
+  std::mutex pool_mu;
+  std::vector<Batch*> pool;
+  Batch* Take();
+  void Give(Batch* batch);
 };
 
 class EventQueue {
