@@ -51,6 +51,13 @@ export interface DataPlaneConfig {
 
 const inFlightKey = (handle: number, id: bigint) => `${handle}:${id}`;
 
+/**
+ * After a handoff or restart from a data plane that had a control plane, how long new
+ * notifications wait for one to attach (it reconnects within about 0.2 s) rather than getting the
+ * default action: a short pause instead of a gap in policy.
+ */
+const CONTROL_PLANE_RETURN_MS = 1000;
+
 /** How a data plane got its containers: none yet, from the fd store (restart), or by handoff. */
 export type DataPlaneOrigin = 'fresh' | 'fd-store' | 'handoff';
 
@@ -146,9 +153,13 @@ export class DataPlane {
     for (const problem of result.problems) this.log.warn({ origin }, `restore: ${problem}`);
     this.origin = origin;
     this.restoredListener = result.listener;
+    if (result.controlPlaneAttached) {
+      this.engine.holdForControlPlane(CONTROL_PLANE_RETURN_MS);
+      this.log.info({ holdMs: CONTROL_PLANE_RETURN_MS }, `the previous data plane had a control plane attached: for ${CONTROL_PLANE_RETURN_MS} ms new notifications wait for one to attach (each at most ${this.config.decisionTimeoutMs} ms) instead of getting the default action`);
+    }
     this.log.info(
-      { origin, containers: result.containers.length, listener: result.listener, journal: result.journal, inFlightAnswered: result.inFlightAnswered, lostAnswered: result.lostAnswered },
-      `took back ${result.containers.length} container(s) from ${origin === 'handoff' ? 'the data plane that handed over' : 'the fd store'}; ${result.inFlightAnswered + result.lostAnswered} notification(s) it had left unanswered got the default action (${formatDefaultAction(this.config.defaultAction)})`,
+      { origin, containers: result.containers.length, listener: result.listener, journal: result.journal, inFlightAnswered: result.inFlightAnswered, inFlightHeld: result.inFlightHeld, lostAnswered: result.lostAnswered },
+      `took back ${result.containers.length} container(s) from ${origin === 'handoff' ? 'the data plane that handed over' : 'the fd store'}; of the notifications it had left unanswered, ${result.inFlightHeld} wait for the next control plane and ${result.inFlightAnswered + result.lostAnswered} got the default action (${formatDefaultAction(this.config.defaultAction)})`,
     );
     return result;
   }

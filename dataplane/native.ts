@@ -224,8 +224,12 @@ export interface RestoreResult {
   containers: Array<{ handle: number; record: string }>;
   listener: boolean;
   journal: boolean;
+  /** The predecessor had a control plane attached when it stopped. */
+  controlPlaneAttached: boolean;
   /** Ids the predecessor had in flight (journaled), answered with the default action. */
   inFlightAnswered: number;
+  /** ... or, when it had a control plane attached, held for the next one (forwarded once it attaches). */
+  inFlightHeld: number;
   /** Ids it had received but not journaled (found past each container's last id), answered likewise. */
   lostAnswered: number;
   /** Fds refused and closed, with why. */
@@ -262,6 +266,12 @@ export interface NativeEngine {
    * natively gets only its 'answered' event (with `notified`): for when nobody watches.
    */
   setDetailedEvents(detailed: boolean): void;
+  /**
+   * For `ms`, while no control plane is attached, new notifications wait for one (each at most the
+   * decision timeout; the one that attaches gets them as forwarded 'notification' events) instead
+   * of the default action. Ends when a control plane attaches.
+   */
+  holdForControlPlane(ms: number): void;
   /**
    * Blocks until the successor on `conn` has everything and acked (then this engine answers
    * nothing more; stop() leaves the pending ones to the successor and closes `conn`), or fails

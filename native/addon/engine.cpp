@@ -201,6 +201,7 @@ void Engine::Stop() {
     // would only race it.
     if (queue_ != nullptr && !handed_over_) AnswerAllPendingLocked(AnsweredBy::kDetached, &js_buffers_);
     pending_.clear();
+    held_.clear();
     sessions_.clear();
     close_requests_.clear();
     for (auto& entry : containers_) {
@@ -325,6 +326,40 @@ uint64_t Engine::NextWakeNs() {
 
 Answer Engine::DefaultAction() const { return UnpackAnswer(default_action_.load(std::memory_order_relaxed)); }
 
+// The path arguments of an x86_64 notification, read from the target into `buffer` (6 path
+// strings' room) as event->strings; false when the notification is no longer valid (what was read
+// may then be another process's, if the target died and its pid was reused).
+bool Engine::ReadPathArgs(int notify_fd, Event* event, char* buffer, size_t* blob) {
+  *blob = 0;
+  if (event->arch != AUDIT_ARCH_X86_64) return true;
+  uint8_t mask = PathArgMask(event->nr);
+  if (mask == 0) return true;
+  for (uint8_t i = 0; i < 6; i++) {
+    if (((mask >> i) & 1u) == 0) continue;
+    TargetString read;
+    if (!ReadTargetString(static_cast<pid_t>(event->pid), event->args[i], buffer + *blob, &read)) continue;
+    StringArg& arg = event->strings[event->string_count++];
+    arg.index = i;
+    arg.truncated = read.truncated;
+    arg.text.offset = static_cast<uint32_t>(*blob);
+    arg.text.length = static_cast<uint32_t>(read.length);
+    *blob += read.length;
+  }
+  return NotifyIdValid(notify_fd, event->id);
+}
+
+InFlightJournal::InFlight Engine::InFlightOf(const Event& event) {
+  InFlightJournal::InFlight n;
+  n.handle = event.handle;
+  n.id = event.id;
+  n.pid = event.pid;
+  n.nr = event.nr;
+  n.arch = event.arch;
+  n.ip = event.ip;
+  for (int i = 0; i < 6; i++) n.args[i] = event.args[i];
+  return n;
+}
+
 // Engine thread: the hot path. RECV -> (strings, ID_VALID) -> SEND, or pend and queue a channel
 // frame (written at the end of the iteration) -> event.
 void Engine::OnNotifyReady(Container* container, uint32_t events) {
@@ -355,44 +390,37 @@ void Engine::OnNotifyReady(Container* container, uint32_t events) {
     for (int i = 0; i < 6; i++) event.args[i] = notif->data.args[i];
     event.ns = received;
     size_t blob = 0;
-    if (notif->data.arch == AUDIT_ARCH_X86_64) {
-      uint8_t mask = PathArgMask(notif->data.nr);
-      if (mask != 0) {
-        for (uint8_t i = 0; i < 6; i++) {
-          if (((mask >> i) & 1u) == 0) continue;
-          TargetString read;
-          if (!ReadTargetString(static_cast<pid_t>(notif->pid), notif->data.args[i], strings_ + blob, &read)) continue;
-          StringArg& arg = event.strings[event.string_count++];
-          arg.index = i;
-          arg.truncated = read.truncated;
-          arg.text.offset = static_cast<uint32_t>(blob);
-          arg.text.length = static_cast<uint32_t>(read.length);
-          blob += read.length;
-        }
-        // What was read may belong to another process if the target died and its pid was reused.
-        if (!NotifyIdValid(container->fd, event.id)) return;
-      }
-    }
+    if (!ReadPathArgs(container->fd, &event, strings_, &blob)) return;
     uint64_t owner = 0;
+    bool held = false;
     ChannelConn* conn = nullptr;
-    if (active_session_.load(std::memory_order_acquire) != 0) {
+    if (active_session_.load(std::memory_order_acquire) != 0 || hold_until_ns_.load(std::memory_order_relaxed) > received) {
       std::lock_guard<std::mutex> lock(mu_);
       // Re-read under mu_: setActiveSession and closeSession change it under the same lock.
       Session* session = active_;
       // Without a channel the session hears of it only through JS: no room in the queue, no asking.
-      if (session != nullptr && (session->channel != nullptr || !queue_->Full())) {
+      bool ask = session != nullptr && (session->channel != nullptr || !queue_->Full());
+      held = session == nullptr && hold_until_ns_.load(std::memory_order_relaxed) > received && !queue_->Full();
+      if (ask || held) {
         uint64_t deadline = received + decision_timeout_ns_.load(std::memory_order_relaxed);
-        uint32_t slot = journal_->AddInFlight(container->handle, event.id);
-        pending_.emplace(Key{container->handle, event.id}, PendingEntry{container, session, received, deadline, event.pid,
-                                                                        event.nr, event.arch, event.args[0], slot});
+        uint32_t slot = journal_->AddInFlight(InFlightOf(event));
+        Key key{container->handle, event.id};
+        pending_.emplace(key, PendingEntry{container, session, received, deadline, event.pid, event.nr, event.arch,
+                                           event.args[0], slot});
         container->pending_count++;
-        session->owned++;
         deadlines_.push(Deadline{deadline, container->handle, event.id});
         if (deadlines_.size() > 2 * pending_.size() + 4096) CompactDeadlinesLocked();
-        owner = session->id;
-        conn = session->channel;  // freed only by this thread
+        if (held) {
+          held_.emplace(key, Held{event, std::string(strings_, blob)});
+        } else {
+          session->owned++;
+          owner = session->id;
+          conn = session->channel;  // freed only by this thread
+        }
       }
     }
+    // JS hears of a held one when setActiveSession() forwards it, or from its deadline's answer.
+    if (held) return;
     if (owner != 0) {
       event.forwarded = true;
       event.session = owner;
@@ -412,18 +440,8 @@ void Engine::OnNotifyReady(Container* container, uint32_t events) {
       PushAnswered(container->handle, event.id, AnsweredBy::kNoControlPlane, action, result, latency, false);
     } else {
       // Nobody watches: one event per notification is enough (half the work for JS and the queue).
-      Event answered;
-      answered.type = EventType::kAnswered;
-      answered.handle = container->handle;
-      answered.id = event.id;
-      answered.by = AnsweredBy::kNoControlPlane;
-      answered.action = action;
-      answered.gone = result == SendResult::kGone;
-      answered.ns = latency;
-      answered.notified = true;
-      answered.nr = event.nr;
-      answered.arch = event.arch;
-      queue_->Push(answered, false);
+      PushAnswered(container->handle, event.id, AnsweredBy::kNoControlPlane, action, result, latency, false,
+                   Unseen{event.nr, event.arch});
     }
     if (result == SendResult::kFailed) {
       queue_->PushError("NOTIF_SEND of the default action for notification " + std::to_string(event.id) +
@@ -434,7 +452,7 @@ void Engine::OnNotifyReady(Container* container, uint32_t events) {
 }
 
 void Engine::PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, SendResult result,
-                          uint64_t latency_ns, bool urgent) {
+                          uint64_t latency_ns, bool urgent, Unseen unseen) {
   Event event;
   event.type = EventType::kAnswered;
   event.handle = handle;
@@ -443,6 +461,9 @@ void Engine::PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Ans
   event.action = action;
   event.gone = result == SendResult::kGone;
   event.ns = latency_ns;
+  event.notified = unseen.nr != Unseen::kNone;
+  event.nr = unseen.nr;
+  event.arch = unseen.arch;
   queue_->Push(event, urgent);
 }
 
@@ -458,6 +479,7 @@ void Engine::PushDropped(uint64_t session, uint32_t handle, uint64_t id, DropRea
 }
 
 bool Engine::ReleaseOwnerLocked(Session* owner) {
+  if (owner == nullptr) return false;  // held for a control plane that has not attached
   owner->owned--;
   return ReportIfDrainedLocked(owner);
 }
@@ -493,6 +515,7 @@ void Engine::RemoveContainer(Container* container) {
     if (container->pending_count > 0) {
       for (auto it = pending_.begin(); it != pending_.end();) {
         if (it->first.handle == handle) {
+          if (it->second.owner == nullptr) held_.erase(it->first);
           journal_->ReleaseInFlight(it->second.journal_slot);
           ReleaseOwnerLocked(it->second.owner);
           it = pending_.erase(it);
@@ -525,10 +548,17 @@ void Engine::ExpireDeadlines(uint64_t now_ns) {
     if (it == pending_.end() || it->second.deadline_ns != d.at) continue;  // answered already
     PendingEntry entry = it->second;
     pending_.erase(it);
+    if (entry.owner == nullptr) held_.erase(Key{d.handle, d.id});
     entry.container->pending_count--;
     SendResult result = NotifySend(entry.container->fd, &engine_buffers_, d.id, action, nullptr);
     journal_->ReleaseInFlight(entry.journal_slot);
-    PushAnswered(d.handle, d.id, AnsweredBy::kDeadline, action, result, MonotonicNs() - entry.received_ns, true);
+    const uint64_t latency = MonotonicNs() - entry.received_ns;
+    if (entry.owner == nullptr) {
+      // Held, and no control plane came: JS never saw it, so this answer counts it.
+      PushAnswered(d.handle, d.id, AnsweredBy::kNoControlPlane, action, result, latency, true, Unseen{entry.nr, entry.arch});
+    } else {
+      PushAnswered(d.handle, d.id, AnsweredBy::kDeadline, action, result, latency, true);
+    }
     late_[late_next_] = Key{d.handle, d.id};
     late_next_ = (late_next_ + 1) % kLateRing;
     ReleaseOwnerLocked(entry.owner);
@@ -552,10 +582,11 @@ void Engine::AnswerAllPendingLocked(AnsweredBy by, NotifyBuffers* buffers) {
     SendResult result = NotifySend(entry.second.container->fd, buffers, entry.first.id, action, nullptr);
     journal_->ReleaseInFlight(entry.second.journal_slot);
     entry.second.container->pending_count--;
-    entry.second.owner->owned--;
+    if (entry.second.owner != nullptr) entry.second.owner->owned--;
     PushAnswered(entry.first.handle, entry.first.id, by, action, result, now - entry.second.received_ns, true);
   }
   pending_.clear();
+  held_.clear();
 }
 
 uint32_t Engine::Adopt(uint32_t conn, uint32_t index, const std::string& record, std::string* error,
@@ -712,6 +743,8 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, Res
   if (journal != nullptr) {
     journal_ = std::move(journal);
     result->journal = true;
+    result->control_plane_attached = journal_->ControlPlaneAttached();
+    journal_->SetControlPlaneAttached(false);  // until one attaches here
     journal_stored_ = !store_again;
   }
   const auto marks = journal_->ContainerMarks();
@@ -751,15 +784,44 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, Res
     close(orphan.second);
     if (!store_again) UnstoreFd(RecordName(orphan.first));
   }
-  // What the predecessor received and did not answer: nobody else ever will.
+  // What the predecessor received and did not answer: nobody else ever will. With a control plane
+  // attached before, the next one is asked (as if it had just arrived); else the default answers.
   std::lock_guard<std::mutex> lock(mu_);
-  for (const InFlightJournal::InFlight& in_flight : journal_->InFlightEntries()) {
-    auto it = containers_.find(in_flight.handle);
-    if (it == containers_.end()) continue;
-    AnswerRecovered(it->second.get(), in_flight.id);
-    result->in_flight_answered++;
-  }
+  const auto in_flight = journal_->InFlightEntries();
   journal_->ClearInFlight();
+  const uint64_t now = MonotonicNs();
+  for (const InFlightJournal::InFlight& n : in_flight) {
+    auto it = containers_.find(n.handle);
+    if (it == containers_.end()) continue;
+    Container* container = it->second.get();
+    if (!result->control_plane_attached) {
+      AnswerRecovered(container, n.id);
+      result->in_flight_answered++;
+      continue;
+    }
+    Held held;
+    Event& event = held.event;
+    event.type = EventType::kNotification;
+    event.handle = n.handle;
+    event.id = n.id;
+    event.pid = n.pid;
+    event.nr = n.nr;
+    event.arch = n.arch;
+    event.ip = n.ip;
+    for (int i = 0; i < 6; i++) event.args[i] = n.args[i];
+    event.ns = now;
+    size_t blob = 0;
+    if (!ReadPathArgs(container->fd, &event, strings_, &blob)) continue;  // its task is gone
+    held.strings.assign(strings_, blob);
+    const uint64_t deadline = now + decision_timeout_ns_.load(std::memory_order_relaxed);
+    Key key{n.handle, n.id};
+    pending_.emplace(key, PendingEntry{container, nullptr, now, deadline, n.pid, n.nr, n.arch, n.args[0],
+                                       journal_->AddInFlight(n)});
+    container->pending_count++;
+    deadlines_.push(Deadline{deadline, n.handle, n.id});
+    held_.emplace(key, std::move(held));
+    result->in_flight_held++;
+  }
   // A live predecessor parked before handing over: all it received is answered or journaled. Only
   // a dead one can have received an id it never journaled.
   for (const auto& mark : marks) {
@@ -927,7 +989,24 @@ bool Engine::SetActiveSession(uint64_t session) {
     Session* previous = active_;
     active_ = next;
     active_session_.store(session, std::memory_order_release);
-    if (next != nullptr) next->drained_reported = false;
+    journal_->SetControlPlaneAttached(next != nullptr);
+    if (next != nullptr) {
+      next->drained_reported = false;
+      hold_until_ns_.store(0, std::memory_order_relaxed);
+      // What waited for a control plane goes to this one (through JS: its channel comes later).
+      for (auto& entry : held_) {
+        auto it = pending_.find(entry.first);
+        if (it == pending_.end() || it->second.owner != nullptr) continue;
+        it->second.owner = next;
+        next->owned++;
+        Event forwarded = entry.second.event;
+        forwarded.forwarded = true;
+        forwarded.via_channel = false;
+        forwarded.session = next->id;
+        queue_->Push(forwarded, entry.second.strings.data(), entry.second.strings.size(), true);
+      }
+      held_.clear();
+    }
     // One that owned nothing when it stopped being active is drained already.
     if (previous != nullptr) ReportIfDrainedLocked(previous);
   }
@@ -947,6 +1026,7 @@ size_t Engine::CloseSession(uint64_t session) {
     if (active_ == s) {
       active_ = nullptr;
       active_session_.store(0, std::memory_order_release);
+      journal_->SetControlPlaneAttached(false);
     }
     if (s->owned > 0 && !handed_over_) {  // handed over: the successor answers them
       Answer action = DefaultAction();
@@ -1088,6 +1168,11 @@ void Engine::ApplyDecisions(ChannelConn* conn, uint64_t session, const decision_
 
 void Engine::SetDefaultAction(const Answer& action) { default_action_.store(PackAnswer(action)); }
 
+void Engine::HoldForControlPlane(uint64_t ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (active_ == nullptr) hold_until_ns_.store(MonotonicNs() + ms * 1000000ull, std::memory_order_relaxed);
+}
+
 void Engine::SetDecisionTimeoutNs(uint64_t ns) { decision_timeout_ns_.store(ns); }
 
 Engine::RespondStatus Engine::Respond(uint32_t handle, uint64_t id, const Answer& answer, uint64_t session,
@@ -1100,7 +1185,7 @@ Engine::RespondStatus Engine::Respond(uint32_t handle, uint64_t id, const Answer
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = pending_.find(Key{handle, id});
-    if (it == pending_.end() || (session != 0 && it->second.owner->id != session)) {
+    if (it == pending_.end() || (session != 0 && (it->second.owner == nullptr || it->second.owner->id != session))) {
       decisions_dropped_.fetch_add(1, std::memory_order_relaxed);
       return it == pending_.end() && AnsweredLateLocked(handle, id) ? RespondStatus::kLate : RespondStatus::kUnknown;
     }
@@ -1133,7 +1218,7 @@ Engine::RespondStatus Engine::RespondEmulated(uint32_t handle, uint64_t id, cons
     // An id no longer pending (or not this session's) starts nothing (no helper, no error about one).
     std::lock_guard<std::mutex> lock(mu_);
     auto it = pending_.find(Key{handle, id});
-    if (it == pending_.end() || (session != 0 && it->second.owner->id != session)) {
+    if (it == pending_.end() || (session != 0 && (it->second.owner == nullptr || it->second.owner->id != session))) {
       decisions_dropped_.fetch_add(1, std::memory_order_relaxed);
       return it == pending_.end() && AnsweredLateLocked(handle, id) ? RespondStatus::kLate : RespondStatus::kUnknown;
     }
@@ -1146,7 +1231,7 @@ Engine::RespondStatus Engine::RespondEmulated(uint32_t handle, uint64_t id, cons
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = pending_.find(Key{handle, id});
-    if (it == pending_.end() || (session != 0 && it->second.owner->id != session)) {
+    if (it == pending_.end() || (session != 0 && (it->second.owner == nullptr || it->second.owner->id != session))) {
       return RespondStatus::kUnknown;  // answered by its deadline meanwhile (or its session closed)
     }
     const PendingEntry entry = it->second;

@@ -34,6 +34,13 @@
 
 namespace seccomp_agent {
 
+// A notification JS never had an event for: its 'answered' event stands for it too (syscall nr, arch).
+struct Unseen {
+  static constexpr uint32_t kNone = UINT32_MAX;
+  uint32_t nr = kNone;
+  uint32_t arch = 0;
+};
+
 class Engine : private ChannelSessions {
  public:
   struct Options {
@@ -69,7 +76,9 @@ class Engine : private ChannelSessions {
     std::vector<Restored> containers;
     bool listener = false;
     bool journal = false;
+    bool control_plane_attached = false;  // the predecessor had one when it stopped
     size_t in_flight_answered = 0;  // the predecessor's ids in flight, answered with the default
+    size_t in_flight_held = 0;      // ... or held for the next control plane (it had one attached)
     size_t lost_answered = 0;       // ids it received but never journaled, found past each last id
     std::vector<std::string> problems;  // fds refused and closed, with why
   };
@@ -138,6 +147,10 @@ class Engine : private ChannelSessions {
   size_t SessionPending(uint64_t session);
   // JS thread.
   void SetDefaultAction(const Answer& action);
+  // JS thread. For `ms`, while no control plane is attached, new notifications wait for one (each
+  // at most the decision timeout) instead of getting the default at once: after a handoff or
+  // restart from a predecessor that had one. Ends when one attaches.
+  void HoldForControlPlane(uint64_t ms);
   // Any thread. Whether a natively answered notification also gets its own 'notification' event
   // (someone watches), or only its 'answered' event, which then stands for both (JS counts it).
   void SetDetailedEvents(bool detailed) { detailed_events_.store(detailed, std::memory_order_relaxed); }
@@ -192,6 +205,11 @@ class Engine : private ChannelSessions {
     uint64_t arg0;  // mkdirat: the target's dirfd
     uint32_t journal_slot;
   };
+  // A notification held for a control plane that has not attached yet: what it will be sent.
+  struct Held {
+    Event event;
+    std::string strings;
+  };
   struct Deadline {
     uint64_t at;
     uint32_t handle;
@@ -224,10 +242,13 @@ class Engine : private ChannelSessions {
   // Keeps `fd` in the fd store under `name` (errors become 'error' events).
   void StoreFd(const std::string& name, int fd);
   void UnstoreFd(const std::string& name);
+  // Reads the path arguments of `event` (x86_64) into buffer; false once the notification is gone.
+  static bool ReadPathArgs(int notify_fd, Event* event, char* buffer, size_t* blob);
+  static InFlightJournal::InFlight InFlightOf(const Event& event);
   // Restore(): answers `id` of `container` with the default action, as recovered.
   bool AnswerRecovered(Container* container, uint64_t id);
   void PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, SendResult result,
-                    uint64_t latency_ns, bool urgent);
+                    uint64_t latency_ns, bool urgent, Unseen unseen = Unseen());
   void PushDropped(uint64_t session, uint32_t handle, uint64_t id, DropReason reason);
   // Under mu_: whether the deadline answered (handle, id) recently.
   bool AnsweredLateLocked(uint32_t handle, uint64_t id) const;
@@ -289,6 +310,8 @@ class Engine : private ChannelSessions {
   std::unordered_map<uint32_t, std::unique_ptr<Container>> containers_;
   std::unordered_map<Key, PendingEntry, KeyHash> pending_;
   std::unordered_map<uint64_t, std::unique_ptr<Session>> sessions_;
+  std::unordered_map<Key, Held, KeyHash> held_;  // pending with no owner yet (HoldForControlPlane)
+  std::atomic<uint64_t> hold_until_ns_{0};
   Session* active_ = nullptr;
   // Recently deadline-answered notifications, so a decision for one is reported 'late'.
   static constexpr size_t kLateRing = 1024;

@@ -250,6 +250,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
                            InstanceMethod<&EngineWrap::JsListenHandoff>("listenHandoff"),
                            InstanceMethod<&EngineWrap::JsSetAccepting>("setAccepting"),
                            InstanceMethod<&EngineWrap::JsSetDetailedEvents>("setDetailedEvents"),
+                           InstanceMethod<&EngineWrap::JsHoldForControlPlane>("holdForControlPlane"),
                            InstanceMethod<&EngineWrap::JsHandOff>("handOff"),
                            InstanceMethod<&EngineWrap::JsStop>("stop"),
                        });
@@ -609,7 +610,9 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     o.Set("containers", containers);
     o.Set("listener", Napi::Boolean::New(env, r.listener));
     o.Set("journal", Napi::Boolean::New(env, r.journal));
+    o.Set("controlPlaneAttached", Napi::Boolean::New(env, r.control_plane_attached));
     o.Set("inFlightAnswered", Napi::Number::New(env, static_cast<double>(r.in_flight_answered)));
+    o.Set("inFlightHeld", Napi::Number::New(env, static_cast<double>(r.in_flight_held)));
     o.Set("lostAnswered", Napi::Number::New(env, static_cast<double>(r.lost_answered)));
     o.Set("problems", problems);
     return o;
@@ -627,6 +630,15 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     if (!engine_->ListenHandoff(info[0].As<Napi::String>().Utf8Value(), mode & 07777, &error)) {
       Napi::Error::New(env, error).ThrowAsJavaScriptException();
     }
+    return env.Undefined();
+  }
+
+  Napi::Value JsHoldForControlPlane(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    uint32_t ms;
+    if (!ParseUint32(env, info[0], "ms", &ms)) return env.Undefined();
+    engine_->HoldForControlPlane(ms);
     return env.Undefined();
   }
 

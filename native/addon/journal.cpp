@@ -12,7 +12,7 @@ namespace seccomp_agent {
 namespace {
 
 constexpr char kMagic[8] = {'S', 'C', 'A', 'J', 'R', 'N', 'L', '1'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 constexpr size_t kMaxRecordBytes = 1024 * 1024;
 
 std::string ErrnoText(const char* what) { return std::string(what) + ": " + strerror(errno); }
@@ -81,7 +81,7 @@ std::unique_ptr<InFlightJournal> InFlightJournal::Open(int fd, std::string* erro
   const Header* header = static_cast<const Header*>(base);
   if (memcmp(header->magic, kMagic, sizeof kMagic) != 0 || header->version != kVersion ||
       header->notification_slots != kNotificationSlots || header->container_slots != kContainerSlots) {
-    *error = "the fd named journal has no in-flight journal header of version 1";
+    *error = "the fd named journal has no in-flight journal header of version " + std::to_string(kVersion);
     munmap(base, MappedBytes());
     close(fd);
     return nullptr;
@@ -115,12 +115,17 @@ uint32_t InFlightJournal::PopFree(std::vector<uint32_t>* free_slots) {
   return slot;
 }
 
-uint32_t InFlightJournal::AddInFlight(uint32_t handle, uint64_t id) {
+uint32_t InFlightJournal::AddInFlight(const InFlight& n) {
   uint32_t slot = PopFree(&free_notifications_);
   if (slot == kNoSlot) return kNoSlot;
   NotificationSlot& s = notifications_[slot];
-  s.id.store(id, std::memory_order_relaxed);
-  s.handle.store(handle, std::memory_order_relaxed);
+  s.id.store(n.id, std::memory_order_relaxed);
+  s.handle.store(n.handle, std::memory_order_relaxed);
+  s.pid = n.pid;
+  s.nr = n.nr;
+  s.arch = n.arch;
+  s.ip = n.ip;
+  for (int i = 0; i < 6; i++) s.args[i] = n.args[i];
   s.state.store(1, std::memory_order_release);
   return slot;
 }
@@ -137,7 +142,15 @@ std::vector<InFlightJournal::InFlight> InFlightJournal::InFlightEntries() const 
   for (uint32_t i = 0; i < kNotificationSlots; i++) {
     const NotificationSlot& s = notifications_[i];
     if (s.state.load(std::memory_order_acquire) != 1) continue;
-    entries.push_back(InFlight{s.handle.load(std::memory_order_relaxed), s.id.load(std::memory_order_relaxed)});
+    InFlight n;
+    n.handle = s.handle.load(std::memory_order_relaxed);
+    n.id = s.id.load(std::memory_order_relaxed);
+    n.pid = s.pid;
+    n.nr = s.nr;
+    n.arch = s.arch;
+    n.ip = s.ip;
+    for (int i = 0; i < 6; i++) n.args[i] = s.args[i];
+    entries.push_back(n);
   }
   return entries;
 }

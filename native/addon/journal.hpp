@@ -4,8 +4,10 @@
 // task for good (DESIGN.md). The journal is a memfd that the fd store (systemd, seccomp-keeper) or
 // the handoff keeps alive; every write is a plain store into its shared mapping, no syscall.
 //
-// Layout (little endian, version 1): a 64-byte header, kNotificationSlots slots of
-// {u64 id, u32 handle, u32 state}, then kContainerSlots slots of {u32 handle, u32 has_last, u64 last_id}.
+// Layout (little endian, version 2): a 64-byte header, kNotificationSlots slots of {u64 id,
+// u32 handle, u32 state, u32 pid, u32 nr, u32 arch, u32 pad, u64 ip, u64 args[6]} (enough for a
+// successor to ask a control plane again), then kContainerSlots slots of {u32 handle, u32 has_last,
+// u64 last_id}.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -22,9 +24,15 @@ class InFlightJournal {
   static constexpr uint32_t kContainerSlots = 16384;
   static constexpr uint32_t kNoSlot = UINT32_MAX;
 
+  // A notification as the journal keeps it.
   struct InFlight {
-    uint32_t handle;
-    uint64_t id;
+    uint32_t handle = 0;
+    uint64_t id = 0;
+    uint32_t pid = 0;
+    uint32_t nr = 0;
+    uint32_t arch = 0;
+    uint64_t ip = 0;
+    uint64_t args[6] = {0, 0, 0, 0, 0, 0};
   };
   struct ContainerMark {
     uint32_t handle;
@@ -42,8 +50,8 @@ class InFlightJournal {
 
   int fd() const { return fd_; }
 
-  // Any thread. (handle, id) was received and waits for an answer: its slot, or kNoSlot when full.
-  uint32_t AddInFlight(uint32_t handle, uint64_t id);
+  // Any thread. It was received and waits for an answer: its slot, or kNoSlot when full.
+  uint32_t AddInFlight(const InFlight& notification);
   // Any thread. Call after the answer was sent, never before: a crash in between must leave it here.
   void ReleaseInFlight(uint32_t slot);
   // What a predecessor left in flight.
@@ -66,6 +74,16 @@ class InFlightJournal {
   // After a restore: frees the slots of containers that did not come back.
   void ReleaseContainersExcept(const std::vector<uint32_t>& kept_slots);
 
+  // Whether a control plane is attached: a successor waits a moment for one to come back rather
+  // than answering with the default at once.
+  void SetControlPlaneAttached(bool attached) {
+    if (detached_.load(std::memory_order_acquire)) return;
+    __atomic_store_n(&static_cast<Header*>(base_)->control_plane, attached ? 1 : 0, __ATOMIC_RELEASE);
+  }
+  bool ControlPlaneAttached() const {
+    return __atomic_load_n(&static_cast<const Header*>(base_)->control_plane, __ATOMIC_ACQUIRE) != 0;
+  }
+
   // This process handed the journal over: from now on it writes nothing to it (an emulation of
   // the predecessor finishing late must not free a slot the successor reused).
   void Detach() { detached_.store(true, std::memory_order_release); }
@@ -76,12 +94,19 @@ class InFlightJournal {
     uint32_t version;
     uint32_t notification_slots;
     uint32_t container_slots;
-    uint8_t reserved[44];
+    uint8_t control_plane;  // 1 while a control plane is attached
+    uint8_t reserved[43];
   };
   struct NotificationSlot {
     std::atomic<uint64_t> id;
     std::atomic<uint32_t> handle;
-    std::atomic<uint32_t> state;  // 0 free, 1 in flight
+    std::atomic<uint32_t> state;  // 0 free, 1 in flight; written last (release), read first (acquire)
+    uint32_t pid;
+    uint32_t nr;
+    uint32_t arch;
+    uint32_t pad;
+    uint64_t ip;
+    uint64_t args[6];
   };
   struct ContainerSlot {
     std::atomic<uint32_t> handle;
@@ -89,7 +114,7 @@ class InFlightJournal {
     std::atomic<uint64_t> last_id;
   };
   static_assert(sizeof(Header) == 64, "journal header is 64 bytes");
-  static_assert(sizeof(NotificationSlot) == 16 && sizeof(ContainerSlot) == 16, "journal slots are 16 bytes");
+  static_assert(sizeof(NotificationSlot) == 88 && sizeof(ContainerSlot) == 16, "journal slot sizes are the format's");
   static size_t MappedBytes();
 
   InFlightJournal(int fd, void* base);

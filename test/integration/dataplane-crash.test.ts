@@ -55,20 +55,23 @@ test('SIGKILL of the data plane under seccomp-keeper: containers stay, a 4-threa
   assert.match(dp.proc.output(), /restarting the child with the kept fds/);
 });
 
-test('after a SIGKILL, ids the dead data plane had forwarded to a control plane get the default from its successor', async (t) => {
+test('after a SIGKILL, ids the dead data plane had forwarded to a control plane go to the next control plane', async (t) => {
   const dp = await startDataPlane(t, ['--log-level', 'info', '--decision-timeout', '60s'], undefined, true);
   await startTestControlPlane(t, dp.grpcSocket, 'ignore');
   const started = Date.now();
   const call = runUnderFilter({ socket: dp.listenerSocket, syscalls: ['getppid'], id: 'held' }, ['/bin/sh', '-c', 'echo ppid $PPID']);
   await eventually(async () => (await dp.status()).pending >= 1, 10_000, 'a held notification');
   const restarted = await killDataPlane(dp.proc.child.pid!);
-  const done = await call;
-  assert.equal(done.code, 0, done.stderr);
-  assert.match(done.stdout, /ppid \d+/);
-  assert.ok(Date.now() - started < 30_000, 'answered by the successor, not by the 60 s deadline');
   await eventually(async () => (await dp.status().catch(() => null))?.pid === restarted, 15_000, 'the restarted data plane to serve');
-  assert.match(dp.proc.output(), /"inFlightAnswered":[1-9]/);
-  assert.ok((await dp.status()).counters!.answeredDefaultRecovered >= 1n);
+  assert.match(dp.proc.output(), /"inFlightHeld":[1-9]/);
+  await startTestControlPlane(t, dp.grpcSocket, 'errno:EACCES');
+  const done = await call;
+  assert.ok(Date.now() - started < 30_000, 'answered by the next control plane, not by the 60 s deadline');
+  // getppid failed (EACCES, the control plane's decision); the default (continue) gives the real ppid.
+  assert.match(done.stdout, /ppid -\d+\b/, `the control plane's decision, not the default: ${done.stdout}`);
+  const counters = (await dp.status()).counters!;
+  assert.ok(counters.answeredControlPlane >= 1n);
+  assert.equal(counters.answeredDefaultRecovered + counters.answeredDefaultNoControlPlane, 0n);
 });
 
 test('SIGTERM of the data plane alone is a restart: the keeper starts it again with every fd', async (t) => {

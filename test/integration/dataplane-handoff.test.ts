@@ -1,13 +1,15 @@
 // Planned data plane upgrade: `seccomp-dataplane --takeover` takes every container over from the
 // serving one by handoff (listener, notify fds, records, ids in flight) while they run.
 import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { test } from 'node:test';
 import { listContainers } from '../../common/dataplane-client';
 import { BENCH_WORKLOAD } from '../support/paths';
 import { eventually, startDataPlane } from '../support/dataplane';
 import { runUnderFilter, startUnderFilter } from '../support/workload';
 import { run } from '../support/processes';
-import { startTestControlPlane } from '../support/controlplane';
+import { startControlPlane, startTestControlPlane } from '../support/controlplane';
 
 interface WorkloadReport {
   calls: number;
@@ -49,7 +51,7 @@ test('--takeover under a 4-thread workload: every container moves, no syscall fa
   await idle.exited;
 });
 
-test('--takeover: notifications the old one had forwarded to a control plane are answered by the successor', async (t) => {
+test('--takeover: notifications the old one had forwarded to a control plane go to the next control plane', async (t) => {
   const a = await startDataPlane(t, ['--log-level', 'info', '--decision-timeout', '60s']);
   await startTestControlPlane(t, a.grpcSocket, 'ignore');
   const started = Date.now();
@@ -57,12 +59,44 @@ test('--takeover: notifications the old one had forwarded to a control plane are
   // getppid is what sh calls for $PPID: it waits for a control plane that never answers.
   await eventually(async () => (await a.status()).pending >= 1, 10_000, 'a held notification');
   const b = await startDataPlane(t, ['--log-level', 'info', '--takeover'], a.dir);
+  // The old control plane's stream ended with the old data plane; the successor holds what it had.
+  assert.match(b.proc.output(), /"inFlightHeld":[1-9]/);
+  await startTestControlPlane(t, b.grpcSocket, 'errno:EACCES');
   const done = await call;
-  assert.equal(done.code, 0, done.stderr);
-  assert.ok(Date.now() - started < 30_000, 'answered by the successor, not by the 60 s deadline');
-  assert.match(b.proc.output(), /"inFlightAnswered":[1-9]/);
+  assert.ok(Date.now() - started < 30_000, 'answered by the next control plane, not by the 60 s deadline');
+  // getppid failed (EACCES, the control plane's decision); the default (continue) gives the real ppid.
+  assert.match(done.stdout, /ppid -\d+\b/, `the control plane's decision, not the default: ${done.stdout}`);
   const counters = (await b.status()).counters!;
-  assert.ok(counters.answeredDefaultRecovered >= 1n);
+  assert.ok(counters.answeredControlPlane >= 1n);
+  assert.equal(counters.answeredDefaultRecovered + counters.answeredDefaultNoControlPlane, 0n);
+});
+
+test('--takeover with a control plane attached: its policy holds across the handoff, nothing gets the default', async (t) => {
+  const a = await startDataPlane(t, ['--log-level', 'info']);
+  const cp = await startControlPlane(t, a.grpcSocket);
+  const made = path.join(a.dir, 'made');
+  fs.mkdirSync(made);
+  const stopFile = path.join(a.dir, 'stop');
+  // Every mkdir is emulated by the control plane's policy with the suffix; one answered by the
+  // default action (continue) would leave a directory without it.
+  const loop = `cd ${made}; i=0; while [ ! -e ${stopFile} ]; do mkdir d$i; i=$((i+1)); done`;
+  const workload = startUnderFilter(t, {
+    socket: a.listenerSocket, syscalls: ['mkdir', 'mkdirat'], id: 'policy', metadata: 'MKDIR_TMPL=-{{.Namespace}}',
+    annotations: { 'io.kubernetes.cri.sandbox-namespace': 'held', 'io.kubernetes.cri.sandbox-name': 'p' },
+  }, ['/bin/sh', '-c', loop]);
+  await eventually(() => fs.readdirSync(made).length > 20, 10_000, 'the control plane to emulate mkdir');
+  const b = await startDataPlane(t, ['--log-level', 'info', '--takeover'], a.dir);
+  assert.equal(await a.proc.exited, 0, a.proc.output());
+  await eventually(() => (cp.output().match(/attached to the data plane/g) ?? []).length >= 2, 10_000, 'the control plane to attach to the successor');
+  const before = fs.readdirSync(made).length;
+  await eventually(() => fs.readdirSync(made).length > before + 20, 10_000, 'the policy to go on after the handoff');
+  fs.writeFileSync(stopFile, '');
+  assert.equal(await workload.exited, 0, workload.output());
+  const unsuffixed = fs.readdirSync(made).filter((name) => !name.endsWith('-held'));
+  assert.deepEqual(unsuffixed, [], 'every mkdir went through the control plane, none through the default action');
+  assert.match(b.proc.output(), /new notifications wait for one to attach/);
+  const counters = (await b.status()).counters!;
+  assert.equal(counters.answeredDefaultNoControlPlane + counters.answeredDefaultDeadline, 0n);
 });
 
 test('--takeover with no data plane serving starts fresh', async (t) => {
