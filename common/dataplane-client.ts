@@ -10,9 +10,10 @@ import {
 export function createDataPlaneClient(socketPath: string): DataPlaneClient {
   return new DataPlaneClient(`unix://${socketPath}`, grpc.credentials.createInsecure(), {
     'grpc.max_receive_message_length': 16 * 1024 * 1024,
-    // Reconnect quickly after a data plane restart.
-    'grpc.initial_reconnect_backoff_ms': 100,
-    'grpc.max_reconnect_backoff_ms': 2000,
+    // Reconnect within tens of ms after a data plane handoff or restart: its successor holds
+    // notifications for the control plane until it is back (docs/operators.md).
+    'grpc.initial_reconnect_backoff_ms': 20,
+    'grpc.max_reconnect_backoff_ms': 1000,
   });
 }
 

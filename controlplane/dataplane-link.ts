@@ -48,7 +48,7 @@ export interface DataPlaneLinkOptions {
 /** How long a notification for a container not announced yet waits for its container_added. */
 const UNKNOWN_HANDLE_WAIT_MS = 500;
 /** First retry after a lost data plane: a data plane handoff or restart rebinds its socket within tens of ms. */
-const INITIAL_BACKOFF_MS = 25;
+const INITIAL_BACKOFF_MS = 10;
 
 /** A simple decision travels on the channel; emulations go over gRPC. */
 function channelForm(decision: Decision): ChannelDecision | null {

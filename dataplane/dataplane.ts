@@ -47,16 +47,16 @@ export interface DataPlaneConfig {
   decisionTimeoutMs: number;
   /** See --busy-poll; 0: off. */
   busyPollMs: number;
+  /**
+   * See --control-plane-grace: after a handoff or restart from a data plane that had a control
+   * plane, how long new notifications wait for one (a short pause instead of a gap in policy); 0: off.
+   */
+  controlPlaneGraceMs: number;
 }
 
 const inFlightKey = (handle: number, id: bigint) => `${handle}:${id}`;
 
-/**
- * After a handoff or restart from a data plane that had a control plane, how long new
- * notifications wait for one to attach (it reconnects within about 0.2 s) rather than getting the
- * default action: a short pause instead of a gap in policy.
- */
-const CONTROL_PLANE_RETURN_MS = 1000;
+
 
 /** How a data plane got its containers: none yet, from the fd store (restart), or by handoff. */
 export type DataPlaneOrigin = 'fresh' | 'fd-store' | 'handoff';
@@ -145,7 +145,7 @@ export class DataPlane {
    * which get the default action now (nobody else ever will answer them).
    */
   restore(fds: NamedFd[], origin: 'fd-store' | 'handoff'): RestoreResult {
-    const result = this.engine.restore(fds, origin === 'handoff');
+    const result = this.engine.restore(fds, origin === 'handoff', this.config.controlPlaneGraceMs > 0);
     for (const { handle, record } of result.containers) {
       const restored = decodeContainerRecord(record, handle);
       this.containers.add(handle, restored.state, restored.peer, restored.registeredAt);
@@ -153,9 +153,10 @@ export class DataPlane {
     for (const problem of result.problems) this.log.warn({ origin }, `restore: ${problem}`);
     this.origin = origin;
     this.restoredListener = result.listener;
-    if (result.controlPlaneAttached) {
-      this.engine.holdForControlPlane(CONTROL_PLANE_RETURN_MS);
-      this.log.info({ holdMs: CONTROL_PLANE_RETURN_MS }, `the previous data plane had a control plane attached: for ${CONTROL_PLANE_RETURN_MS} ms new notifications wait for one to attach (each at most ${this.config.decisionTimeoutMs} ms) instead of getting the default action`);
+    const graceMs = this.config.controlPlaneGraceMs;
+    if (result.controlPlaneAttached && graceMs > 0) {
+      this.engine.holdForControlPlane(graceMs);
+      this.log.info({ graceMs }, `the previous data plane had a control plane attached: for ${graceMs} ms new notifications wait for one to attach (each at most ${this.config.decisionTimeoutMs} ms) instead of getting the default action`);
     }
     this.log.info(
       { origin, containers: result.containers.length, listener: result.listener, journal: result.journal, inFlightAnswered: result.inFlightAnswered, inFlightHeld: result.inFlightHeld, lostAnswered: result.lostAnswered },

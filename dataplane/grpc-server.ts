@@ -102,6 +102,8 @@ export function secureSocket(socketPath: string, mode: number, group: string | n
 export interface GrpcServerHandle {
   server: grpc.Server;
   health: HealthImplementation;
+  /** Binds `socketPath` (claimed first; mode applied before anyone can connect) and serves. */
+  listen(socketPath: string, mode: number, group: string | null): Promise<void>;
   /** Graceful (up to 2 s for calls to end), or at once with `force`. */
   close(force?: boolean): Promise<void>;
 }
@@ -127,15 +129,12 @@ function implementation(dataplane: DataPlane): DataPlaneServer {
   };
 }
 
-/** Starts the gRPC server on `socketPath` (mode applied before anyone can connect). */
-export async function startGrpcServer(
-  dataplane: DataPlane,
-  socketPath: string,
-  mode: number,
-  group: string | null,
-  log: Logger,
-): Promise<GrpcServerHandle> {
-  await claimSocketPath(socketPath, 'gRPC socket');
+/**
+ * Builds the gRPC server (services, health, reflection from the descriptor sets) without binding:
+ * a successor builds it before a handoff and binds once the old data plane let go, so control
+ * planes reattach without waiting for this.
+ */
+export function createGrpcServer(dataplane: DataPlane, log: Logger): GrpcServerHandle {
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024 });
   server.addService(DataPlaneService, implementation(dataplane));
   const health = new HealthImplementation({ '': 'SERVING', [DATAPLANE_SERVICE_NAME]: 'SERVING' });
@@ -144,20 +143,25 @@ export async function startGrpcServer(
   const fileDescriptorProtos = DESCRIPTOR_SETS.flatMap((file) => fileDescriptorsOf(fs.readFileSync(file)));
   const descriptors = { all: { format: 'Protocol Buffer 3 DescriptorProto', type: {}, fileDescriptorProtos } };
   new ReflectionService(descriptors as unknown as protoLoader.PackageDefinition).addToServer(server);
-  // The socket is created by bind: a tight umask closes the window before chmod.
-  const previousUmask = process.umask(0o177);
-  try {
-    await new Promise<void>((resolve, reject) => {
-      server.bindAsync(`unix://${socketPath}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve()));
-    });
-  } finally {
-    process.umask(previousUmask);
-  }
-  secureSocket(socketPath, mode, group);
-  log.info({ socket: socketPath, mode: mode.toString(8) }, 'gRPC API serving (DataPlane, reflection, health)');
+  let boundPath: string | null = null;
   return {
     server,
     health,
+    async listen(socketPath, mode, group) {
+      await claimSocketPath(socketPath, 'gRPC socket');
+      // The socket is created by bind: a tight umask closes the window before chmod.
+      const previousUmask = process.umask(0o177);
+      try {
+        await new Promise<void>((resolve, reject) => {
+          server.bindAsync(`unix://${socketPath}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve()));
+        });
+      } finally {
+        process.umask(previousUmask);
+      }
+      boundPath = socketPath;
+      secureSocket(socketPath, mode, group);
+      log.info({ socket: socketPath, mode: mode.toString(8) }, 'gRPC API serving (DataPlane, reflection, health)');
+    },
     close: (force = false) =>
       new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
@@ -168,6 +172,8 @@ export async function startGrpcServer(
           clearTimeout(timer);
           resolve();
         });
-      }).finally(() => fs.rmSync(socketPath, { force: true })),
+      }).finally(() => {
+        if (boundPath !== null) fs.rmSync(boundPath, { force: true });
+      }),
   };
 }

@@ -7,7 +7,7 @@ import { createLogger, type Logger } from '../common/logger';
 import { helpText, parseCommandLine } from '../common/options';
 import { VERSION } from '../common/version';
 import { DataPlane } from './dataplane';
-import { claimSocketPath, secureSocket, startGrpcServer, type GrpcServerHandle } from './grpc-server';
+import { claimSocketPath, createGrpcServer, secureSocket, type GrpcServerHandle } from './grpc-server';
 import { completeHandoff, HandoffServer, receiveHandoff, type TakenOver } from './handoff';
 import { DataPlaneMetrics } from './metrics';
 import { startMetricsServer } from '../common/metrics-server';
@@ -57,11 +57,13 @@ async function main(): Promise<void> {
         defaultAction: options.defaultAction,
         decisionTimeoutMs: options.decisionTimeoutMs,
         busyPollMs: options.busyPollMs,
+        controlPlaneGraceMs: options.controlPlaneGraceMs,
       },
       log,
       addon,
       nshelperPath(),
     );
+    grpcServer = createGrpcServer(dataplane, log);
     // A restart under systemd or seccomp-keeper: the store gives back everything, whatever the flags.
     const stored = addon.takeListenFds();
     let taken: TakenOver | null = null;
@@ -92,7 +94,7 @@ async function main(): Promise<void> {
     }
     dataplane.listenLocalSockets(handoffSocket);
     if (options.socketGroup !== null) secureSocket(channelSocket, options.socketMode, options.socketGroup);
-    grpcServer = await startGrpcServer(dataplane, options.grpcSocket, options.socketMode, options.socketGroup, log);
+    await grpcServer.listen(options.grpcSocket, options.socketMode, options.socketGroup);
     if (options.metricsAddr) await startMetricsServer(new DataPlaneMetrics(dataplane).registry, options.metricsAddr, log);
   } catch (err) {
     const code = err instanceof AgentError ? err.code : 'ESTART';
@@ -103,7 +105,7 @@ async function main(): Promise<void> {
     return;
   }
   const dp = dataplane;
-  const server = grpcServer;
+  const server = grpcServer!;
   log.info({ version: VERSION, pid: process.pid }, 'data plane ready');
   notifySupervisor(addon, log, `READY=1\nSTATUS=serving ${dp.containers.size} container(s)\nMAINPID=${process.pid}`);
   let stopping = false;

@@ -252,11 +252,13 @@ export interface NativeEngine {
    */
   adopt(conn: number, fdIndex: number, record: string): number;
   /**
-   * Before start(): takes what a predecessor left (fd store or handoff), keeping its handles;
-   * answers its ids in flight with the default action ('answered' events, by 'recovered');
-   * `storeAgain`: keep them in this process's fd store too (after a handoff).
+   * Before start(): takes what a predecessor left (fd store or handoff), keeping its handles.
+   * `handoff`: from a live predecessor (keep everything in this process's fd store too); else from
+   * the fd store after a crash or restart. Its ids in flight are answered with the default action
+   * ('answered' events, by 'recovered'), or, with `hold` and a control plane attached before, held
+   * for the next one (see holdForControlPlane).
    */
-  restore(fds: NamedFd[], storeAgain: boolean): RestoreResult;
+  restore(fds: NamedFd[], handoff: boolean, hold: boolean): RestoreResult;
   /** Serves the handoff socket (SOCK_SEQPACKET, `mode`): successors arrive as 'handoff' events. */
   listenHandoff(socketPath: string, mode: number): void;
   /** Stops or resumes accepting runtime connections (they wait in the backlog). */

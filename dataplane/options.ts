@@ -96,6 +96,10 @@ export const DATAPLANE_OPTIONS = {
     description: 'How long a control plane may take to decide before the default action answers',
   },
   busyPollMs: SHARED_OPTIONS.busyPollMs,
+  controlPlaneGraceMs: {
+    flag: 'control-plane-grace', env: 'SECCOMP_AGENT_CONTROL_PLANE_GRACE', default: '1s', parse: parseDurationOrOffMs,
+    description: 'After a handoff or restart from a data plane that had a control plane, how long new notifications wait for one to reattach instead of getting the default action (0: answer at once)',
+  },
   takeover: {
     flag: 'takeover', env: 'SECCOMP_AGENT_TAKEOVER', default: 'false', boolean: true, parse: parseBoolean,
     description: 'Take every container over from the data plane serving these sockets (planned upgrade); start fresh if none does',

@@ -690,7 +690,7 @@ bool Engine::AnswerRecovered(Container* container, uint64_t id) {
   return result == SendResult::kOk;
 }
 
-void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, RestoreResult* result) {
+void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, bool hold, RestoreResult* result) {
   const bool store_again = handoff;  // the fd store (if any) has none of a handoff's fds yet
   if (stopped_ || thread_started_) {
     for (const handoff::NamedFd& f : fds) close(f.fd);
@@ -794,7 +794,7 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, Res
     auto it = containers_.find(n.handle);
     if (it == containers_.end()) continue;
     Container* container = it->second.get();
-    if (!result->control_plane_attached) {
+    if (!hold || !result->control_plane_attached) {
       AnswerRecovered(container, n.id);
       result->in_flight_answered++;
       continue;

@@ -119,7 +119,9 @@ class Engine : private ChannelSessions {
   // the handles and answers its ids in flight with the default action. `handoff`: from a live
   // predecessor (store everything again: the fd store has none of it yet); else from the fd store
   // after a crash or restart (also look for ids it received and died before journaling).
-  void Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, RestoreResult* result);
+  // `hold`: if the predecessor had a control plane attached, its ids in flight wait for the next
+  // one (forwarded by SetActiveSession, or answered at their deadline) instead of the default now.
+  void Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, bool hold, RestoreResult* result);
   // JS thread. Serves the handoff socket: a successor's connection arrives as a 'handoff' event.
   bool ListenHandoff(const std::string& path, unsigned mode, std::string* error);
   // JS thread. Stops (or resumes) accepting runtime connections; see Ingest::SetAccepting.

@@ -569,12 +569,12 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     return o;
   }
 
-  // restore(fds: {fd, name}[], storeAgain: boolean) -> what was restored (before start()).
+  // restore(fds: {fd, name}[], handoff: boolean, hold: boolean) -> what was restored (before start()).
   Napi::Value JsRestore(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (!Usable(env)) return env.Undefined();
-    if (!info[0].IsArray() || !info[1].IsBoolean()) {
-      ThrowType(env, "restore(fds, storeAgain): fds must be an array of {fd, name}, storeAgain a boolean");
+    if (!info[0].IsArray() || !info[1].IsBoolean() || !info[2].IsBoolean()) {
+      ThrowType(env, "restore(fds, handoff, hold): fds must be an array of {fd, name}, handoff and hold booleans");
       return env.Undefined();
     }
     Napi::Array list = info[0].As<Napi::Array>();
@@ -596,7 +596,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
       fds.push_back(handoff::NamedFd{static_cast<int>(number), name.As<Napi::String>().Utf8Value()});
     }
     Engine::RestoreResult r;
-    engine_->Restore(fds, info[1].As<Napi::Boolean>().Value(), &r);
+    engine_->Restore(fds, info[1].As<Napi::Boolean>().Value(), info[2].As<Napi::Boolean>().Value(), &r);
     Napi::Object o = Napi::Object::New(env);
     Napi::Array containers = Napi::Array::New(env, r.containers.size());
     for (size_t i = 0; i < r.containers.size(); i++) {

@@ -3,8 +3,9 @@
 // SIGKILLs, 3 data plane handoffs (the rolling update of the DaemonSet: a new keeper + data plane
 // with --takeover, then the old pod's keeper is stopped) and 3 data plane SIGKILLs under the keeper.
 // Required: no syscall fails (ENOSYS or other), none hangs, every container starts; a planned
-// control plane handover leaves nothing to the default action. Reported: who answered how many,
-// and the longest pause of each phase.
+// control plane handover leaves nothing to the default action, nor does a data plane handoff or
+// restart (the new data plane holds notifications for the control plane). Reported: who answered
+// how many, and the longest pause of each phase.
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { test } from 'node:test';
@@ -45,6 +46,8 @@ const monoMs = () => Number(process.hrtime.bigint() / 1_000_000n);
 const DEFAULT_COUNTERS = ['answeredDefaultNoControlPlane', 'answeredDefaultDeadline', 'answeredDefaultDetached', 'answeredDefaultRecovered'] as const;
 const defaults = (c: Counters) => DEFAULT_COUNTERS.reduce((sum, k) => sum + c[k], 0n);
 const attaches = (cp: Started) => (cp.output().match(/attached to the data plane/g) ?? []).length;
+/** Notifications a data plane answered by default because no control plane was there. */
+const gapDefaults = (c: Counters) => c.answeredDefaultNoControlPlane + c.answeredDefaultDeadline + c.answeredDefaultDetached;
 
 test('zero-disruption proof: 5 CP handovers, 3 CP SIGKILLs, 3 DP handoffs, 3 DP SIGKILLs; nothing fails, nothing hangs', { timeout: 600_000 }, async (t) => {
   const dir = scratchDir(t);
@@ -92,6 +95,12 @@ test('zero-disruption proof: 5 CP handovers, 3 CP SIGKILLs, 3 DP handoffs, 3 DP 
     phases.push({ name, start, end: monoMs() });
   };
   const reattached = async (before: number) => eventually(() => attaches(cp) > before, 15_000, 'the control plane to attach again');
+  // After a data plane handoff or restart, the new data plane holds notifications for the control
+  // plane that was attached: none of them gets the default while it comes back.
+  const policyHeld = async (phase: string) => {
+    const s = await getStatus(client);
+    assert.equal(gapDefaults(s.counters!), 0n, `${phase}: data plane ${s.pid} answered ${gapDefaults(s.counters!)} notification(s) by default while the control plane reattached`);
+  };
 
   for (let i = 1; i <= 5; i++) {
     await phase(`control plane handover ${i}`, async () => {
@@ -124,6 +133,7 @@ test('zero-disruption proof: 5 CP handovers, 3 CP SIGKILLs, 3 DP handoffs, 3 DP 
       handoffPausesMs.push(Number(/"pauseMs":([\d.]+)/.exec(old.proc.output())?.[1] ?? NaN));
       await stop(old.proc.child); // the old pod goes away: its keeper drops its copies
       await reattached(before);
+      await policyHeld(`data plane handoff ${i}`);
     });
   }
   for (let i = 1; i <= 3; i++) {
@@ -136,6 +146,7 @@ test('zero-disruption proof: 5 CP handovers, 3 CP SIGKILLs, 3 DP handoffs, 3 DP 
         return s !== null && s.pid !== victim;
       }, 15_000, 'the keeper to restart the data plane');
       await reattached(before);
+      await policyHeld(`data plane SIGKILL ${i}`);
     });
   }
 

@@ -71,6 +71,19 @@ test('--takeover: notifications the old one had forwarded to a control plane go 
   assert.equal(counters.answeredDefaultRecovered + counters.answeredDefaultNoControlPlane, 0n);
 });
 
+test('--takeover --control-plane-grace 0: what the old one had forwarded gets the default at once (recovered)', async (t) => {
+  const a = await startDataPlane(t, ['--log-level', 'info', '--decision-timeout', '60s']);
+  await startTestControlPlane(t, a.grpcSocket, 'ignore');
+  const call = runUnderFilter({ socket: a.listenerSocket, syscalls: ['getppid'], id: 'held' }, ['/bin/sh', '-c', 'echo ppid $PPID']);
+  await eventually(async () => (await a.status()).pending >= 1, 10_000, 'a held notification');
+  const b = await startDataPlane(t, ['--log-level', 'info', '--takeover', '--control-plane-grace', '0'], a.dir);
+  const done = await call;
+  assert.match(done.stdout, /ppid [1-9]\d*/, 'continued by the default action: the real ppid');
+  assert.match(b.proc.output(), /"inFlightAnswered":[1-9]/);
+  assert.doesNotMatch(b.proc.output(), /new notifications wait for one to attach/);
+  assert.ok((await b.status()).counters!.answeredDefaultRecovered >= 1n);
+});
+
 test('--takeover with a control plane attached: its policy holds across the handoff, nothing gets the default', async (t) => {
   const a = await startDataPlane(t, ['--log-level', 'info']);
   const cp = await startControlPlane(t, a.grpcSocket);
