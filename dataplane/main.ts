@@ -116,10 +116,9 @@ async function main(): Promise<void> {
   const handoff = new HandoffServer(dp, addon, log, async () => {
     stopping = true;
     notifySupervisor(addon, log, 'STOPPING=1\nSTATUS=handed over');
-    // Control planes go to the successor at once (it binds the gRPC socket when we let go).
-    dp.endSessions('this data plane handed over to a successor; attach again');
-    await server.close(true);
-    dp.stop(); // closes the handoff connection last: the successor's sign to take the sockets
+    // Exit at once, closing nothing by hand: the successor takes the sockets when this process is
+    // gone (the handoff connection's EOF), and every moment until then is one its control plane
+    // spends reconnecting. No server.close(): it would unlink the gRPC socket path on its way out.
     exit();
   });
   dp.onHandoffRequest = (conn, peerPid) => {
