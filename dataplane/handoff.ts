@@ -12,7 +12,7 @@ import type { NativeAddon, NamedFd } from './native';
 const DRAIN_CONNECTIONS_MS = 2_000;
 /** Hello, transfer and ack, each. */
 const HANDOFF_TIMEOUT_MS = 10_000;
-/** How long a successor waits for the old data plane to let go of its sockets. */
+/** How long a successor watches for the old data plane to exit after the handoff. */
 const RELEASE_TIMEOUT_MS = 10_000;
 
 export class HandoffServer {
@@ -72,16 +72,23 @@ export function receiveHandoff(addon: NativeAddon, handoffSocket: string): Taken
   }
 }
 
-/** Successor side, once it answers: ack, then wait (without blocking) until the old one let go. */
-export async function completeHandoff(addon: NativeAddon, taken: TakenOver, log: Logger): Promise<void> {
+/**
+ * Successor side, once it answers: the ack. From then on the old one only exits, closing nothing by
+ * hand (so it never unlinks a socket path): the successor may take the paths at once.
+ */
+export function acknowledgeHandoff(addon: NativeAddon, taken: TakenOver): void {
   addon.handoffAck(taken.conn);
+}
+
+/** Successor side, in the background: logs a predecessor that does not exit after handing over. */
+export async function watchPredecessorExit(addon: NativeAddon, taken: TakenOver, log: Logger): Promise<void> {
   const until = Date.now() + RELEASE_TIMEOUT_MS;
   while (!addon.handoffWaitClosed(taken.conn, 1)) {
     if (Date.now() > until) {
       addon.closeFd(taken.conn);
-      log.warn({ predecessor: taken.summary.pid }, `the data plane that handed over has not let go of its sockets after ${RELEASE_TIMEOUT_MS} ms; replacing them anyway`);
+      log.warn({ predecessor: taken.summary.pid }, `data plane ${taken.summary.pid} handed over ${RELEASE_TIMEOUT_MS} ms ago and has not exited; it answers nothing any more, stop it`);
       return;
     }
-    await sleep(5);
+    await sleep(20);
   }
 }

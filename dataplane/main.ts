@@ -8,7 +8,7 @@ import { helpText, parseCommandLine } from '../common/options';
 import { VERSION } from '../common/version';
 import { DataPlane } from './dataplane';
 import { claimSocketPath, createGrpcServer, secureSocket, type GrpcServerHandle } from './grpc-server';
-import { completeHandoff, HandoffServer, receiveHandoff, type TakenOver } from './handoff';
+import { acknowledgeHandoff, HandoffServer, receiveHandoff, watchPredecessorExit, type TakenOver } from './handoff';
 import { DataPlaneMetrics } from './metrics';
 import { startMetricsServer } from '../common/metrics-server';
 import { loadNative, nshelperPath, type NativeAddon } from './native';
@@ -87,10 +87,13 @@ async function main(): Promise<void> {
     }
     dataplane.start(); // answers from here on
     if (taken) {
-      await completeHandoff(addon, taken, log);
+      acknowledgeHandoff(addon, taken);
+      // The old one answers nothing any more and never unlinks a path: take them over now, so its
+      // control plane finds this data plane on its first reconnect.
       for (const [socket, what] of [[options.grpcSocket, 'gRPC socket'], [channelSocket, 'decision channel socket'], [handoffSocket, 'handoff socket']]) {
         await claimSocketPath(socket!, what!, true);
       }
+      void watchPredecessorExit(addon, taken, log);
     }
     dataplane.listenLocalSockets(handoffSocket);
     if (options.socketGroup !== null) secureSocket(channelSocket, options.socketMode, options.socketGroup);
