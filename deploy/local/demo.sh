@@ -17,8 +17,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "== starting seccomp-dataplane (listener /run/seccomp-agent.socket, gRPC /run/seccomp-agent/dataplane.sock)"
-bin/seccomp-dataplane >"$work/dataplane.log" 2>&1 & pids+=($!)
+echo "== starting seccomp-keeper -- seccomp-dataplane (listener /run/seccomp-agent.socket, gRPC /run/seccomp-agent/dataplane.sock)"
+echo "   the keeper holds a copy of every fd, as in the DaemonSet: a crash of the data plane loses no container"
+bin/seccomp-keeper -- bin/seccomp-dataplane >"$work/dataplane.log" 2>&1 & pids+=($!)
 for _ in $(seq 50); do bin/seccompctl health >/dev/null 2>&1 && break; sleep 0.2; done
 bin/seccompctl health || { cat "$work/dataplane.log"; exit 1; }
 

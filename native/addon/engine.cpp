@@ -360,6 +360,20 @@ InFlightJournal::InFlight Engine::InFlightOf(const Event& event) {
   return n;
 }
 
+// The other way: a journaled notification as the event a control plane is sent.
+Event Engine::EventOf(const InFlightJournal::InFlight& n) {
+  Event event;
+  event.type = EventType::kNotification;
+  event.handle = n.handle;
+  event.id = n.id;
+  event.pid = n.pid;
+  event.nr = n.nr;
+  event.arch = n.arch;
+  event.ip = n.ip;
+  for (int i = 0; i < 6; i++) event.args[i] = n.args[i];
+  return event;
+}
+
 // Engine thread: the hot path. RECV -> (strings, ID_VALID) -> SEND, or pend and queue a channel
 // frame (written at the end of the iteration) -> event.
 void Engine::OnNotifyReady(Container* container, uint32_t events) {
@@ -801,14 +815,7 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
     }
     Held held;
     Event& event = held.event;
-    event.type = EventType::kNotification;
-    event.handle = n.handle;
-    event.id = n.id;
-    event.pid = n.pid;
-    event.nr = n.nr;
-    event.arch = n.arch;
-    event.ip = n.ip;
-    for (int i = 0; i < 6; i++) event.args[i] = n.args[i];
+    event = EventOf(n);
     event.ns = now;
     size_t blob = 0;
     if (!ReadPathArgs(container->fd, &event, strings_, &blob)) continue;  // its task is gone

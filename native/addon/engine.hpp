@@ -247,6 +247,7 @@ class Engine : private ChannelSessions {
   // Reads the path arguments of `event` (x86_64) into buffer; false once the notification is gone.
   static bool ReadPathArgs(int notify_fd, Event* event, char* buffer, size_t* blob);
   static InFlightJournal::InFlight InFlightOf(const Event& event);
+  static Event EventOf(const InFlightJournal::InFlight& in_flight);
   // Restore(): answers `id` of `container` with the default action, as recovered.
   bool AnswerRecovered(Container* container, uint64_t id);
   void PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, SendResult result,
