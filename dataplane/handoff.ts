@@ -1,8 +1,8 @@
 // Planned data plane upgrade, both sides (the wire is native: native/addon/handoff.hpp).
 // Serving side: a successor connects to the handoff socket; stop accepting runtime connections,
 // let the ones accepted finish, hand every fd over (the engine stops answering only for that
-// moment), then release the sockets and exit. Successor side (--takeover): receive, answer at once,
-// ack, and take the sockets once the old one let go.
+// moment), then exit without closing anything by hand (no socket path is unlinked). Successor side
+// (--takeover): receive, answer at once, ack, and take the socket paths right away.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../common/logger';
 import type { DataPlane } from './dataplane';
@@ -22,7 +22,7 @@ export class HandoffServer {
     private readonly dataplane: DataPlane,
     private readonly addon: NativeAddon,
     private readonly log: Logger,
-    /** Releases the sockets and ends the process; the successor serves everything now. */
+    /** Ends the process; the successor serves everything now. */
     private readonly onHandedOver: () => Promise<void>,
   ) {}
 

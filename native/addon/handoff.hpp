@@ -3,7 +3,7 @@
 // plane stops receiving and sends every fd a successor needs under its fd-store name (listener,
 // journal, n<handle> notify fd, r<handle> record) in frames of at most kMaxFdsPerFrame, then an
 // end frame with a JSON summary; the successor adopts them, starts answering and acks; the old one
-// then releases its sockets and exits, which the successor sees as EOF. See docs/operators.md.
+// then exits (the successor sees EOF). See docs/operators.md.
 #pragma once
 #include <cstdint>
 #include <string>
