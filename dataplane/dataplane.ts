@@ -198,15 +198,10 @@ export class DataPlane {
     return this.engine.handOff(conn, timeoutMs);
   }
 
-  /** Ends every control plane's Attach at once (they reconnect, to a successor if there is one). */
-  endSessions(why: string): void {
-    for (const session of [...this.sessions.values()]) session.fail(status.UNAVAILABLE, why, 'shutdown');
-  }
-
   stop(): void {
     if (this.stopped) return;
     this.stopped = true;
-    this.endSessions('the data plane is shutting down');
+    for (const session of [...this.sessions.values()]) session.fail(status.UNAVAILABLE, 'the data plane is shutting down', 'shutdown');
     this.hub.close();
     this.engine.stop();
   }

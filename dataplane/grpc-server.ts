@@ -104,8 +104,8 @@ export interface GrpcServerHandle {
   health: HealthImplementation;
   /** Binds `socketPath` (claimed first; mode applied before anyone can connect) and serves. */
   listen(socketPath: string, mode: number, group: string | null): Promise<void>;
-  /** Graceful (up to 2 s for calls to end), or at once with `force`. */
-  close(force?: boolean): Promise<void>;
+  /** Graceful: up to 2 s for calls to end, then forced. */
+  close(): Promise<void>;
 }
 
 function implementation(dataplane: DataPlane): DataPlaneServer {
@@ -162,12 +162,12 @@ export function createGrpcServer(dataplane: DataPlane, log: Logger): GrpcServerH
       secureSocket(socketPath, mode, group);
       log.info({ socket: socketPath, mode: mode.toString(8) }, 'gRPC API serving (DataPlane, reflection, health)');
     },
-    close: (force = false) =>
+    close: () =>
       new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
           server.forceShutdown();
           resolve();
-        }, force ? 0 : 2000);
+        }, 2000);
         server.tryShutdown(() => {
           clearTimeout(timer);
           resolve();

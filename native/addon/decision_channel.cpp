@@ -92,14 +92,10 @@ bool DecisionChannel::Listen(const std::string& path, unsigned mode, std::string
   if (fd < 0) return false;
   auto listener = std::make_unique<Listener>();
   listener->fd = fd;
-  struct epoll_event ev;
-  memset(&ev, 0, sizeof ev);
-  ev.events = EPOLLIN;
-  ev.data.ptr = static_cast<EpollSource*>(listener.get());
   // Published before the fd enters the epoll set: the engine thread sees it only through an event.
   listener_ = std::move(listener);
   path_ = path;
-  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+  if (EpollControl(epoll_fd_, EPOLL_CTL_ADD, fd, listener_.get(), EPOLLIN) != 0) {
     *error = "epoll_ctl(ADD) of the decision channel socket: " + ErrnoText(errno);
     close(fd);
     listener_.reset();
@@ -128,10 +124,7 @@ void DecisionChannel::Accept(Listener* listener, uint64_t now_ns) {
       if (err == EAGAIN || err == EWOULDBLOCK) return;
       if (err == EINTR || err == ECONNABORTED || err == EPROTO) continue;
       // Out of fds or memory: stop listening for a moment rather than spin on a ready socket.
-      struct epoll_event ev;
-      memset(&ev, 0, sizeof ev);
-      ev.data.ptr = static_cast<EpollSource*>(listener);
-      epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listener->fd, &ev);
+      EpollControl(epoll_fd_, EPOLL_CTL_MOD, listener->fd, listener, 0);
       paused_ = listener;
       paused_until_ = now_ns + kAcceptPauseNs;
       RecomputeDeadline();
@@ -156,11 +149,7 @@ void DecisionChannel::Accept(Listener* listener, uint64_t now_ns) {
     conn->peer_pid = pid;
     conn->deadline = now_ns + kHelloTimeoutNs;
     conn->in.reset(new char[kInCapacity]);
-    struct epoll_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.events = EPOLLIN | EPOLLRDHUP;
-    ev.data.ptr = static_cast<EpollSource*>(conn.get());
-    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    if (EpollControl(epoll_fd_, EPOLL_CTL_ADD, fd, conn.get(), EPOLLIN | EPOLLRDHUP) != 0) {
       queue_->PushError("decision channel: epoll_ctl(ADD) of a connection from pid " + std::to_string(pid) + ": " +
                         ErrnoText(errno) + "; closed it");
       close(fd);
@@ -343,11 +332,7 @@ void DecisionChannel::Write(ChannelConn* conn) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       if (!conn->want_out) {
-        struct epoll_event ev;
-        memset(&ev, 0, sizeof ev);
-        ev.events = EPOLLIN | EPOLLRDHUP | EPOLLOUT;
-        ev.data.ptr = static_cast<EpollSource*>(conn);
-        if (epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, conn->fd, &ev) != 0) {
+        if (EpollControl(epoll_fd_, EPOLL_CTL_MOD, conn->fd, conn, EPOLLIN | EPOLLRDHUP | EPOLLOUT) != 0) {
           Close(conn, "epoll_ctl(MOD): " + ErrnoText(errno));
           return;
         }
@@ -359,11 +344,7 @@ void DecisionChannel::Write(ChannelConn* conn) {
     return;
   }
   if (conn->want_out) {
-    struct epoll_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.events = EPOLLIN | EPOLLRDHUP;
-    ev.data.ptr = static_cast<EpollSource*>(conn);
-    if (epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, conn->fd, &ev) != 0) {
+    if (EpollControl(epoll_fd_, EPOLL_CTL_MOD, conn->fd, conn, EPOLLIN | EPOLLRDHUP) != 0) {
       Close(conn, "epoll_ctl(MOD): " + ErrnoText(errno));
       return;
     }
@@ -406,11 +387,7 @@ void DecisionChannel::Close(ChannelConn* conn, const std::string& reason) {
 
 void DecisionChannel::OnTimer(uint64_t now_ns) {
   if (paused_ != nullptr && paused_until_ <= now_ns) {
-    struct epoll_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.events = EPOLLIN;
-    ev.data.ptr = static_cast<EpollSource*>(paused_);
-    if (epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, paused_->fd, &ev) == 0) {
+    if (EpollControl(epoll_fd_, EPOLL_CTL_MOD, paused_->fd, paused_, EPOLLIN) == 0) {
       paused_ = nullptr;
       paused_until_ = 0;
     } else {

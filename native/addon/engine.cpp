@@ -105,11 +105,7 @@ bool Engine::Init(Napi::Env env, Napi::Function on_events, std::string* error) {
     *error = "eventfd: " + ErrnoText(errno);
     return false;
   }
-  struct epoll_event ev;
-  memset(&ev, 0, sizeof ev);
-  ev.events = EPOLLIN;
-  ev.data.ptr = &wake_source_;
-  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev) != 0) {
+  if (EpollControl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &wake_source_, EPOLLIN) != 0) {
     *error = "epoll_ctl(ADD) of the wake eventfd: " + ErrnoText(errno);
     return false;
   }
@@ -654,11 +650,7 @@ uint32_t Engine::AddContainer(int fd, uint32_t handle, int record_fd, uint32_t j
   Container* raw = container.get();
   std::lock_guard<std::mutex> lock(mu_);
   containers_.emplace(handle, std::move(container));
-  struct epoll_event ev;
-  memset(&ev, 0, sizeof ev);
-  ev.events = EPOLLIN;
-  ev.data.ptr = static_cast<EpollSource*>(raw);
-  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+  if (EpollControl(epoll_fd_, EPOLL_CTL_ADD, fd, raw, EPOLLIN) != 0) {
     *error = "epoll_ctl(ADD) of a notify fd: " + ErrnoText(errno) + "; closed it";
     journal_->ReleaseContainer(journal_slot);
     containers_.erase(handle);
@@ -853,12 +845,8 @@ bool Engine::ListenHandoff(const std::string& path, unsigned mode, std::string* 
   }
   int fd = handoff::Listen(path, mode, error);
   if (fd < 0) return false;
-  struct epoll_event ev;
-  memset(&ev, 0, sizeof ev);
-  ev.events = EPOLLIN;
-  ev.data.ptr = &handoff_source_;
   handoff_fd_ = fd;
-  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+  if (EpollControl(epoll_fd_, EPOLL_CTL_ADD, fd, &handoff_source_, EPOLLIN) != 0) {
     *error = "epoll_ctl(ADD) of the handoff socket: " + ErrnoText(errno);
     close(fd);
     handoff_fd_ = -1;

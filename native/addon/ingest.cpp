@@ -114,12 +114,8 @@ bool Ingest::ListenFd(int fd, std::string* error) {
 bool Ingest::AddListener(int fd, std::string* error) {
   auto listener = std::make_unique<Listener>();
   listener->fd = fd;
-  struct epoll_event ev;
-  memset(&ev, 0, sizeof ev);
-  ev.events = EPOLLIN;
-  ev.data.ptr = static_cast<EpollSource*>(listener.get());
   std::lock_guard<std::mutex> lock(mu_);
-  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+  if (EpollControl(epoll_fd_, EPOLL_CTL_ADD, fd, listener.get(), EPOLLIN) != 0) {
     *error = "epoll_ctl(ADD) of listener fd " + std::to_string(fd) + ": " + ErrnoText(errno);
     return false;
   }
@@ -147,10 +143,7 @@ void Ingest::Accept(Listener* listener, uint64_t now_ns) {
       if (err == EINTR || err == ECONNABORTED || err == EPROTO) continue;
       if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
         // Level-triggered: staying in the set would spin. Pause; the runtime waits in the backlog.
-        struct epoll_event ev;
-        memset(&ev, 0, sizeof ev);
-        ev.data.ptr = static_cast<EpollSource*>(listener);
-        if (listener->paused_until == 0 && epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listener->fd, &ev) == 0) {
+        if (listener->paused_until == 0 && EpollControl(epoll_fd_, EPOLL_CTL_MOD, listener->fd, listener, 0) == 0) {
           listener->paused_until = now_ns + kAcceptPauseNs;
           paused_listeners_++;
           RecomputeDeadline();
@@ -173,11 +166,7 @@ void Ingest::Accept(Listener* listener, uint64_t now_ns) {
       conn->peer.uid = cred.uid;
       conn->peer.gid = cred.gid;
     }
-    struct epoll_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.events = EPOLLIN | EPOLLRDHUP;
-    ev.data.ptr = static_cast<EpollSource*>(conn.get());
-    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    if (EpollControl(epoll_fd_, EPOLL_CTL_ADD, fd, conn.get(), EPOLLIN | EPOLLRDHUP) != 0) {
       int err = errno;
       close(fd);
       queue_->PushError(PeerText(conn->peer) + ": epoll_ctl(ADD) failed: " + ErrnoText(err) + "; closed it");
@@ -290,11 +279,7 @@ void Ingest::OnTimer(uint64_t now_ns) {
     if (paused_listeners_ > 0) {
       for (auto& listener : listeners_) {
         if (listener->paused_until == 0 || listener->paused_until > now_ns) continue;
-        struct epoll_event ev;
-        memset(&ev, 0, sizeof ev);
-        ev.events = accepting_.load() ? static_cast<uint32_t>(EPOLLIN) : 0u;
-        ev.data.ptr = static_cast<EpollSource*>(listener.get());
-        epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listener->fd, &ev);
+        EpollControl(epoll_fd_, EPOLL_CTL_MOD, listener->fd, listener.get(), accepting_.load() ? static_cast<uint32_t>(EPOLLIN) : 0u);
         listener->paused_until = 0;
         paused_listeners_--;
       }
@@ -353,11 +338,7 @@ void Ingest::SetAccepting(bool accepting) {
   std::lock_guard<std::mutex> lock(mu_);
   accepting_.store(accepting);
   for (auto& listener : listeners_) {
-    struct epoll_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.events = accepting ? static_cast<uint32_t>(EPOLLIN) : 0u;
-    ev.data.ptr = static_cast<EpollSource*>(listener.get());
-    epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listener->fd, &ev);
+    EpollControl(epoll_fd_, EPOLL_CTL_MOD, listener->fd, listener.get(), accepting ? static_cast<uint32_t>(EPOLLIN) : 0u);
   }
 }
 
