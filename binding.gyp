@@ -45,7 +45,8 @@
       "target_name": "seccomp-nshelper",
       "type": "executable",
       "sources": [
-        "native/tools/nshelper.cpp"
+        "native/tools/nshelper.cpp",
+        "native/tools/mount_confinement.cpp"
       ],
       "libraries": [
         "-lpthread"

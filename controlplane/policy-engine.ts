@@ -15,6 +15,9 @@ const MKDIR_ARGS: Record<string, { path: number; mode: number }> = {
 };
 const ENAMETOOLONG = 36;
 const EFAULT = 14;
+const EINVAL = 22;
+/** mount(source, target, fstype, flags, data): the options text is argument 4. */
+const MOUNT_DATA_ARG = 4;
 
 function stringArg(n: Notification, index: number): { value: string; truncated: boolean } | null {
   return n.stringArgs.find((s) => s.index === index) ?? null;
@@ -60,6 +63,13 @@ export class PolicyEngine {
     if (n.syscall === 'mount' && entry.policy.mount) {
       const fstype = stringArg(n, 2)?.value ?? '';
       if (entry.policy.mount.filesystems.includes(fstype)) {
+        // The options text (tmpfs size=1m,mode=0700) is passed on as read; one longer than the
+        // data plane reads is refused rather than cut (a cut option could widen the mount).
+        const data = stringArg(n, MOUNT_DATA_ARG);
+        if (data?.truncated) {
+          this.count('error');
+          return { $case: 'error', error: { errno: EINVAL } };
+        }
         this.count('mount');
         return {
           $case: 'mount',
@@ -68,7 +78,7 @@ export class PolicyEngine {
             target: stringArg(n, 1)?.value ?? '',
             fstype,
             flags: n.args[3] ?? 0n,
-            data: '',
+            data: data?.value ?? '',
             requireCapSysAdmin: entry.policy.mount.needCapAdmin,
           },
         };

@@ -84,6 +84,7 @@ const char* StageName(uint16_t stage) {
     case nshelper::kStageResolve: return "resolve";
     case nshelper::kStagePermission: return "permission";
     case nshelper::kStageNamespace: return "namespace";
+    case nshelper::kStageConfine: return "confine";
     default: return "internal";
   }
 }
@@ -98,6 +99,7 @@ ActionOutcome OutcomeOfStage(uint16_t stage) {
       return ActionOutcome::kStale;
     case nshelper::kStageOutsideRoot:
     case nshelper::kStagePermission:
+    case nshelper::kStageConfine:
       return ActionOutcome::kRefused;
     default:
       return ActionOutcome::kFailed;

@@ -619,7 +619,8 @@ Napi::Value TestReceiveNotifyFd(const Napi::CallbackInfo& info) {
 }
 
 // recvNotification(fd, timeoutMs) -> Promise<{id, pid, nr, args, strings} | null>: one
-// NOTIF_RECV; path-like arguments of mkdir, mkdirat and mount are read and re-validated.
+// NOTIF_RECV; path-like arguments of mkdir, mkdirat and mount (and mount's data) are read and
+// re-validated.
 Napi::Value TestRecvNotification(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber()) {
@@ -644,7 +645,7 @@ Napi::Value TestRecvNotification(const Napi::CallbackInfo& info) {
     std::vector<int> indexes;
     if (n.data.nr == SYS_mkdir) indexes = {0};
     if (n.data.nr == SYS_mkdirat) indexes = {1};
-    if (n.data.nr == SYS_mount) indexes = {0, 1, 2};
+    if (n.data.nr == SYS_mount) indexes = {0, 1, 2, 4};
     std::vector<std::string> strings(6);
     for (int i : indexes) {
       if (n.data.args[i]) ReadTargetString(pid_t(n.pid), n.data.args[i], &strings[size_t(i)]);

@@ -47,6 +47,7 @@ enum Stage : uint16_t {
   kStagePermission,    // the CAP_SYS_ADMIN check refused (EPERM)
   kStageNamespace,     // entering the target's namespaces for a mount failed
   kStageInternal,      // fork, wait, or another helper-side failure
+  kStageConfine,       // mount: the new mount could not be confined to what the container has (EPERM)
 };
 
 struct Request {

@@ -42,7 +42,7 @@ constexpr PathArgs kPathArgs[] = {
     {kSys_unlink, A(0)},
     {kSys_unlinkat, A(1)},
     {kSys_rmdir, A(0)},
-    {kSys_mount, A(0) | A(1) | A(2)},
+    {kSys_mount, A(0) | A(1) | A(2) | A(4)},  // source, target, fstype, data (options text)
     {kSys_umount2, A(0)},
     {kSys_execve, A(0)},
     {kSys_execveat, A(1)},

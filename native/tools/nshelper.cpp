@@ -43,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "mount_confinement.hpp"
 #include "nshelper_protocol.h"
 #include "seccomp_compat.h"
 
@@ -336,21 +337,51 @@ constexpr uint64_t kNotANewMount = MS_BIND | MS_MOVE | MS_REMOUNT | MS_SHARED | 
 // Runs in the forked child: enters the target's mount, network, ipc and cgroup namespaces (sysfs
 // shows the mounter's network namespace, mqueue its ipc one, cgroup2 its cgroup one; the pid
 // namespace was entered for children by the parent), takes the target's root so the source
-// resolves inside it, and mounts on the resolved target directory.
-[[noreturn]] void MountChild(const Target& t, int pidfd, int target_dir, const char* source, const char* fstype,
-                             unsigned long flags, const char* data) {
+// resolves inside it, builds the new mount detached and confined (mount_confinement.hpp), and
+// attaches it on the resolved target directory in one step.
+// Exit status: 0 or the mount's errno; 254 the confinement refused it; 255 stale; 128+ setns.
+[[noreturn]] void MountChild(const Target& t, int pidfd, int target_dir, const mount_confinement::MountRequest& req,
+                             const mount_confinement::FsPolicy& policy, const mount_confinement::Reference& reference) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (setns(pidfd, CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWCGROUP) != 0) _exit(128 + (errno & 127));
   if (fchdir(t.root.get()) != 0 || chroot(".") != 0 || fchdir(target_dir) != 0) _exit(128 + (errno & 127));
+  int tree = mount_confinement::BuildDetached(req, policy, reference);
+  // EPERM is the confinement's word: host root's fsopen/fsmount have no other reason to say it.
+  if (tree == -EPERM) _exit(254);
+  if (tree < 0) _exit(-tree & 127);
   if (!t.StillPending()) _exit(255);
-  if (mount(source, ".", fstype, flags, data) != 0) _exit(errno & 127);
-  _exit(0);
+  int rc = mount_confinement::AttachOnCwd(tree);
+  _exit(rc == 0 ? 0 : (-rc & 127));
+}
+
+// Reads a whole file of /proc/<pid> (mountinfo can be long on a busy node).
+bool ReadProcFile(const Target& t, const char* name, std::string* out) {
+  Fd f(openat(t.pid_dir.get(), name, O_RDONLY | O_CLOEXEC));
+  if (f.get() < 0) return false;
+  char chunk[16384];
+  ssize_t n;
+  out->clear();
+  while ((n = read(f.get(), chunk, sizeof(chunk))) > 0 || (n < 0 && errno == EINTR)) {
+    if (n > 0) out->append(chunk, size_t(n));
+  }
+  return n == 0;
+}
+
+// A mount on the container's own root would hide its whole filesystem (every later exec fails):
+// the kernel would let only a privileged container do that, so it is never emulated.
+bool IsContainerRoot(const Target& t, int dir) {
+  struct stat a, b;
+  if (fstat(dir, &a) != 0 || fstat(t.root.get(), &b) != 0) return true;  // unsure: refuse
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 Status DoMount(const Request& req, const std::string* str, const Target& t) {
-  const std::string &source = str[0], &target = str[1], &fstype = str[2], &data = str[3];
+  const mount_confinement::MountRequest mount{str[0], str[2], str[3], req.mount_flags};
+  const std::string& target = str[1];
   if (req.mount_flags & kNotANewMount) return Fail(nshelper::kStagePermission, EPERM);
-  if (fstype.empty()) return Fail(nshelper::kStageBadRequest, EINVAL);
+  if (mount.fstype.empty()) return Fail(nshelper::kStageBadRequest, EINVAL);
+  const mount_confinement::FsPolicy policy = mount_confinement::PolicyFor(mount.fstype);
+  if (policy.treatment == mount_confinement::Treatment::kRefuse) return Fail(nshelper::kStageConfine, EPERM);
   Credentials cred;
   Status s = ReadCredentials(t, &cred);
   if (!s.ok()) return s;
@@ -370,6 +401,15 @@ Status DoMount(const Request& req, const std::string* str, const Target& t) {
     dir.Reset(OpenInRoot(t, full, 0));
     if (dir.get() < 0) return Fail(nshelper::kStageResolve, errno);
   }
+  if (IsContainerRoot(t, dir.get())) return Fail(nshelper::kStageConfine, EPERM);
+  // The masks to copy, from the container's view of its own mounts (paths from its root).
+  mount_confinement::Reference reference;
+  if (policy.treatment == mount_confinement::Treatment::kMasked) {
+    std::string mountinfo;
+    if (!ReadProcFile(t, "mountinfo", &mountinfo)) return Fail(nshelper::kStageOpenProc, ESRCH);
+    reference = mount_confinement::FindReference(mount_confinement::ParseMountinfo(mountinfo), policy.reference, mount.fstype);
+    if (!reference.found) return Fail(nshelper::kStageConfine, EPERM);
+  }
   Fd pidfd(int(syscall(SYS_pidfd_open, pid_t(req.pid), 0)));
   if (pidfd.get() < 0) return Fail(nshelper::kStageOpenProc, ESRCH);
   // The pidfd was opened after the notification was known to be pending; check again so it is
@@ -378,10 +418,7 @@ Status DoMount(const Request& req, const std::string* str, const Target& t) {
   if (setns(pidfd.get(), CLONE_NEWPID) != 0) return Fail(nshelper::kStageNamespace, errno);
   pid_t child = fork();
   if (child < 0) return Fail(nshelper::kStageInternal, errno);
-  if (child == 0) {
-    MountChild(t, pidfd.get(), dir.get(), source.empty() ? nullptr : source.c_str(), fstype.c_str(),
-               (unsigned long)req.mount_flags, data.empty() ? nullptr : data.c_str());
-  }
+  if (child == 0) MountChild(t, pidfd.get(), dir.get(), mount, policy, reference);
   int status = 0;
   while (waitpid(child, &status, 0) < 0) {
     if (errno != EINTR) return Fail(nshelper::kStageInternal, errno);
@@ -389,6 +426,7 @@ Status DoMount(const Request& req, const std::string* str, const Target& t) {
   if (!WIFEXITED(status)) return Fail(nshelper::kStageInternal, EIO);
   int code = WEXITSTATUS(status);
   if (code == 255) return Fail(nshelper::kStageStale, ENOENT);
+  if (code == 254) return Fail(nshelper::kStageConfine, EPERM);
   if (code >= 128) return Fail(nshelper::kStageNamespace, code - 128);
   return Fail(nshelper::kStageDone, code);
 }

@@ -7,7 +7,7 @@ import { FakeKubeApiServer } from '../cmd/fake-kube-apiserver/server';
 import { startControlPlane } from '../support/controlplane';
 import { eventually, startDataPlane } from '../support/dataplane';
 import { run } from '../support/processes';
-import { makeBundle, runContainer, runcExec, type Bundle } from '../support/runc';
+import { runcExec, sleepingContainer } from '../support/runc';
 import { scratchDir } from '../support/scratch';
 
 const CONTAINERD = (ns: string, pod: string, container: string) => ({
@@ -28,18 +28,6 @@ async function planes(t: TestContext, controlPlaneArgs?: string[]) {
   const dp = await startDataPlane(t, [], dir);
   const cp = await startControlPlane(t, dp.grpcSocket, controlPlaneArgs);
   return { dir, dp, cp };
-}
-
-/** A container that sleeps; its syscalls are made with runc exec. */
-async function sleepingContainer(
-  t: TestContext, dir: string, listenerPath: string, metadata: string, syscalls: string[],
-  annotations: Record<string, string> = {}, cgroupsPath?: string,
-): Promise<{ bundle: Bundle; id: string }> {
-  const id = `cp-${path.basename(dir)}-${Math.random().toString(36).slice(2, 8)}`;
-  const bundle = makeBundle(path.join(dir, id), ['/bin/sh', '-c', 'echo started; exec sleep 600'], { listenerPath, listenerMetadata: metadata, syscalls }, annotations, cgroupsPath);
-  const proc = runContainer(t, bundle, id);
-  await proc.waitFor(/started/, 20_000);
-  return { bundle, id };
 }
 
 for (const [runtime, annotations] of [['containerd', CONTAINERD('shop', 'web-1', 'app')], ['CRI-O', CRIO('shop', 'web-1', 'app')]] as const) {

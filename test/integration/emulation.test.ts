@@ -379,11 +379,16 @@ test('emulated mkdir: a stale notification id is refused without acting (answere
 
 // ---- mount ----------------------------------------------------------------------------------
 
-function mountHandler(emu: Emulator, results: ActionResult[], extra: { requireCapSysAdmin?: boolean; flags?: bigint } = {}): Handler {
+function mountHandler(
+  emu: Emulator, results: ActionResult[],
+  extra: { requireCapSysAdmin?: boolean; flags?: bigint; continueUnder?: string } = {},
+): Handler {
   return async (n, fd) => {
     const [source, target, fstype] = n.strings;
-    // unshare's own propagation change (no fstype) runs as it would without the agent.
-    if (n.nr !== NR_MOUNT || fstype === '') return void support.answer(fd, n.id, CONTINUE);
+    // unshare's own propagation change (no fstype) runs as it would without the agent, and so do
+    // the mounts a test target makes for itself first (its own /proc, as a runtime would).
+    const setup = extra.continueUnder !== undefined && (target === extra.continueUnder || target.startsWith(`${extra.continueUnder}/`));
+    if (n.nr !== NR_MOUNT || fstype === '' || setup) return void support.answer(fd, n.id, CONTINUE);
     results.push(
       await emu.mount({
         notifyFd: fd,
@@ -393,25 +398,34 @@ function mountHandler(emu: Emulator, results: ActionResult[], extra: { requireCa
         target,
         fstype,
         flags: extra.flags ?? n.args[3],
+        data: n.strings[4],
         requireCapSysAdmin: extra.requireCapSysAdmin,
       }),
     );
   };
 }
 
-test('emulated mount: proc in the target mount and pid namespaces, inside its root, with its flags', async (t) => {
+test('emulated mount: proc in the target mount and pid namespaces, inside its root, with its flags and the masks of its own /proc', async (t) => {
   const dir = scratchDir(t, 'emulation-');
   const root = makeRootfs(dir);
   const emu = newEmulator(t);
   const results: ActionResult[] = [];
-  const script = 'mount -t proc -o nosuid,nodev,noexec proc /proc; echo rc=$?; echo comm=$(cat /proc/1/comm); echo self=$(readlink /proc/self); grep " /proc " /proc/mounts';
+  // The target mounts its own /proc and makes /proc/sys read-only, as runc's readonlyPaths do;
+  // then asks for a new proc on /mnt, which the emulator mounts.
+  const script = [
+    'mount -t proc proc /proc && mount -o bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys || echo SETUP FAILED',
+    'mount -t proc -o nosuid,nodev proc /mnt; echo rc=$?',
+    'echo comm=$(cat /mnt/1/comm); echo self=$(readlink /mnt/self); grep " /mnt" /proc/mounts',
+    '(: >> /mnt/sys/kernel/core_pattern) 2>/dev/null && echo CORE_PATTERN_WRITABLE || echo core_pattern read-only',
+  ].join('; ');
   const run = await runTarget(
     t,
     dir,
     ['unshare', '-m', '-p', '-f', '--propagation', 'private', 'chroot', root, '/bin/sh', '-c', script],
-    mountHandler(emu, results, { requireCapSysAdmin: true }),
+    mountHandler(emu, results, { requireCapSysAdmin: true, continueUnder: '/proc' }),
   );
   assert.equal(run.exit, 0, run.output);
+  assert.doesNotMatch(run.output, /SETUP FAILED/);
   assert.equal(results.length, 1, run.output);
   assert.equal(results[0].outcome, 'done', JSON.stringify(results[0], bigints));
   assert.equal(results[0].errno, 0);
@@ -419,9 +433,30 @@ test('emulated mount: proc in the target mount and pid namespaces, inside its ro
   assert.match(run.output, /comm=sh\b/, 'pid 1 of the mounted proc is the container init: its own pid namespace');
   const self = /self=(\d+)/.exec(run.output);
   assert.ok(self && Number(self[1]) < 10, `pids in the mounted proc are the namespace's: ${run.output}`);
-  assert.match(run.output, /proc \/proc proc rw,nosuid,nodev,noexec/, 'the caller flags were honoured');
-  assert.deepEqual(fs.readdirSync(path.join(root, 'proc')), [], 'the host sees no mount on the rootfs');
-  assert.ok(!fs.readFileSync('/proc/self/mountinfo', 'utf8').includes(path.join(root, 'proc')));
+  assert.match(run.output, /proc \/mnt proc rw,nosuid,nodev,noexec/, 'the caller flags were honoured, noexec added');
+  assert.match(run.output, /proc \/mnt\/sys proc ro,/, 'the read-only /proc/sys of the target is read-only in the new instance');
+  assert.match(run.output, /core_pattern read-only/);
+  assert.deepEqual(fs.readdirSync(path.join(root, 'mnt')), [], 'the host sees no mount on the rootfs');
+  assert.ok(!fs.readFileSync('/proc/self/mountinfo', 'utf8').includes(path.join(root, 'mnt')));
+});
+
+test('emulated mount: proc for a target with no /proc of its own is refused (EPERM, stage confine): there are no masks to copy', async (t) => {
+  const dir = scratchDir(t, 'emulation-');
+  const root = makeRootfs(dir);
+  const emu = newEmulator(t);
+  const results: ActionResult[] = [];
+  const run = await runTarget(
+    t,
+    dir,
+    ['unshare', '-m', '-p', '-f', '--propagation', 'private', 'chroot', root, '/bin/sh', '-c', 'mount -t proc proc /mnt; echo rc=$?; ls /mnt | wc -l'],
+    mountHandler(emu, results),
+  );
+  assert.match(run.output, /rc=[1-9]/, run.output);
+  assert.equal(results.length, 1, run.output);
+  assert.equal(results[0].outcome, 'refused', JSON.stringify(results[0], bigints));
+  assert.equal(results[0].errno, EPERM);
+  assert.equal(results[0].stage, 'confine');
+  assert.match(run.output, /^0$/m, 'nothing was mounted');
 });
 
 test('emulated mount: refused with EPERM without CAP_SYS_ADMIN when asked, and for bind mounts', async (t) => {

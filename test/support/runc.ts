@@ -88,3 +88,15 @@ export function runContainer(t: TestContext, bundle: Bundle, id: string): Starte
 export function runcExec(bundle: Bundle, id: string, args: string[]) {
   return run('runc', ['--root', bundle.stateRoot, 'exec', id, ...args]);
 }
+
+/** A container that prints "started" and sleeps; its syscalls are made with runc exec. */
+export async function sleepingContainer(
+  t: TestContext, dir: string, listenerPath: string, metadata: string, syscalls: string[],
+  annotations: Record<string, string> = {}, cgroupsPath?: string,
+): Promise<{ bundle: Bundle; id: string }> {
+  const id = `cp-${path.basename(dir)}-${Math.random().toString(36).slice(2, 8)}`;
+  const bundle = makeBundle(path.join(dir, id), ['/bin/sh', '-c', 'echo started; exec sleep 600'], { listenerPath, listenerMetadata: metadata, syscalls }, annotations, cgroupsPath);
+  const proc = runContainer(t, bundle, id);
+  await proc.waitFor(/started/, 20_000);
+  return { bundle, id };
+}
