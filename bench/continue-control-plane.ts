@@ -6,7 +6,7 @@
 import { createLogger } from '../common/logger';
 import { parseDurationOrOffMs } from '../common/options';
 import { DataPlaneLink } from '../controlplane/dataplane-link';
-import { SHARED_OPTIONS } from '../dataplane/options';
+import { SHARED_OPTIONS } from '../common/shared-options';
 
 /** --busy-poll DURATION, default the planes' own (SHARED_OPTIONS). */
 function busyPollMs(): number {

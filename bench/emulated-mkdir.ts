@@ -5,33 +5,13 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { loadNative } from '../dataplane/native';
+import { loadNative, type EmulatorBenchResult } from '../dataplane/native';
 import { runScenario } from './scenario-process';
 import { checkTools, runWorkload, TOOLS, workloadMetrics } from './tools';
 
-/** The addon's emulator face (native/addon/emulator_binding.cpp); not in dataplane/native.ts. */
-interface BenchMkdirResult {
-  n: number;
-  p50Us: number;
-  p99Us: number;
-  helperP50Us: number;
-  unanswered: number;
-  continued: number;
-}
-interface EmulatorAddon {
-  Emulator: new (options: { helperPath: string; spawnPerCall: boolean }) => {
-    benchMkdir(a: { notifyFd: number; count: number; timeoutMs: number }): Promise<BenchMkdirResult>;
-    close(): void;
-  };
-  emulatorTestSupport: {
-    receiveNotifyFd(socketPath: string, timeoutMs: number): Promise<{ fds: number[]; json: string }>;
-    closeFd(fd: number): number;
-  };
-}
-
 runScenario(async ({ params, dir, children }) => {
   checkTools(['seccompRun', 'workload', 'nshelper']);
-  const addon = loadNative() as unknown as EmulatorAddon;
+  const addon = loadNative();
   const emulator = new addon.Emulator({ helperPath: TOOLS.nshelper, spawnPerCall: params.spawnPerCall === true });
   try {
     const socket = path.join(dir, 'emulator.sock');
@@ -43,7 +23,7 @@ runScenario(async ({ params, dir, children }) => {
     });
     // Reject early if the workload dies before it sends its fd; otherwise answer until it hangs up.
     const { fds } = await Promise.race([received, workload.then(() => { throw new Error('the workload ended before sending its notify fd'); })]);
-    let bench: BenchMkdirResult;
+    let bench: EmulatorBenchResult;
     try {
       bench = await emulator.benchMkdir({ notifyFd: fds[0], count: 1e9, timeoutMs: 5000 });
     } finally {

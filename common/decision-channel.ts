@@ -2,6 +2,9 @@
 // side: decoding notifications, encoding hello and decisions. Layouts are fixed; keep in step.
 import type { Notification } from '../proto/gen/seccompagent/v1/dataplane';
 
+/** Hello/Welcome feature: notifications and simple decisions travel on the native decision channel. */
+export const CHANNEL_FEATURE = 'channel.v1';
+
 export const FRAME_HEADER = 8;
 export const MAX_FRAME = 64 * 1024;
 export const enum FrameType {

@@ -36,7 +36,7 @@ function pod(containers: Record<string, string> = { [CID]: 'app' }): CachedPod {
 }
 
 function info(over: Partial<ContainerInfo> = {}): ContainerInfo {
-  return { handle: 1n, containerId: CID, pid: 4242, annotations: {}, metadata: 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}', ...over };
+  return { handle: 1, containerId: CID, pid: 4242, annotations: {}, metadata: 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}', ...over };
 }
 
 const cgroupOf = (uid: string | null) => (): CgroupPodRef | null => (uid ? { podUid: uid, containerId: CID, path: `/kubepods/pod${uid}/${CID}` } : null);
@@ -57,7 +57,7 @@ test('registry: a container with pod annotations is resolved at once, without th
   assert.equal(entry.resolution, 'annotations');
   assert.deepEqual(entry.mkdir, { kind: 'suffix', suffix: '-shop-web-1-app' });
   assert.equal(cgroupReads, 0);
-  assert.equal(registry.get(1n), entry);
+  assert.equal(registry.get(1), entry);
   assert.equal(registry.get(1), entry);
   assert.equal(registry.unresolvedCount, 0);
   assert.deepEqual(lines, []);
@@ -81,7 +81,7 @@ test('registry: admitted unresolved while the cache is down, resolved when the p
   pods.state = 'unreachable';
   const registry = new ContainerRegistry({ logger, pods, unresolvedAction: 'errno:EPERM', readCgroup: cgroupOf(UID) });
   const init = registry.add(info());
-  const exec = registry.add(info({ handle: 2n }));
+  const exec = registry.add(info({ handle: 2 }));
   assert.equal(init.resolution, 'unresolved');
   assert.equal(init.mkdir.kind, 'unresolved');
   assert.match(init.unresolvedReason, /API server is unreachable/);
@@ -122,7 +122,7 @@ test('registry: {{.Container}} waits for the container id to appear in the pod s
   pods.sync();
   const registry = new ContainerRegistry({ logger, pods, unresolvedAction: 'continue', readCgroup: cgroupOf(UID) });
   const withContainer = registry.add(info({ metadata: 'MKDIR_TMPL=-{{.Container}}' }));
-  const withoutContainer = registry.add(info({ handle: 2n, containerId: 'b'.repeat(64), metadata: 'MKDIR_TMPL=-{{.Pod}}' }));
+  const withoutContainer = registry.add(info({ handle: 2, containerId: 'b'.repeat(64), metadata: 'MKDIR_TMPL=-{{.Pod}}' }));
   assert.equal(withContainer.resolution, 'unresolved');
   assert.match(withContainer.unresolvedReason, /does not list container/);
   assert.deepEqual(withoutContainer.mkdir, { kind: 'suffix', suffix: '-web-1' });
@@ -164,15 +164,15 @@ test('registry: unknown policy keys and a refused template are logged once per c
   const annotations = { ...CONTAINERD, 'io.kubernetes.cri.sandbox-name': '..' };
   const metadata = 'MKDIR_TMPL={{.Pod}}\nFOO=bar';
   const first = registry.add(info({ annotations, metadata }));
-  registry.add(info({ handle: 2n, annotations, metadata }));
+  registry.add(info({ handle: 2, annotations, metadata }));
   assert.equal(first.mkdir.kind, 'refused');
   assert.equal(first.resolution, 'annotations');
   assert.equal(first.mkdir.kind === 'refused' && first.mkdir.error.code, 'EMKDIR_SUFFIX');
   assert.deepEqual(lines.map((l) => l.code), ['EPOLICY_UNKNOWN_KEY', 'EMKDIR_SUFFIX']);
   // Once every fd of the container is gone, a new container with the same id is news again.
-  registry.remove(1n);
-  registry.remove(2n);
-  registry.add(info({ handle: 3n, annotations, metadata }));
+  registry.remove(1);
+  registry.remove(2);
+  registry.add(info({ handle: 3, annotations, metadata }));
   assert.equal(lines.length, 4);
 });
 
@@ -180,18 +180,18 @@ test('registry: remove and replaceAll follow the data plane', () => {
   const { logger } = captureLogger();
   const pods = new FakePods();
   const registry = new ContainerRegistry({ logger, pods, unresolvedAction: 'continue', readCgroup: cgroupOf(UID) });
-  registry.add(info({ handle: 1n }));
-  registry.add(info({ handle: 2n }));
+  registry.add(info({ handle: 1 }));
+  registry.add(info({ handle: 2 }));
   assert.equal(registry.unresolvedCount, 2);
-  assert.equal(registry.remove(1n), true);
-  assert.equal(registry.remove(1n), false);
-  assert.equal(registry.get(1n), undefined);
+  assert.equal(registry.remove(1), true);
+  assert.equal(registry.remove(1), false);
+  assert.equal(registry.get(1), undefined);
   assert.equal(registry.unresolvedCount, 1);
-  const kept = registry.get(2n);
-  registry.replaceAll([info({ handle: 2n }), info({ handle: 5n, containerId: 'other', annotations: CONTAINERD })]);
+  const kept = registry.get(2);
+  registry.replaceAll([info({ handle: 2 }), info({ handle: 5, containerId: 'other', annotations: CONTAINERD })]);
   assert.equal(registry.size, 2);
-  assert.equal(registry.get(2n), kept, 'an entry the snapshot still lists is kept as is');
-  assert.equal(registry.get(5n)?.resolution, 'annotations');
+  assert.equal(registry.get(2), kept, 'an entry the snapshot still lists is kept as is');
+  assert.equal(registry.get(5)?.resolution, 'annotations');
   registry.replaceAll([]);
   assert.equal(registry.size, 0);
   assert.equal(registry.unresolvedCount, 0);

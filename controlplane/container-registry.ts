@@ -8,6 +8,7 @@
 // resolved again when the pod cache syncs and when a pod with their UID arrives or changes, so
 // their later syscalls get the right policy; each container is logged once when it is admitted
 // unresolved and once when it becomes resolved.
+import type { ContainerHandle } from '../common/container-handle';
 import { AgentError } from '../common/errors';
 import type { Logger } from '../common/logger';
 import { readCgroupPod, type CgroupPodRef } from './cgroup-pod-uid';
@@ -16,11 +17,9 @@ import { parseListenerMetadata, type ListenerPolicy } from './listener-metadata'
 import { renderMkdirTemplate } from './mkdir-template';
 import type { CachedPod, PodCacheEvents, PodCacheState } from './pod-cache';
 
-export type ContainerHandle = bigint;
-
 /** A container as the data plane describes it (snapshot, container_added). */
 export interface ContainerInfo {
-  handle: bigint | number;
+  handle: ContainerHandle;
   containerId: string;
   pid: number;
   annotations: Readonly<Record<string, string>>;
@@ -123,8 +122,8 @@ export class ContainerRegistry {
   }
 
   /** The entry of a notify fd: a Map read, for the notification path. */
-  get(handle: bigint | number): ContainerEntry | undefined {
-    return this.entries.get(typeof handle === 'bigint' ? handle : BigInt(handle));
+  get(handle: ContainerHandle): ContainerEntry | undefined {
+    return this.entries.get(handle);
   }
 
   get size(): number {
@@ -142,7 +141,7 @@ export class ContainerRegistry {
 
   /** A container the data plane announced; replaces an entry with the same handle. */
   add(info: ContainerInfo): ContainerEntry {
-    const handle = BigInt(info.handle);
+    const handle = info.handle;
     if (this.entries.has(handle)) this.remove(handle);
     const { policy, warnings } = parseListenerMetadata(info.metadata ?? '');
     const annotations = Object.freeze({ ...(info.annotations ?? {}) });
@@ -184,11 +183,10 @@ export class ContainerRegistry {
   }
 
   /** A notify fd the data plane closed. */
-  remove(handle: bigint | number): boolean {
-    const key = typeof handle === 'bigint' ? handle : BigInt(handle);
-    const entry = this.entries.get(key);
+  remove(handle: ContainerHandle): boolean {
+    const entry = this.entries.get(handle);
     if (!entry) return false;
-    this.entries.delete(key);
+    this.entries.delete(handle);
     this.forgetUnresolved(entry);
     const left = (this.handlesByContainer.get(entry.containerId) ?? 1) - 1;
     if (left > 0) this.handlesByContainer.set(entry.containerId, left);
@@ -201,10 +199,10 @@ export class ContainerRegistry {
 
   /** A snapshot after (re)attaching: the data plane's list is the truth. */
   replaceAll(infos: readonly ContainerInfo[]): void {
-    const keep = new Set(infos.map((info) => BigInt(info.handle)));
+    const keep = new Set(infos.map((info) => info.handle));
     for (const handle of [...this.entries.keys()]) if (!keep.has(handle)) this.remove(handle);
     for (const info of infos) {
-      const existing = this.entries.get(BigInt(info.handle));
+      const existing = this.entries.get(info.handle);
       if (existing && existing.containerId === info.containerId) continue;
       this.add(info);
     }

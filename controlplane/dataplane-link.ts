@@ -4,11 +4,11 @@
 import * as grpc from '@grpc/grpc-js';
 import { EventEmitter } from 'node:events';
 import * as net from 'node:net';
-import { ChannelDecisionKind, encodeDecisions, encodeHello, FrameReader, MAX_FRAME, type ChannelDecision } from '../common/decision-channel';
+import { handleFromProto, type ContainerHandle } from '../common/container-handle';
+import { CHANNEL_FEATURE, ChannelDecisionKind, encodeDecisions, encodeHello, FrameReader, MAX_FRAME, type ChannelDecision } from '../common/decision-channel';
 import { createDataPlaneClient } from '../common/dataplane-client';
 import type { Logger } from '../common/logger';
 import { VERSION } from '../common/version';
-import { CHANNEL_FEATURE } from '../dataplane/decisions';
 import type {
   AttachRequest,
   AttachResponse,
@@ -22,7 +22,7 @@ import type {
 
 export interface PolicyHandlers {
   /** True when the container of this handle is known (its container_added arrived). */
-  knows(handle: bigint): boolean;
+  knows(handle: ContainerHandle): boolean;
   /** Every container the data plane serves when the session starts (replaces what was known). */
   onSnapshot(containers: Container[]): void;
   onContainerAdded(container: Container): void;
@@ -53,7 +53,7 @@ const INITIAL_BACKOFF_MS = 10;
 /** A simple decision travels on the channel; emulations go over gRPC. */
 function channelForm(decision: Decision): ChannelDecision | null {
   const action = decision.action;
-  const base = { handle: Number(decision.handle), id: decision.id, errno: 0, value: 0n };
+  const base = { handle: handleFromProto(decision.handle), id: decision.id, errno: 0, value: 0n };
   switch (action?.$case) {
     case 'continue':
       return { ...base, kind: ChannelDecisionKind.Continue };
@@ -80,7 +80,7 @@ export class DataPlaneLink extends EventEmitter {
   private lastError = '';
   private channel: net.Socket | null = null;
   /** Notifications that arrived before their container was announced, by handle. */
-  private readonly parked = new Map<bigint, { notifications: Notification[]; timer: NodeJS.Timeout }>();
+  private readonly parked = new Map<ContainerHandle, { notifications: Notification[]; timer: NodeJS.Timeout }>();
   private grpcQueue: Decision[] = [];
   private channelQueue: ChannelDecision[] = [];
   /** hrtime (ns) until which the event loop keeps polling; see keepPolling(). */
@@ -142,15 +142,15 @@ export class DataPlaneLink extends EventEmitter {
           break;
         case 'snapshot':
           this.policy.onSnapshot(message.snapshot.containers);
-          for (const container of message.snapshot.containers) this.unpark(container.handle);
+          for (const container of message.snapshot.containers) this.unpark(handleFromProto(container.handle));
           break;
         case 'containerAdded':
           this.policy.onContainerAdded(message.containerAdded);
-          this.unpark(message.containerAdded.handle);
+          this.unpark(handleFromProto(message.containerAdded.handle));
           break;
         case 'containerRemoved':
           this.policy.onContainerRemoved(message.containerRemoved);
-          this.unpark(message.containerRemoved.handle);
+          this.unpark(handleFromProto(message.containerRemoved.handle));
           break;
         case 'notifications':
           for (const notification of message.notifications.notifications) this.receive(notification, false);
@@ -176,10 +176,10 @@ export class DataPlaneLink extends EventEmitter {
 
   /** One notification, from gRPC or the channel: decided now, or parked until its container is known. */
   private receive(notification: Notification, viaChannel: boolean, waited = false): void {
-    if (!waited && !this.policy.knows(notification.handle)) {
-      let parked = this.parked.get(notification.handle);
+    const handle = handleFromProto(notification.handle);
+    if (!waited && !this.policy.knows(handle)) {
+      let parked = this.parked.get(handle);
       if (!parked) {
-        const handle = notification.handle;
         parked = { notifications: [], timer: setTimeout(() => this.unpark(handle), UNKNOWN_HANDLE_WAIT_MS) };
         this.parked.set(handle, parked);
       }
@@ -200,7 +200,7 @@ export class DataPlaneLink extends EventEmitter {
     else this.queue(decided, viaChannel);
   }
 
-  private unpark(handle: bigint): void {
+  private unpark(handle: ContainerHandle): void {
     const parked = this.parked.get(handle);
     if (!parked) return;
     this.parked.delete(handle);

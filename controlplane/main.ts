@@ -1,5 +1,7 @@
 // seccomp-controlplane: all policy. Attaches to the data plane, learns its containers, resolves
 // them to pods, and decides each notification. Stateless: it can be killed or replaced at any time.
+import { handleFromProto } from '../common/container-handle';
+import { formatDefaultAction } from '../common/default-action';
 import { AgentError } from '../common/errors';
 import { createLogger } from '../common/logger';
 import { startMetricsServer } from '../common/metrics-server';
@@ -9,7 +11,6 @@ import type { Container } from '../proto/gen/seccompagent/v1/dataplane';
 import { ContainerRegistry, type ContainerInfo } from './container-registry';
 import { DataPlaneLink } from './dataplane-link';
 import { controlPlaneHealth, controlPlaneMetrics } from './metrics';
-import { formatDefaultAction } from '../dataplane/options';
 import { CONTROLPLANE_OPTIONS } from './options';
 import { PodCache } from './pod-cache';
 import { PolicyEngine } from './policy-engine';
@@ -21,7 +22,7 @@ export const CONTROLPLANE_FEATURES = ['decision.continue', 'decision.error', 'de
 
 function toInfo(container: Container): ContainerInfo {
   return {
-    handle: container.handle,
+    handle: handleFromProto(container.handle),
     containerId: container.containerId,
     pid: container.pid,
     annotations: container.annotations,
@@ -66,7 +67,7 @@ async function main(): Promise<void> {
       knows: (handle) => registry.get(handle) !== undefined,
       onSnapshot: (containers) => registry.replaceAll(containers.map(toInfo)),
       onContainerAdded: (container) => registry.add(toInfo(container)),
-      onContainerRemoved: (removed) => registry.remove(removed.handle),
+      onContainerRemoved: (removed) => registry.remove(handleFromProto(removed.handle)),
       decide: (notification) => policy.decide(notification),
     },
     log,

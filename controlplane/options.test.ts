@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import * as os from 'node:os';
 import { test } from 'node:test';
 import { helpText, parseCommandLine } from '../common/options';
-import { formatDefaultAction as formatAction } from '../dataplane/options';
 import { CONTROLPLANE_OPTIONS } from './options';
 import { errorCode } from '../test/support/agent-error';
 
@@ -63,10 +62,4 @@ test('controlplane options: --help lists every flag with its environment variabl
   }
   assert.match(text, /env KUBECONFIG/);
   assert.match(text, /env NODE_NAME/);
-});
-
-test('controlplane options: formatAction is the inverse of the parser', () => {
-  assert.equal(formatAction({ kind: 'continue' }), 'continue');
-  assert.equal(formatAction({ kind: 'error', errno: 1 }), 'errno:EPERM');
-  assert.equal(formatAction({ kind: 'error', errno: 4000 }), 'errno:4000');
 });

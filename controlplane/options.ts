@@ -1,7 +1,8 @@
 // The control plane's options: flag, environment variable, default and meaning side by side.
 import * as os from 'node:os';
+import { parseDefaultAction } from '../common/default-action';
 import { parseBoolean, parseDurationMs, parseString, type OptionTable } from '../common/options';
-import { parseDefaultAction, SHARED_OPTIONS } from '../dataplane/options';
+import { SHARED_OPTIONS } from '../common/shared-options';
 
 export const CONTROLPLANE_OPTIONS = {
   grpcSocket: SHARED_OPTIONS.grpcSocket,

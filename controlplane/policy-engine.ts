@@ -1,8 +1,9 @@
 // Decides each notification from the container's listenerMetadata policy and its pod identity:
 // mkdir with MKDIR_TMPL is emulated with the suffix, allowed mounts are emulated, DEFAULT_ACTION
 // kills or freezes, everything else continues. Synchronous: a Map lookup and string work only.
+import { handleFromProto } from '../common/container-handle';
+import type { FallbackAction } from '../common/default-action';
 import type { Logger } from '../common/logger';
-import type { NativeDefaultAction } from '../dataplane/native';
 import type { Decision, Notification } from '../proto/gen/seccompagent/v1/dataplane';
 import type { ContainerEntry, ContainerRegistry } from './container-registry';
 
@@ -34,7 +35,7 @@ export class PolicyEngine {
 
   constructor(
     private readonly registry: Pick<ContainerRegistry, 'get'>,
-    private readonly unresolvedAction: NativeDefaultAction,
+    private readonly unresolvedAction: FallbackAction,
     private readonly log: Logger,
   ) {}
 
@@ -43,7 +44,7 @@ export class PolicyEngine {
   }
 
   decide(n: Notification): Decision {
-    const entry = this.registry.get(n.handle);
+    const entry = this.registry.get(handleFromProto(n.handle));
     const action = entry ? this.actionFor(entry, n) : this.continueUnknown(n);
     return { handle: n.handle, id: n.id, action };
   }

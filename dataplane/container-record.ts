@@ -1,5 +1,6 @@
 // The record kept beside each notify fd for a successor data plane (fd store or handoff): enough to
 // list the container again exactly as before, in JSON, versioned.
+import type { ContainerHandle } from '../common/container-handle';
 import type { PeerCredentials } from '../proto/gen/seccompagent/v1/dataplane';
 import type { RuntimeContainerState } from './runtime-message';
 
@@ -25,7 +26,7 @@ export function encodeContainerRecord(state: RuntimeContainerState, peer: PeerCr
  * A record a predecessor wrote; a lost or unreadable one still gives a container to serve (its fd
  * is what matters), named after its handle so an operator can tell it apart.
  */
-export function decodeContainerRecord(text: string, handle: number): RestoredContainer {
+export function decodeContainerRecord(text: string, handle: ContainerHandle): RestoredContainer {
   try {
     const record = JSON.parse(text) as ContainerRecordV1;
     if (record.v === 1 && typeof record.state?.containerId === 'string') {

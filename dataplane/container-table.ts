@@ -1,17 +1,18 @@
 // The containers (one per notify fd) the data plane serves, by native handle.
+import { handleToProto, type ContainerHandle } from '../common/container-handle';
 import type { Container, PeerCredentials } from '../proto/gen/seccompagent/v1/dataplane';
 import type { RuntimeContainerState } from './runtime-message';
 
 export class ContainerTable {
-  private readonly byHandle = new Map<number, Container>();
+  private readonly byHandle = new Map<ContainerHandle, Container>();
 
   get size(): number {
     return this.byHandle.size;
   }
 
-  add(handle: number, state: RuntimeContainerState, peer: PeerCredentials, registeredAt = new Date()): Container {
+  add(handle: ContainerHandle, state: RuntimeContainerState, peer: PeerCredentials, registeredAt = new Date()): Container {
     const container: Container = {
-      handle: BigInt(handle),
+      handle: handleToProto(handle),
       containerId: state.containerId,
       status: state.status,
       pid: state.pid,
@@ -26,16 +27,16 @@ export class ContainerTable {
     return container;
   }
 
-  get(handle: number): Container | undefined {
+  get(handle: ContainerHandle): Container | undefined {
     return this.byHandle.get(handle);
   }
 
   /** OCI id of a handle, "" when unknown. */
-  containerIdOf(handle: number): string {
+  containerIdOf(handle: ContainerHandle): string {
     return this.byHandle.get(handle)?.containerId ?? '';
   }
 
-  remove(handle: number): Container | undefined {
+  remove(handle: ContainerHandle): Container | undefined {
     const container = this.byHandle.get(handle);
     this.byHandle.delete(handle);
     return container;

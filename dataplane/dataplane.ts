@@ -3,6 +3,10 @@
 // Mechanism only: it knows nothing of Kubernetes or of policy.
 import { randomBytes } from 'node:crypto';
 import { status } from '@grpc/grpc-js';
+import { answeredByLabel } from '../common/answer-labels';
+import { handleFromProto, handleToProto, type ContainerHandle } from '../common/container-handle';
+import { CHANNEL_FEATURE } from '../common/decision-channel';
+import { defaultActionToProto, formatDefaultAction } from '../common/default-action';
 import { durationFromMs, durationFromNs } from '../common/duration';
 import { errnoName } from '../common/errors';
 import type { Logger } from '../common/logger';
@@ -13,12 +17,11 @@ import {
   type Container,
   type Counters,
   type Decision,
-  type DefaultAction,
   type GetStatusResponse,
   type Notification,
 } from '../proto/gen/seccompagent/v1/dataplane';
 import { AttachSession } from './attach-session';
-import { CHANNEL_FEATURE, DATAPLANE_FEATURES, outcomeOf, toNativeDecision, type AnswerOutcome } from './decisions';
+import { DATAPLANE_FEATURES, outcomeOf, toNativeDecision, type AnswerOutcome } from './decisions';
 import { ContainerTable } from './container-table';
 import { decodeContainerRecord, encodeContainerRecord } from './container-record';
 import type {
@@ -34,7 +37,6 @@ import type {
   RespondResult,
   RestoreResult,
 } from './native';
-import { formatDefaultAction } from './options';
 import { parseRuntimeMessage } from './runtime-message';
 import { WatchHub } from './watch-hub';
 
@@ -54,7 +56,7 @@ export interface DataPlaneConfig {
   controlPlaneGraceMs: number;
 }
 
-const inFlightKey = (handle: number, id: bigint) => `${handle}:${id}`;
+const inFlightKey = (handle: ContainerHandle, id: bigint) => `${handle}:${id}`;
 
 
 
@@ -71,20 +73,6 @@ const NATIVE_ANSWERED_BY: Record<AnsweredEvent['by'], AnsweredBy> = {
   recovered: AnsweredBy.ANSWERED_BY_DEFAULT_RECOVERED,
 };
 
-const COUNTER_BY_ANSWER: Partial<Record<AnsweredBy, keyof Counters>> = {
-  [AnsweredBy.ANSWERED_BY_CONTROL_PLANE]: 'answeredControlPlane',
-  [AnsweredBy.ANSWERED_BY_DEFAULT_NO_CONTROL_PLANE]: 'answeredDefaultNoControlPlane',
-  [AnsweredBy.ANSWERED_BY_DEFAULT_DEADLINE]: 'answeredDefaultDeadline',
-  [AnsweredBy.ANSWERED_BY_DEFAULT_DETACHED]: 'answeredDefaultDetached',
-  [AnsweredBy.ANSWERED_BY_FAST_PATH]: 'answeredFastPath',
-  [AnsweredBy.ANSWERED_BY_DEFAULT_RECOVERED]: 'answeredDefaultRecovered',
-};
-
-export function defaultActionToProto(action: NativeDefaultAction): DefaultAction {
-  return action.kind === 'continue'
-    ? { action: { $case: 'continue', continue: {} } }
-    : { action: { $case: 'error', error: { errno: action.errno } } };
-}
 
 export class DataPlane {
   readonly containers = new ContainerTable();
@@ -292,20 +280,20 @@ export class DataPlane {
     this.active?.sendContainerAdded(container);
   }
 
-  private onRemoved(handle: number): void {
+  private onRemoved(handle: ContainerHandle): void {
     for (const key of this.inFlightSyscalls.keys()) if (key.startsWith(`${handle}:`)) this.inFlightSyscalls.delete(key);
     const container = this.containers.remove(handle);
     const containerId = container?.containerId ?? '';
     this.counters.containersRemoved++;
     this.log.info({ container: containerId, handle }, `container ${containerId} gone: no task left in its filter, notify fd closed`);
-    const removed = { handle: BigInt(handle), containerId, reason: 'exited' };
+    const removed = { handle: handleToProto(handle), containerId, reason: 'exited' };
     this.hub.publish({ $case: 'containerRemoved', containerRemoved: removed }, { containerId, syscall: '' });
     this.active?.sendContainerRemoved(removed);
   }
 
   private toNotification(event: NotificationEvent, containerId: string, syscall: string): Notification {
     return {
-      handle: BigInt(event.handle),
+      handle: handleToProto(event.handle),
       id: event.id,
       pid: event.pid,
       syscallNr: event.nr,
@@ -365,19 +353,19 @@ export class DataPlane {
   }
 
   private recordAnswer(
-    handle: number, id: bigint, containerId: string, syscall: string, by: AnsweredBy, outcome: AnswerOutcome, latencyNs: bigint,
+    handle: ContainerHandle, id: bigint, containerId: string, syscall: string, by: AnsweredBy, outcome: AnswerOutcome, latencyNs: bigint,
   ): void {
     if (outcome.kind === AnswerKind.ANSWER_KIND_TARGET_GONE) this.counters.targetGone++;
-    else this.counters[COUNTER_BY_ANSWER[by]!]++;
+    else this.counters[answeredByLabel(by)!.counter]++;
     this.observeLatency?.(by, latencyNs);
     if (!this.hub.active) return;
     this.hub.publish({
       $case: 'answer',
-      answer: { handle: BigInt(handle), id, containerId, syscall, answeredBy: by, ...outcome, latency: durationFromNs(latencyNs) },
+      answer: { handle: handleToProto(handle), id, containerId, syscall, answeredBy: by, ...outcome, latency: durationFromNs(latencyNs) },
     }, { containerId, syscall });
   }
 
-  private answerWithDefault(handle: number, id: bigint, containerId: string, syscall: string, by: AnsweredBy): void {
+  private answerWithDefault(handle: ContainerHandle, id: bigint, containerId: string, syscall: string, by: AnsweredBy): void {
     const result = this.engine.respond(handle, id, this.config.defaultAction, 0);
     if (result.status === 'unknown' || result.status === 'late') return; // the engine answered it already and reported so
     this.recordAnswer(handle, id, containerId, syscall, by, outcomeOf(this.config.defaultAction, result.status === 'gone'), result.latencyNs);
@@ -442,7 +430,7 @@ export class DataPlane {
     }
   }
 
-  private onDecisionDropped(sessionNumber: number, handle: number, id: bigint, reason: string): void {
+  private onDecisionDropped(sessionNumber: number, handle: ContainerHandle, id: bigint, reason: string): void {
     const session = this.sessions.get(sessionNumber);
     const late = reason === 'late';
     if (late) this.counters.decisionsLate++;
@@ -453,8 +441,8 @@ export class DataPlane {
       : reason === 'wrong-session' ? 'the notification belongs to another control plane session'
       : 'no such notification is pending (never sent, or already answered)';
     this.log.warn({ session: session?.id, handle, id: String(id), reason }, `decision ignored: ${detail}`);
-    session?.sendDecisionRejected({ handle: BigInt(handle), id, reason: reason === 'invalid' ? 'invalid' : 'unknown-id', detail });
-    this.hub.publish({ $case: 'decisionDropped', decisionDropped: { handle: BigInt(handle), id, sessionId: session?.id ?? '', reason } }, null);
+    session?.sendDecisionRejected({ handle: handleToProto(handle), id, reason: reason === 'invalid' ? 'invalid' : 'unknown-id', detail });
+    this.hub.publish({ $case: 'decisionDropped', decisionDropped: { handle: handleToProto(handle), id, sessionId: session?.id ?? '', reason } }, null);
   }
 
   private rejectDecision(session: AttachSession, handle: bigint, id: bigint, reason: string, detail: string): void {
@@ -464,7 +452,7 @@ export class DataPlane {
   }
 
   private applyDecision(session: AttachSession, decision: Decision): void {
-    const handle = Number(decision.handle);
+    const handle = handleFromProto(decision.handle);
     const containerId = this.containers.containerIdOf(handle);
     const syscall = this.inFlightSyscalls.get(inFlightKey(handle, decision.id)) ?? '';
     const nativeDecision = toNativeDecision(decision, this.containers.get(handle)?.pid ?? 0);

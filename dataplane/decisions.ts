@@ -1,13 +1,11 @@
 // Translation between the API's decisions and answers and the native engine's: which actions the
 // data plane offers, how each is checked, and what an answer reports.
+import { answerKindOf } from '../common/answer-labels';
 import { AnswerKind, type Decision } from '../proto/gen/seccompagent/v1/dataplane';
 import type { AnsweredEvent, NativeDecision } from './native';
 
 const EPERM = 1;
 const SIGKILL = 9;
-
-/** Hello/Welcome feature: notifications and simple decisions travel on the native decision channel. */
-export const CHANNEL_FEATURE = 'channel.v1';
 
 /** Features this data plane offers to control planes (Welcome.features). */
 export const DATAPLANE_FEATURES = [
@@ -54,16 +52,6 @@ export function toNativeDecision(decision: Decision, initPid: number): NativeDec
   }
 }
 
-const KIND_OF: Record<string, AnswerKind> = {
-  continue: AnswerKind.ANSWER_KIND_CONTINUE,
-  error: AnswerKind.ANSWER_KIND_ERROR,
-  value: AnswerKind.ANSWER_KIND_VALUE,
-  mkdir: AnswerKind.ANSWER_KIND_MKDIR,
-  mount: AnswerKind.ANSWER_KIND_MOUNT,
-  kill: AnswerKind.ANSWER_KIND_KILL,
-  freeze: AnswerKind.ANSWER_KIND_FREEZE,
-};
-
 /** What an answer did, as the API reports it. */
 export interface AnswerOutcome {
   kind: AnswerKind;
@@ -75,5 +63,5 @@ export function outcomeOf(action: NativeDecision | AnsweredEvent['action'], gone
   if (gone) return { kind: AnswerKind.ANSWER_KIND_TARGET_GONE, errno: 0, value: 0n };
   const errno = 'errno' in action ? action.errno : 0;
   const value = 'value' in action && typeof action.value === 'bigint' ? action.value : 0n;
-  return { kind: KIND_OF[action.kind] ?? AnswerKind.ANSWER_KIND_UNSPECIFIED, errno, value };
+  return { kind: answerKindOf(action.kind), errno, value };
 }

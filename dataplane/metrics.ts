@@ -1,16 +1,13 @@
 // The data plane's Prometheus metrics. Counters are read from the data plane when scraped, so
 // the notification path pays for one histogram observation per answer and nothing else.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { AnsweredBy, type Counters } from '../proto/gen/seccompagent/v1/dataplane';
+import { answeredByLabel, ANSWERED_BY_LABELS } from '../common/answer-labels';
+import type { AnsweredBy, Counters } from '../proto/gen/seccompagent/v1/dataplane';
 import type { DataPlane } from './dataplane';
 
+/** answers_total by answered_by; answers whose target was gone count apart, as target_gone. */
 const ANSWER_COUNTERS: Array<[keyof Counters, string]> = [
-  ['answeredControlPlane', 'control_plane'],
-  ['answeredDefaultNoControlPlane', 'default_no_control_plane'],
-  ['answeredDefaultDeadline', 'default_deadline'],
-  ['answeredDefaultDetached', 'default_detached'],
-  ['answeredFastPath', 'fast_path'],
-  ['answeredDefaultRecovered', 'default_recovered'],
+  ...ANSWERED_BY_LABELS.map((l): [keyof Counters, string] => [l.counter, l.metric]),
   ['targetGone', 'target_gone'],
 ];
 
@@ -28,18 +25,10 @@ export class DataPlaneMetrics {
       buckets: [0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.01, 0.1, 1, 5],
       registers: [registry],
     });
-    const labels: Partial<Record<AnsweredBy, string>> = {
-      [AnsweredBy.ANSWERED_BY_CONTROL_PLANE]: 'control_plane',
-      [AnsweredBy.ANSWERED_BY_DEFAULT_NO_CONTROL_PLANE]: 'default_no_control_plane',
-      [AnsweredBy.ANSWERED_BY_DEFAULT_DEADLINE]: 'default_deadline',
-      [AnsweredBy.ANSWERED_BY_DEFAULT_DETACHED]: 'default_detached',
-      [AnsweredBy.ANSWERED_BY_FAST_PATH]: 'fast_path',
-      [AnsweredBy.ANSWERED_BY_DEFAULT_RECOVERED]: 'default_recovered',
-    };
     const children = new Map<AnsweredBy, ReturnType<Histogram<'answered_by'>['labels']>>();
     dataplane.observeLatency = (by, latencyNs) => {
       let child = children.get(by);
-      if (!child) children.set(by, (child = this.latency.labels(labels[by] ?? 'unknown')));
+      if (!child) children.set(by, (child = this.latency.labels(answeredByLabel(by)?.metric ?? 'unknown')));
       child.observe(Number(latencyNs) / 1e9);
     };
     new Counter({

@@ -1,9 +1,11 @@
 // Typed shell over the C++ addon (native/addon). The interfaces below list exactly what the
 // `.node` file exports; keep them in step with native/addon/*.cpp.
 import * as path from 'node:path';
+import type { ContainerHandle } from '../common/container-handle';
+import type { FallbackAction } from '../common/default-action';
 
 /** What the data plane answers by itself (no control plane, deadline passed, detach). */
-export type NativeDefaultAction = { kind: 'continue' } | { kind: 'error'; errno: number };
+export type NativeDefaultAction = FallbackAction;
 
 /** Answers the engine sends at once. */
 export type NativeImmediateDecision =
@@ -82,7 +84,7 @@ export interface IngestErrorEvent {
 
 export interface NotificationEvent {
   type: 'notification';
-  handle: number;
+  handle: ContainerHandle;
   id: bigint;
   pid: number;
   nr: number;
@@ -103,7 +105,7 @@ export interface NotificationEvent {
 
 export interface AnsweredEvent {
   type: 'answered';
-  handle: number;
+  handle: ContainerHandle;
   id: bigint;
   by: NativeAnsweredBy;
   /**
@@ -126,14 +128,14 @@ export interface AnsweredEvent {
 /** The notify fd hung up (no task left in the filter); the fd is closed. */
 export interface RemovedEvent {
   type: 'removed';
-  handle: number;
+  handle: ContainerHandle;
 }
 
 /** A decision the engine did not apply (from the channel, or respond() with the wrong session). */
 export interface DecisionDroppedEvent {
   type: 'decision-dropped';
   session: number;
-  handle: number;
+  handle: ContainerHandle;
   id: bigint;
   /**
    * 'unknown' (never pending or already answered), 'late' (its deadline answered it, among the
@@ -221,7 +223,7 @@ export interface NamedFd {
 /** What restore() took back from a predecessor. */
 export interface RestoreResult {
   /** Each container with the handle it had and the record JSON given to adopt() ('' if lost). */
-  containers: Array<{ handle: number; record: string }>;
+  containers: Array<{ handle: ContainerHandle; record: string }>;
   listener: boolean;
   journal: boolean;
   /** The predecessor had a control plane attached when it stopped. */
@@ -309,10 +311,94 @@ export interface NativeEngine {
    * by another session.
    * `session` is required (TypeError without it).
    */
-  respond(handle: number, id: bigint, decision: NativeDecision, session: number): RespondResult;
+  respond(handle: ContainerHandle, id: bigint, decision: NativeDecision, session: number): RespondResult;
   stats(): NativeStats;
   /** Stops the thread and closes every fd it owns. Idempotent. */
   stop(): void;
+}
+
+/** What an emulated action did (native/addon/container_actions.hpp ActionResult). */
+export interface EmulatorActionResult {
+  outcome: 'done' | 'stale' | 'refused' | 'failed';
+  errno: number;
+  cause: number;
+  answered: boolean;
+  sendErrno: number;
+  stage: string;
+  detail: string;
+  latencyNs: bigint;
+  helperNs: bigint;
+}
+
+/** The notification an emulated action answers: the notify fd JS holds (tests only), its id and target pid. */
+export interface EmulatorRef {
+  notifyFd: number;
+  id: bigint;
+  pid: number;
+  /** Owner tag for forget() (the engine uses the container handle). */
+  owner?: number;
+}
+
+export interface EmulatorOptions {
+  helperPath?: string;
+  spawnPerCall?: boolean;
+  maxHelpers?: number;
+  requestTimeoutMs?: number;
+  idleTimeoutMs?: number;
+  failureErrno?: number;
+}
+
+/** benchMkdir's figures, in µs from NOTIF_RECV's return to the emulator's result. */
+export interface EmulatorBenchResult {
+  n: number;
+  p50Us: number;
+  p99Us: number;
+  maxUs: number;
+  helperP50Us: number;
+  helperP99Us: number;
+  unanswered: number;
+  continued: number;
+}
+
+/**
+ * The emulated actions without the engine (native/addon/emulator_binding.cpp), for tests and the
+ * benchmark: the data plane never uses it (its engine calls the C++ emulator with the fds it owns).
+ * `respond`: the emulator answers the notification itself with the result.
+ */
+export interface NativeEmulator {
+  mkdir(a: EmulatorRef & { path: string; dirfd?: number; mode?: number; respond?: boolean }): Promise<EmulatorActionResult>;
+  mount(a: EmulatorRef & { source?: string; target: string; fstype: string; flags?: bigint; data?: string; requireCapSysAdmin?: boolean; respond?: boolean }): Promise<EmulatorActionResult>;
+  kill(a: EmulatorRef & { initPid?: number; signal?: number; answerErrno?: number }): Promise<EmulatorActionResult>;
+  freeze(a: EmulatorRef & { answerErrno?: number }): Promise<EmulatorActionResult>;
+  thaw(pid: number): Promise<EmulatorActionResult>;
+  forget(owner: number): void;
+  stats(): { helpers: number; spawned: number; died: number; timedOut: number; inFlight: number };
+  /** Answers up to `count` mkdir/mkdirat notifications of `notifyFd` through the emulator; others get CONTINUE. */
+  benchMkdir(a: { notifyFd: number; count: number; timeoutMs?: number; owner?: number }): Promise<EmulatorBenchResult>;
+  close(): void;
+}
+
+/** One NOTIF_RECV as emulatorTestSupport reads it: path-like arguments of mkdir, mkdirat and mount by index ('' elsewhere). */
+export interface RawNotification {
+  id: bigint;
+  pid: number;
+  nr: number;
+  args: bigint[];
+  strings: string[];
+  /** NOTIF_ID_VALID after the strings were read. */
+  valid: boolean;
+}
+
+/** Raw seccomp calls for tests and the benchmark only; JS holds notify fd numbers here. */
+export interface EmulatorTestSupport {
+  /** Listens on socketPath, accepts one runtime connection (listenerPath protocol), keeps its fds. */
+  receiveNotifyFd(socketPath: string, timeoutMs: number): Promise<{ fds: number[]; json: string }>;
+  /** null when nothing arrived within timeoutMs. */
+  recvNotification(fd: number, timeoutMs: number): Promise<RawNotification | null>;
+  /** NOTIF_SEND: errno -1 continues, 0 succeeds with 0; returns 0 or NOTIF_SEND's errno. */
+  answer(fd: number, id: bigint, errno: number): number;
+  /** 0 or close's errno. */
+  closeFd(fd: number): number;
 }
 
 export interface NativeAddon {
@@ -341,6 +427,9 @@ export interface NativeAddon {
   /** Whether the old data plane closed the connection (let go of its sockets) within timeoutMs; closes conn if so. */
   handoffWaitClosed(conn: number, timeoutMs: number): boolean;
   closeFd(fd: number): void;
+  /** Tests and bench only (see NativeEmulator). */
+  Emulator: new (options?: EmulatorOptions) => NativeEmulator;
+  emulatorTestSupport: EmulatorTestSupport;
 }
 
 const ROOT = path.resolve(__dirname, '..', '..');

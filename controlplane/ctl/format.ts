@@ -1,9 +1,10 @@
 // Human-readable views of the data plane's answers for seccompctl.
+import { answeredByLabel, answerKindName, ANSWERED_BY_LABELS } from '../../common/answer-labels';
+import { defaultActionFromProto, formatDefaultAction } from '../../common/default-action';
 import { errnoName } from '../../common/errors';
 import { durationToMs } from '../../common/duration';
 import {
   AnswerKind,
-  AnsweredBy,
   type Container,
   type DefaultAction,
   type Event,
@@ -18,30 +19,8 @@ export function table(header: string[], rows: string[][]): string {
 }
 
 export function describeDefaultAction(action: DefaultAction | undefined): string {
-  const a = action?.action;
-  if (a?.$case === 'error') return `errno:${errnoName(a.error.errno)}`;
-  return 'continue';
+  return formatDefaultAction(defaultActionFromProto(action));
 }
-
-const ANSWERED_BY_TEXT: Record<number, string> = {
-  [AnsweredBy.ANSWERED_BY_CONTROL_PLANE]: 'control-plane',
-  [AnsweredBy.ANSWERED_BY_DEFAULT_NO_CONTROL_PLANE]: 'default(no control plane)',
-  [AnsweredBy.ANSWERED_BY_DEFAULT_DEADLINE]: 'default(deadline)',
-  [AnsweredBy.ANSWERED_BY_DEFAULT_DETACHED]: 'default(detached)',
-  [AnsweredBy.ANSWERED_BY_FAST_PATH]: 'fast-path',
-  [AnsweredBy.ANSWERED_BY_DEFAULT_RECOVERED]: 'default(recovered)',
-};
-
-const KIND_TEXT: Record<number, string> = {
-  [AnswerKind.ANSWER_KIND_CONTINUE]: 'continue',
-  [AnswerKind.ANSWER_KIND_ERROR]: 'error',
-  [AnswerKind.ANSWER_KIND_VALUE]: 'value',
-  [AnswerKind.ANSWER_KIND_MKDIR]: 'mkdir',
-  [AnswerKind.ANSWER_KIND_MOUNT]: 'mount',
-  [AnswerKind.ANSWER_KIND_KILL]: 'kill',
-  [AnswerKind.ANSWER_KIND_FREEZE]: 'freeze',
-  [AnswerKind.ANSWER_KIND_TARGET_GONE]: 'target-gone',
-};
 
 const ORIGIN_TEXT: Record<string, string> = {
   fresh: 'started fresh',
@@ -70,7 +49,7 @@ export function formatStatus(s: GetStatusResponse): string {
     rows.push(
       ['notifications', String(c.notifications)],
       ['answered by control plane', String(c.answeredControlPlane)],
-      ['answered by default', `${c.answeredDefaultNoControlPlane} no control plane, ${c.answeredDefaultDeadline} deadline, ${c.answeredDefaultDetached} detached, ${c.answeredDefaultRecovered} recovered`],
+      ['answered by default', ANSWERED_BY_LABELS.filter((l) => l.defaultReason !== '').map((l) => `${c[l.counter]} ${l.defaultReason}`).join(', ')],
       ['target gone', String(c.targetGone)],
       ['decisions dropped', `${c.decisionsLate} late, ${c.decisionsUnknown} unknown, ${c.decisionsInvalid} invalid`],
       ['ingest rejected', String(c.ingestRejected)],
@@ -105,8 +84,8 @@ export function formatEvent(event: Event): string {
     }
     case 'answer': {
       const a = e.answer;
-      const what = a.kind === AnswerKind.ANSWER_KIND_ERROR ? `error ${errnoName(a.errno)}` : KIND_TEXT[a.kind] ?? 'unknown';
-      return `${time} answer   ${a.containerId} ${a.syscall} id=${a.id} ${what} by ${ANSWERED_BY_TEXT[a.answeredBy] ?? 'unknown'} in ${(durationToMs(a.latency) * 1000).toFixed(0)} µs`;
+      const what = a.kind === AnswerKind.ANSWER_KIND_ERROR ? `error ${errnoName(a.errno)}` : answerKindName(a.kind) ?? 'unknown';
+      return `${time} answer   ${a.containerId} ${a.syscall} id=${a.id} ${what} by ${answeredByLabel(a.answeredBy)?.text ?? 'unknown'} in ${(durationToMs(a.latency) * 1000).toFixed(0)} µs`;
     }
     case 'containerAdded':
       return `${time} added    ${e.containerAdded.containerId} handle=${e.containerAdded.handle} ${e.containerAdded.status} pid=${e.containerAdded.pid}`;

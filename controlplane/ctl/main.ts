@@ -5,7 +5,7 @@ import { service as healthService } from 'grpc-health-check';
 import { createDataPlaneClient, getStatus, listContainers } from '../../common/dataplane-client';
 import { AgentError } from '../../common/errors';
 import { helpText, parseBoolean, parseCommandLine, parseString, type OptionTable } from '../../common/options';
-import { SHARED_OPTIONS } from '../../dataplane/options';
+import { SHARED_OPTIONS } from '../../common/shared-options';
 import { Event, GetStatusResponse, ListContainersResponse } from '../../proto/gen/seccompagent/v1/dataplane';
 import { formatContainers, formatEvent, formatStatus } from './format';
 

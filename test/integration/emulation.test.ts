@@ -7,79 +7,15 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import { loadNative } from '../../dataplane/native';
+import {
+  loadNative, type EmulatorActionResult as ActionResult, type EmulatorBenchResult as BenchResult, type EmulatorOptions,
+  type NativeEmulator as Emulator, type RawNotification as Notification,
+} from '../../dataplane/native';
 import { ROOT, SECCOMP_RUN } from '../support/paths';
 import { start, type Started } from '../support/processes';
 import { scratchDir } from '../support/scratch';
 
-// ---- the addon's emulator API (exported by native/addon/emulator_binding.cpp) -----------------
-
-interface ActionResult {
-  outcome: 'done' | 'stale' | 'refused' | 'failed';
-  errno: number;
-  cause: number;
-  answered: boolean;
-  sendErrno: number;
-  stage: string;
-  detail: string;
-  latencyNs: bigint;
-  helperNs: bigint;
-}
-interface Ref {
-  notifyFd: number;
-  id: bigint;
-  pid: number;
-  owner?: number;
-}
-interface EmulatorOptions {
-  helperPath?: string;
-  spawnPerCall?: boolean;
-  maxHelpers?: number;
-  requestTimeoutMs?: number;
-  idleTimeoutMs?: number;
-  failureErrno?: number;
-}
-interface BenchResult {
-  n: number;
-  p50Us: number;
-  p99Us: number;
-  maxUs: number;
-  helperP50Us: number;
-  helperP99Us: number;
-  unanswered: number;
-  continued: number;
-}
-interface Emulator {
-  mkdir(a: Ref & { path: string; dirfd?: number; mode?: number; respond?: boolean }): Promise<ActionResult>;
-  mount(a: Ref & { source?: string; target: string; fstype: string; flags?: bigint; data?: string; requireCapSysAdmin?: boolean; respond?: boolean }): Promise<ActionResult>;
-  kill(a: Ref & { initPid?: number; signal?: number; answerErrno?: number }): Promise<ActionResult>;
-  freeze(a: Ref & { answerErrno?: number }): Promise<ActionResult>;
-  thaw(pid: number): Promise<ActionResult>;
-  forget(owner: number): void;
-  stats(): { helpers: number; spawned: number; died: number; timedOut: number; inFlight: number };
-  benchMkdir(a: { notifyFd: number; count: number; timeoutMs?: number; owner?: number }): Promise<BenchResult>;
-  close(): void;
-}
-interface Notification {
-  id: bigint;
-  pid: number;
-  nr: number;
-  args: bigint[];
-  strings: string[];
-  valid: boolean;
-}
-interface EmulatorAddon {
-  Emulator: new (options?: EmulatorOptions) => Emulator;
-  openFdCount(): number;
-  emulatorTestSupport: {
-    receiveNotifyFd(socketPath: string, timeoutMs: number): Promise<{ fds: number[]; json: string }>;
-    recvNotification(fd: number, timeoutMs: number): Promise<Notification | null>;
-    answer(fd: number, id: bigint, errno: number): number;
-    closeFd(fd: number): number;
-  };
-}
-
-const addon = loadNative() as unknown as EmulatorAddon;
+const addon = loadNative();
 const support = addon.emulatorTestSupport;
 const BENCH_WORKLOAD = path.join(ROOT, 'build', 'Release', 'seccomp-bench-workload');
 const NR_MKDIR = 83;

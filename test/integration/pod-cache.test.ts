@@ -132,7 +132,7 @@ test('pod cache: API server outage: one warning, lookups still answered; recover
   assert.equal(cache.lastError, 'ECONNREFUSED');
 
   // A container of a pod the cache has never seen is admitted unresolved.
-  const entry = registry.add({ handle: 7n, containerId: CID, pid: 4242, annotations: {}, metadata: 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}' });
+  const entry = registry.add({ handle: 7, containerId: CID, pid: 4242, annotations: {}, metadata: 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}' });
   assert.equal(entry.resolution, 'unresolved');
   assert.match(entry.unresolvedReason, /API server is unreachable/);
   assert.deepEqual(entry.mkdir.kind, 'unresolved');

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseCommandLine, parseDurationMs, parseDurationOrOffMs } from './options';
-import { DATAPLANE_OPTIONS } from '../dataplane/options';
+import { parseCommandLine, parseDurationMs, parseDurationOrOffMs } from '../common/options';
+import { DATAPLANE_OPTIONS } from './options';
 import { errorCode } from '../test/support/agent-error';
 
 

@@ -1,0 +1,34 @@
+// Options both planes (and seccompctl) have, spelled the same way: one row each.
+import { AgentError } from './errors';
+import { LOG_LEVELS } from './logger';
+import { parseChoice, parseDurationOrOffMs, parseString, type OptionTable } from './options';
+
+export const DEFAULT_GRPC_SOCKET = '/run/seccomp-agent/dataplane.sock';
+
+/** Optional "HOST:PORT" for Prometheus metrics; "" turns them off. */
+export function parseListenAddress(text: string, flag: string): { host: string; port: number } | null {
+  if (text === '') return null;
+  const match = /^(.*):(\d+)$/.exec(text);
+  const port = match ? Number(match[2]) : NaN;
+  if (!match || port > 65535) throw new AgentError('EBAD_OPTION', `--${flag}: "${text}" is not HOST:PORT (127.0.0.1:9464)`);
+  return { host: match[1] === '' ? '127.0.0.1' : match[1], port };
+}
+
+export const SHARED_OPTIONS = {
+  grpcSocket: {
+    flag: 'grpc-socket', env: 'SECCOMP_AGENT_GRPC_SOCKET', default: DEFAULT_GRPC_SOCKET, parse: parseString,
+    description: 'Unix socket of the gRPC API (control plane, seccompctl, grpcurl)',
+  },
+  metricsAddr: {
+    flag: 'metrics-addr', env: 'SECCOMP_AGENT_METRICS_ADDR', default: '', parse: parseListenAddress,
+    description: 'HOST:PORT for Prometheus /metrics (off when empty)',
+  },
+  logLevel: {
+    flag: 'log-level', env: 'SECCOMP_AGENT_LOG_LEVEL', default: 'info', parse: parseChoice(LOG_LEVELS),
+    description: 'Log level',
+  },
+  busyPollMs: {
+    flag: 'busy-poll', env: 'SECCOMP_AGENT_BUSY_POLL', default: '200us', parse: parseDurationOrOffMs,
+    description: 'While decisions are in flight between the planes, poll this long after the last one instead of sleeping: saves a wake-up per decision, costs CPU only under load (0: off)',
+  },
+} satisfies OptionTable;
