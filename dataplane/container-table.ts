@@ -22,6 +22,9 @@ export class ContainerTable {
       ociVersion: state.ociVersion,
       peer,
       registeredAt,
+      labels: {},
+      policyVersion: '',
+      policyRules: 0,
     };
     this.byHandle.set(handle, container);
     return container;

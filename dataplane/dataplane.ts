@@ -81,7 +81,7 @@ export class DataPlane {
     notifications: 0, answeredControlPlane: 0, answeredDefaultNoControlPlane: 0, answeredDefaultDeadline: 0,
     answeredDefaultDetached: 0, answeredFastPath: 0, targetGone: 0, decisionsLate: 0, decisionsUnknown: 0,
     decisionsInvalid: 0, ingestRejected: 0, watchersDropped: 0, containersAdded: 0, containersRemoved: 0,
-    eventsDropped: 0, answeredDefaultRecovered: 0,
+    eventsDropped: 0, answeredDefaultRecovered: 0, policiesAccepted: 0, policiesRefused: 0,
   };
   private readonly engine: NativeEngine;
   private readonly syscallNames: string[];
@@ -361,7 +361,7 @@ export class DataPlane {
     if (!this.hub.active) return;
     this.hub.publish({
       $case: 'answer',
-      answer: { handle: handleToProto(handle), id, containerId, syscall, answeredBy: by, ...outcome, latency: durationFromNs(latencyNs) },
+      answer: { handle: handleToProto(handle), id, containerId, syscall, answeredBy: by, ...outcome, latency: durationFromNs(latencyNs), ruleIndex: 0, policyVersion: '' },
     }, { containerId, syscall });
   }
 
