@@ -12,7 +12,7 @@ import type { ContainerHandle } from '../common/container-handle';
 import { AgentError } from '../common/errors';
 import type { Logger } from '../common/logger';
 import { readCgroupPod, type CgroupPodRef } from './cgroup-pod-uid';
-import { identityFromAnnotations, type PodIdentity } from './identity';
+import { identityFromAnnotations, identityFromLabels, type PodIdentity } from './identity';
 import { parseListenerMetadata, type ListenerPolicy } from './listener-metadata';
 import { renderMkdirTemplate } from './mkdir-template';
 import type { CachedPod, PodCacheEvents, PodCacheState } from './pod-cache';
@@ -25,6 +25,8 @@ export interface ContainerInfo {
   annotations: Readonly<Record<string, string>>;
   /** listenerMetadata, verbatim. */
   metadata: string;
+  /** Labels of the policy the data plane holds for it (a previous control plane's word). */
+  labels?: Readonly<Record<string, string>>;
 }
 
 /** What a mkdir of this container gets from its policy. */
@@ -73,11 +75,15 @@ export interface ContainerRegistryOptions {
   unresolvedAction: string;
   /** Reads the pod of a pid from its cgroup (tests replace it). */
   readCgroup?: (pid: number) => CgroupPodRef | null;
+  /** Called whenever an entry's identity or policy was (re)computed. */
+  onChange?: (entry: ContainerEntry) => void;
 }
 
 type MutableEntry = { -readonly [K in keyof ContainerEntry]: ContainerEntry[K] } & {
   /** Identity from the annotations, computed once. */
   fromAnnotations: PodIdentity | null;
+  /** Identity a previous control plane resolved from the cgroup and kept in the data plane's labels. */
+  fromLabels: PodIdentity | null;
   /** Why /proc/<pid>/cgroup could not be read, '' when it could. */
   cgroupError: string;
 };
@@ -100,6 +106,7 @@ export class ContainerRegistry {
   private readonly pods: PodSource | null;
   private readonly unresolvedAction: string;
   private readonly readCgroup: (pid: number) => CgroupPodRef | null;
+  private readonly onChange: ((entry: ContainerEntry) => void) | undefined;
   private readonly onReachable = () => this.resolveAll();
   private readonly onPod = (pod: CachedPod) => this.resolvePod(pod);
 
@@ -108,6 +115,7 @@ export class ContainerRegistry {
     this.pods = options.pods;
     this.unresolvedAction = options.unresolvedAction;
     this.readCgroup = options.readCgroup ?? ((pid) => readCgroupPod(pid));
+    this.onChange = options.onChange;
     if (this.pods) {
       this.pods.on('reachable', this.onReachable);
       this.pods.on('pod', this.onPod);
@@ -167,6 +175,7 @@ export class ContainerRegistry {
       mkdir: { kind: 'none' },
       unresolvedReason: '',
       fromAnnotations,
+      fromLabels: fromAnnotations ? null : identityFromLabels(info.labels),
       cgroupError,
     };
     this.entries.set(handle, entry);
@@ -261,7 +270,16 @@ export class ContainerRegistry {
   }
 
   private resolve(entry: MutableEntry, admitting: boolean): void {
-    const found = entry.fromAnnotations ?? this.identityFromCache(entry);
+    let found = entry.fromAnnotations ?? this.identityFromCache(entry);
+    if (typeof found === 'string' && entry.fromLabels) {
+      // An earlier control plane resolved it and the data plane kept the answer: the pod has not
+      // changed while its container runs, so an API outage now loses nothing.
+      this.log.info(
+        { container: entry.containerId, handle: String(entry.handle), namespace: entry.fromLabels.namespace, pod: entry.fromLabels.pod },
+        `container ${entry.containerId} keeps the pod identity the data plane holds for it (${entry.fromLabels.namespace}/${entry.fromLabels.pod}, resolved earlier from its cgroup): ${found}`,
+      );
+      found = entry.fromLabels;
+    }
     const identity = typeof found === 'string' ? null : found;
     let reason = typeof found === 'string' ? found : '';
     let mkdir: MkdirPlan = { kind: 'none' };
@@ -328,6 +346,7 @@ export class ContainerRegistry {
       logged.refused = true;
       this.log.warn({ ...fields, code: mkdir.error.code }, `container ${entry.containerId}: ${mkdir.error.message}; its mkdir gets --unresolved-action (${this.unresolvedAction})`);
     }
+    this.onChange?.(entry);
   }
 
   private trackUnresolved(entry: MutableEntry): void {

@@ -19,6 +19,7 @@ import type {
   Notification,
   Welcome,
 } from '../proto/gen/seccompagent/v1/dataplane';
+import type { ContainerPolicy, PolicyAck } from '../proto/gen/seccompagent/v1/policy';
 
 export interface PolicyHandlers {
   /** True when the container of this handle is known (its container_added arrived). */
@@ -29,6 +30,8 @@ export interface PolicyHandlers {
   onContainerRemoved(removed: ContainerRemoved): void;
   /** Decides one notification; returns null to let the deadline's default answer it. */
   decide(notification: Notification): Decision | null | Promise<Decision | null>;
+  /** The data plane's answers to pushPolicies(). */
+  onPolicyAcks?(acks: PolicyAck[]): void;
 }
 
 export interface DataPlaneLinkOptions {
@@ -158,6 +161,9 @@ export class DataPlaneLink extends EventEmitter {
         case 'drain':
           this.setState('drained', `${message.drain.successor} (session ${message.drain.successorSessionId}) took over`);
           break;
+        case 'policyAcks':
+          this.policy.onPolicyAcks?.(message.policyAcks.acks);
+          break;
         case 'decisionRejected': {
           const r = message.decisionRejected;
           this.decisionsRejected++;
@@ -172,6 +178,13 @@ export class DataPlaneLink extends EventEmitter {
     call.on('end', () => this.onBroken(call, 'the data plane ended the session'));
     const features = this.options.channel === false ? this.options.features : [...this.options.features, CHANNEL_FEATURE];
     call.write({ message: { $case: 'hello', hello: { name: this.options.name, version: VERSION, features, takeover: this.options.takeover ?? false } } });
+  }
+
+  /** Sends container policies on the attached session; false when none is attached. */
+  pushPolicies(policies: ContainerPolicy[]): boolean {
+    if (!this.call || this.state !== 'attached') return false;
+    this.call.write({ message: { $case: 'policies', policies: { policies } } });
+    return true;
   }
 
   /** One notification, from gRPC or the channel: decided now, or parked until its container is known. */

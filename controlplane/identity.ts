@@ -57,3 +57,19 @@ export function identityFromAnnotations(annotations: Readonly<Record<string, str
   }
   return null;
 }
+
+/**
+ * The identity a control plane resolved from the cgroup and pushed with the container's policy
+ * (policy-compiler.ts labels); null when the labels hold none. Annotation identities are read
+ * from the annotations again, so only cgroup ones come back this way.
+ */
+export function identityFromLabels(labels: Readonly<Record<string, string>> | undefined): PodIdentity | null {
+  if (!labels || labels.resolution !== 'cgroup' || !labels.namespace || !labels.pod) return null;
+  return Object.freeze({
+    namespace: labels.namespace,
+    pod: labels.pod,
+    container: labels.container ?? null,
+    podUid: labels['pod-uid'] ?? null,
+    source: 'cgroup' as const,
+  });
+}

@@ -7,18 +7,20 @@ import { createLogger } from '../common/logger';
 import { startMetricsServer } from '../common/metrics-server';
 import { helpText, parseCommandLine } from '../common/options';
 import { VERSION } from '../common/version';
-import type { Container } from '../proto/gen/seccompagent/v1/dataplane';
+import type { Container, Welcome } from '../proto/gen/seccompagent/v1/dataplane';
 import { ContainerRegistry, type ContainerInfo } from './container-registry';
 import { DataPlaneLink } from './dataplane-link';
 import { controlPlaneHealth, controlPlaneMetrics } from './metrics';
 import { CONTROLPLANE_OPTIONS } from './options';
 import { PodCache } from './pod-cache';
 import { PolicyEngine } from './policy-engine';
+import { POLICY_FEATURE } from '../common/policy-feature';
+import { PolicyPusher } from './policy-pusher';
 
 const SUMMARY = 'Control plane of the seccomp notify agent: Kubernetes-aware policy for the notifications of the data plane.';
 
 /** Decisions this control plane may send (Hello.features). */
-export const CONTROLPLANE_FEATURES = ['decision.continue', 'decision.error', 'decision.mkdir', 'decision.mount', 'decision.kill', 'decision.freeze'];
+export const CONTROLPLANE_FEATURES = ['decision.continue', 'decision.error', 'decision.mkdir', 'decision.mount', 'decision.kill', 'decision.freeze', POLICY_FEATURE];
 
 function toInfo(container: Container): ContainerInfo {
   return {
@@ -27,6 +29,7 @@ function toInfo(container: Container): ContainerInfo {
     pid: container.pid,
     annotations: container.annotations,
     metadata: container.metadata,
+    labels: container.labels,
   };
 }
 
@@ -59,19 +62,33 @@ async function main(): Promise<void> {
       retryMaxMs: options.reconnectMaxMs,
     });
   }
-  const registry = new ContainerRegistry({ logger: log, pods, unresolvedAction });
+  let pusher: PolicyPusher | null = null;
+  const registry = new ContainerRegistry({ logger: log, pods, unresolvedAction, onChange: (entry) => pusher?.markDirty(entry.handle) });
   const policy = new PolicyEngine(registry, options.unresolvedAction, log);
   const link = new DataPlaneLink(
     { grpcSocket: options.grpcSocket, name: 'seccomp-controlplane', features: CONTROLPLANE_FEATURES, reconnectMaxMs: options.reconnectMaxMs, takeover: options.takeover, busyPollMs: options.busyPollMs },
     {
       knows: (handle) => registry.get(handle) !== undefined,
-      onSnapshot: (containers) => registry.replaceAll(containers.map(toInfo)),
-      onContainerAdded: (container) => registry.add(toInfo(container)),
-      onContainerRemoved: (removed) => registry.remove(handleFromProto(removed.handle)),
+      onSnapshot: (containers) => {
+        registry.replaceAll(containers.map(toInfo));
+        pusher?.onSnapshot(containers);
+      },
+      onContainerAdded: (container) => {
+        registry.add(toInfo(container));
+        pusher?.onContainerAdded(container);
+      },
+      onContainerRemoved: (removed) => {
+        registry.remove(handleFromProto(removed.handle));
+        pusher?.onContainerRemoved(handleFromProto(removed.handle));
+      },
       decide: (notification) => policy.decide(notification),
+      onPolicyAcks: (acks) => pusher?.onAcks(acks),
     },
     log,
   );
+  pusher = new PolicyPusher({ registry, unresolvedAction: options.unresolvedAction, send: (policies) => link.pushPolicies(policies), log });
+  // Before the snapshot that follows it: an older data plane gets decisions only, as before.
+  link.on('welcome', (welcome: Welcome) => (pusher!.enabled = welcome.features.includes(POLICY_FEATURE)));
 
   if (pods) {
     try {
