@@ -13,11 +13,14 @@ import type {
   Notification,
   Welcome,
 } from '../proto/gen/seccompagent/v1/dataplane';
+import type { ContainerPolicy, PolicyAck } from '../proto/gen/seccompagent/v1/policy';
 
 export interface AttachSessionHooks {
   /** The hello arrived; return null to accept or an error text to refuse the session. */
   onHello(session: AttachSession): { code: status; details: string } | null;
   onDecisions(session: AttachSession, decisions: Decision[]): void;
+  /** Container policies pushed (policy.v1); the answers go back with sendPolicyAcks. */
+  onPolicies(session: AttachSession, policies: ContainerPolicy[]): void;
   /** Called once when the stream ends, for whatever reason. */
   onEnded(session: AttachSession, reason: string): void;
 }
@@ -74,6 +77,7 @@ export class AttachSession {
       return;
     }
     if (message?.$case === 'decisions') this.hooks.onDecisions(this, message.decisions.decisions);
+    else if (message?.$case === 'policies') this.hooks.onPolicies(this, message.policies.policies);
     else if (message?.$case === 'hello') this.fail(status.INVALID_ARGUMENT, 'Hello sent twice in one Attach', 'protocol-error');
   }
 
@@ -103,6 +107,10 @@ export class AttachSession {
 
   sendDrain(successor: AttachSession): void {
     this.write({ message: { $case: 'drain', drain: { successorSessionId: successor.id, successor: `${successor.name} ${successor.hello?.version ?? ''}`.trim() } } });
+  }
+
+  sendPolicyAcks(acks: PolicyAck[]): void {
+    this.write({ message: { $case: 'policyAcks', policyAcks: { acks } } });
   }
 
   sendDecisionRejected(rejected: DecisionRejected): void {

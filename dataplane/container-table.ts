@@ -30,6 +30,15 @@ export class ContainerTable {
     return container;
   }
 
+  /** The policy now in force for a handle, as the engine took it. */
+  setPolicy(handle: ContainerHandle, version: string, rules: number, labels: Record<string, string>): void {
+    const container = this.byHandle.get(handle);
+    if (!container) return;
+    container.policyVersion = version;
+    container.policyRules = rules;
+    container.labels = labels;
+  }
+
   get(handle: ContainerHandle): Container | undefined {
     return this.byHandle.get(handle);
   }

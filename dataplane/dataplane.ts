@@ -20,6 +20,7 @@ import {
   type GetStatusResponse,
   type Notification,
 } from '../proto/gen/seccompagent/v1/dataplane';
+import { ContainerPolicy, type PolicyAck } from '../proto/gen/seccompagent/v1/policy';
 import { AttachSession } from './attach-session';
 import { DATAPLANE_FEATURES, outcomeOf, toNativeDecision, type AnswerOutcome } from './decisions';
 import { ContainerTable } from './container-table';
@@ -134,9 +135,10 @@ export class DataPlane {
    */
   restore(fds: NamedFd[], origin: 'fd-store' | 'handoff'): RestoreResult {
     const result = this.engine.restore(fds, origin === 'handoff', this.config.controlPlaneGraceMs > 0);
-    for (const { handle, record } of result.containers) {
+    for (const { handle, record, policy } of result.containers) {
       const restored = decodeContainerRecord(record, handle);
       this.containers.add(handle, restored.state, restored.peer, restored.registeredAt);
+      if (policy) this.containers.setPolicy(handle, policy.version, policy.rules, policy.labels);
     }
     for (const problem of result.problems) this.log.warn({ origin }, `restore: ${problem}`);
     this.origin = origin;
@@ -428,6 +430,37 @@ export class DataPlane {
         this.log.error({ err, session: session.id }, 'internal error while applying a decision; the default action answers at the deadline');
       }
     }
+  }
+
+  onPolicies(session: AttachSession, policies: ContainerPolicy[]): void {
+    const acks: PolicyAck[] = [];
+    for (const policy of policies) acks.push(this.applyPolicy(session, policy));
+    session.sendPolicyAcks(acks);
+  }
+
+  private applyPolicy(session: AttachSession, policy: ContainerPolicy): PolicyAck {
+    const handle = handleFromProto(policy.handle);
+    const containerId = this.containers.containerIdOf(handle);
+    const verdict = this.engine.applyPolicy(handle, ContainerPolicy.encode(policy).finish());
+    const ack: PolicyAck = {
+      handle: policy.handle, version: verdict.version, accepted: verdict.accepted, refusedVersion: verdict.accepted ? '' : policy.version,
+      ruleIndex: verdict.ruleIndex, reason: verdict.reason, detail: verdict.detail,
+    };
+    if (verdict.accepted) {
+      this.counters.policiesAccepted++;
+      this.containers.setPolicy(handle, policy.version, policy.rules.length, policy.labels);
+      this.log.info(
+        { session: session.id, container: containerId, handle, version: policy.version, rules: policy.rules.length },
+        `container ${containerId} policy ${policy.version} in force (${policy.rules.length} rules): answered natively from now on, whether a control plane is attached or not`,
+      );
+    } else {
+      this.counters.policiesRefused++;
+      this.log.warn(
+        { session: session.id, container: containerId, handle, version: policy.version, rule: verdict.ruleIndex, reason: verdict.reason },
+        `policy ${policy.version} of container ${containerId || handle} refused (${verdict.reason}${verdict.ruleIndex >= 0 ? `, rule ${verdict.ruleIndex}` : ''}: ${verdict.detail}); ${verdict.version ? `version ${verdict.version} stays in force` : 'it has no policy in force'}`,
+      );
+    }
+    return ack;
   }
 
   private onDecisionDropped(sessionNumber: number, handle: ContainerHandle, id: bigint, reason: string): void {

@@ -2,6 +2,7 @@
 // data plane offers, how each is checked, and what an answer reports.
 import { answerKindOf } from '../common/answer-labels';
 import { AnswerKind, type Decision } from '../proto/gen/seccompagent/v1/dataplane';
+import { POLICY_FEATURE } from '../common/policy-feature';
 import type { AnsweredEvent, NativeDecision } from './native';
 
 const EPERM = 1;
@@ -10,7 +11,7 @@ const SIGKILL = 9;
 /** Features this data plane offers to control planes (Welcome.features). */
 export const DATAPLANE_FEATURES = [
   'decision.continue', 'decision.error', 'decision.value',
-  'decision.mkdir', 'decision.mount', 'decision.kill', 'decision.freeze',
+  'decision.mkdir', 'decision.mount', 'decision.kill', 'decision.freeze', POLICY_FEATURE,
 ];
 
 function validErrno(errno: number): boolean {

@@ -114,6 +114,7 @@ function implementation(dataplane: DataPlane): DataPlaneServer {
       new AttachSession(call, {
         onHello: (session) => dataplane.onHello(session),
         onDecisions: (session, decisions) => dataplane.onDecisions(session, decisions),
+        onPolicies: (session, policies) => dataplane.onPolicies(session, policies),
         onEnded: (session, reason) => dataplane.onSessionEnded(session, reason),
       });
     },

@@ -222,8 +222,11 @@ export interface NamedFd {
 
 /** What restore() took back from a predecessor. */
 export interface RestoreResult {
-  /** Each container with the handle it had and the record JSON given to adopt() ('' if lost). */
-  containers: Array<{ handle: ContainerHandle; record: string }>;
+  /**
+   * Each container with the handle it had, the record JSON given to adopt() ('' if lost), and the
+   * policy in force for it, applied again natively before any notification is read (null: none).
+   */
+  containers: Array<{ handle: ContainerHandle; record: string; policy: NativePolicyState | null }>;
   listener: boolean;
   journal: boolean;
   /** The predecessor had a control plane attached when it stopped. */
@@ -241,7 +244,31 @@ export interface RestoreResult {
 /** pausedMs: how long nothing was answered, from parking the engine to the successor's ack. */
 export type HandOffResult = { ok: true; summary: string; pausedMs: number } | { ok: false; error: string };
 
+/** A container's policy as the engine holds it. */
+export interface NativePolicyState {
+  version: string;
+  rules: number;
+  labels: Record<string, string>;
+}
+
+/** The engine's answer to applyPolicy (the PolicyAck, less the handle). */
+export interface NativePolicyVerdict {
+  accepted: boolean;
+  /** The version in force now ('' none). */
+  version: string;
+  /** NACK: the refused rule (-1: the policy as a whole). */
+  ruleIndex: number;
+  reason: string;
+  detail: string;
+}
+
 export interface NativeEngine {
+  /**
+   * Validates a serialized ContainerPolicy (proto/seccompagent/v1/policy.proto) and, when good,
+   * answers that container's notifications from it natively from now on, keeping it with the
+   * container in the fd store (and in a handoff). A NACK leaves the policy in force as it was.
+   */
+  applyPolicy(handle: ContainerHandle, policy: Uint8Array): NativePolicyVerdict;
   /** Starts the epoll thread; returns once it runs. */
   start(): void;
   /** Creates the listener socket (removes a stale socket file first), chmod `mode`; kept in the fd store as "listener". */
