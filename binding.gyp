@@ -8,7 +8,6 @@
       "-fno-exceptions"
     ],
     "cflags_cc!": [
-      "-fno-exceptions",
       "-std=gnu++17"
     ],
     "include_dirs": [
