@@ -149,6 +149,7 @@ export class DataPlane {
     for (const { handle, record } of result.containers) {
       const restored = decodeContainerRecord(record, handle);
       this.containers.add(handle, restored.state, restored.peer, restored.registeredAt);
+      this.engine.nameContainer(handle, restored.state.containerId);
     }
     for (const problem of result.problems) this.log.warn({ origin }, `restore: ${problem}`);
     this.origin = origin;
@@ -281,7 +282,7 @@ export class DataPlane {
       return;
     }
     const registeredAt = new Date();
-    const handle = this.engine.adopt(event.conn, state.seccompFdIndex, encodeContainerRecord(state, event.peer, registeredAt));
+    const handle = this.engine.adopt(event.conn, state.seccompFdIndex, encodeContainerRecord(state, event.peer, registeredAt), state.containerId);
     const container = this.containers.add(handle, state, event.peer, registeredAt);
     this.counters.containersAdded++;
     this.log.info(
