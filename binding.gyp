@@ -78,6 +78,22 @@
       ]
     },
     {
+      "target_name": "seccomp-native-tests",
+      "type": "executable",
+      "sources": [
+        "test/cmd/native-tests/main.cpp",
+        "native/addon/pending_table.cpp",
+        "native/addon/decision_check.cpp",
+        "native/addon/rule_table.cpp",
+        "native/addon/journal.cpp",
+        "native/addon/notify_fd.cpp"
+      ],
+      "include_dirs": [
+        "native/addon",
+        "native/common"
+      ]
+    },
+    {
       "target_name": "seccomp-soak-workload",
       "type": "executable",
       "sources": [
