@@ -76,7 +76,8 @@ function decodeNotification(frame: Buffer, start: number, end: number): Notifica
   let containerId = '';
   let receivedAt: Date | undefined;
   if ((frame.readUInt16LE(start + 6) & FRAME_FLAG_TRAILER) !== 0 && at + NOTIFICATION_TRAILER <= end) {
-    receivedAt = new Date(Number(frame.readBigUInt64LE(at) / 1_000_000n));
+    // ns as two halves: a double keeps it to 256 ns, far below the millisecond a Date holds.
+    receivedAt = new Date((frame.readUInt32LE(at + 4) * 4294967296 + frame.readUInt32LE(at)) / 1e6);
     const idLength = frame.readUInt16LE(at + 8);
     at += NOTIFICATION_TRAILER;
     containerId = frame.toString('utf8', at, Math.min(end, at + idLength));

@@ -190,11 +190,7 @@ void Engine::OnNotifyReady(Container* container, uint32_t events) {
       if (ask || held) {
         const uint64_t deadline = n.received_ns + decision_timeout_ns_.load(std::memory_order_relaxed);
         if (held) {
-          HeldStrings strings;
-          strings.count = event.string_count;
-          for (uint8_t k = 0; k < event.string_count; k++) strings.strings[k] = event.strings[k];
-          strings.blob.assign(strings_, blob);
-          pending_.Add(container, nullptr, n, deadline, std::move(strings));
+          pending_.Add(container, nullptr, n, deadline, HoldStrings(event, strings_, blob));
         } else {
           pending_.Add(container, session, n, deadline);
           owner = session->id;

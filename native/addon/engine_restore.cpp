@@ -145,11 +145,8 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
     Event event = NotificationEvent(n);
     size_t blob = 0;
     if (!ReadPathArgs(container->fd, &event, strings_, &blob)) continue;  // its task is gone
-    HeldStrings held;
-    held.count = event.string_count;
-    for (uint8_t k = 0; k < event.string_count; k++) held.strings[k] = event.strings[k];
-    held.blob.assign(strings_, blob);
-    pending_.Add(container, nullptr, n, now + decision_timeout_ns_.load(std::memory_order_relaxed), std::move(held));
+    pending_.Add(container, nullptr, n, now + decision_timeout_ns_.load(std::memory_order_relaxed),
+                 HoldStrings(event, strings_, blob));
     result->in_flight_held++;
   }
   // A live predecessor parked before handing over: all it received is answered or journaled. Only

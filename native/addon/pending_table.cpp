@@ -81,8 +81,14 @@ PendingTable::Answered PendingTable::Send(PendingEntry entry, bool drained, cons
 
 PendingTable::Answered PendingTable::Settle(uint32_t handle, uint64_t id, const Answer& answer, const Answer& fallback,
                                             NotifyBuffers* buffers) {
+  auto it = entries_.find(PendingKey{handle, id});
+  if (it == entries_.end()) {
+    Answered none;
+    none.result = SendResult::kGone;
+    return none;
+  }
   bool drained = false;
-  PendingEntry entry = TakeAt(entries_.find(PendingKey{handle, id}), &drained);
+  PendingEntry entry = TakeAt(it, &drained);
   return Send(entry, drained, answer, fallback, buffers);
 }
 

@@ -52,6 +52,15 @@ struct HeldStrings {
   std::string blob;
 };
 
+// Any thread: the strings of `event` (their text in `blob`) kept for when it is forwarded.
+inline HeldStrings HoldStrings(const Event& event, const char* blob, size_t length) {
+  HeldStrings held;
+  held.count = event.string_count;
+  for (uint8_t k = 0; k < event.string_count; k++) held.strings[k] = event.strings[k];
+  held.blob.assign(blob, length);
+  return held;
+}
+
 struct PendingEntry {
   PendingTarget* target = nullptr;
   PendingOwner* owner = nullptr;  // null: held; an owner outlives its entries (closing answers them)
@@ -99,10 +108,12 @@ class PendingTable {
   // Any thread. Whether its deadline answered (handle, id) recently (a decision for it is 'late').
   bool AnsweredLate(uint32_t handle, uint64_t id) const;
 
-  // Any thread. The whole sequence for one entry (which must be pending): take, send `answer`
-  // (`fallback` when the kernel refuses it), release the slot.
+  // Any thread. The whole sequence for one entry: take, send `answer` (`fallback` when the kernel
+  // refuses it), release the slot. Callers check it first (decision_check.hpp); one that is not
+  // pending is answered nothing (result kGone).
   Answered Settle(uint32_t handle, uint64_t id, const Answer& answer, const Answer& fallback, NotifyBuffers* buffers);
-  // JS thread, for an emulation: takes it out; the slot stays journaled until ReleaseSlot.
+  // JS thread, for an emulation: takes it out (it must be pending: CheckPending first); the slot
+  // stays journaled until ReleaseSlot.
   PendingEntry Take(uint32_t handle, uint64_t id, bool* drained);
   // Any thread (an emulation's executor, after it answered).
   void ReleaseSlot(uint32_t slot);
