@@ -203,6 +203,16 @@ void Engine::ApplyDecisions(ChannelConn* conn, uint64_t session, const decision_
   channel_decisions_.fetch_add(count, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mu_);
   const Answer fallback = DefaultAction();
+  AnsweredBy by = AnsweredBy::kControlPlane;
+  // Made once per read (it captures no more than std::function holds without allocating).
+  const PendingTable::Report report = [this, &by](const PendingTable::Answered& a) {
+    const Notification& n = a.entry.notification;
+    if (a.result == SendResult::kFailed) {
+      queue_->PushError("NOTIF_SEND of a channel decision for notification " + std::to_string(n.id) + " of container " +
+                        std::to_string(n.handle) + " failed: " + ErrnoText(a.err) + "; answered it with the default action");
+    }
+    PushAnswered(n.handle, n.id, by, a.sent, a.result, a.latency_ns, false);
+  };
   for (size_t i = 0; i < count; i++) {
     const decision_channel::DecisionBody& d = decisions[i];
     const PendingEntry* entry = nullptr;
@@ -214,13 +224,8 @@ void Engine::ApplyDecisions(ChannelConn* conn, uint64_t session, const decision_
     Answer answer = fallback;
     reason = ChannelAnswer(d, &answer);
     if (reason != DecisionReason::kOk) PushDropped(session, d.handle, d.id, DropReasonOf(reason));
-    const PendingTable::Answered a = pending_.Settle(d.handle, d.id, answer, fallback, &engine_buffers_);
-    if (a.result == SendResult::kFailed) {
-      queue_->PushError("NOTIF_SEND of a channel decision for notification " + std::to_string(d.id) + " of container " +
-                        std::to_string(d.handle) + " failed: " + ErrnoText(a.err) + "; answered it with the default action");
-    }
-    PushAnswered(d.handle, d.id, reason == DecisionReason::kOk ? AnsweredBy::kControlPlane : AnsweredBy::kNoControlPlane,
-                 a.sent, a.result, a.latency_ns, false);
+    by = reason == DecisionReason::kOk ? AnsweredBy::kControlPlane : AnsweredBy::kNoControlPlane;
+    pending_.Settle(d.handle, d.id, answer, fallback, &engine_buffers_, &report);
   }
 }
 

@@ -47,26 +47,28 @@ bool PendingTable::AnsweredLate(uint32_t handle, uint64_t id) const {
   return false;
 }
 
-// Under mu_ (any thread): the one place an entry leaves the table.
-PendingEntry PendingTable::TakeAt(Map::iterator it, bool* drained) {
+// Under mu_ (any thread): the one place an entry leaves the table (its owner is released by
+// ReleaseOwner, once what it was answered with is reported).
+PendingEntry PendingTable::TakeAt(Map::iterator it) {
   PendingEntry entry = it->second;
   if (entry.owner == nullptr) held_.erase(it->first);
   entries_.erase(it);
   entry.target->pending_count--;
-  *drained = false;
-  if (entry.owner != nullptr) {
-    entry.owner->owned--;
-    *drained = owners_->OwnerReleased(entry.owner);
-  }
+  if (entry.owner != nullptr) entry.owner->owned--;
   return entry;
 }
 
-// Under mu_ (any thread): the send and the release that follow every take but an emulation's.
-PendingTable::Answered PendingTable::Send(PendingEntry entry, bool drained, const Answer& answer,
-                                          const Answer& fallback, NotifyBuffers* buffers) {
+// Under mu_ (any thread).
+bool PendingTable::ReleaseOwner(PendingOwner* owner) {
+  return owner != nullptr && owners_->OwnerReleased(owner);
+}
+
+// Under mu_ (any thread): what follows every take but an emulation's: the send, the slot's
+// release, the report, the owner's release (so a 'session-drained' follows the last answer).
+PendingTable::Answered PendingTable::Finish(const PendingEntry& entry, const Answer& answer, const Answer& fallback,
+                                            NotifyBuffers* buffers, const Report* report) {
   Answered a;
   a.entry = entry;
-  a.drained = drained;
   a.sent = answer;
   a.result = NotifySend(entry.target->fd, buffers, entry.notification.id, answer, &a.err);
   if (a.result == SendResult::kFailed && !SameAnswer(answer, fallback)) {
@@ -76,24 +78,26 @@ PendingTable::Answered PendingTable::Send(PendingEntry entry, bool drained, cons
   }
   ReleaseSlot(entry.journal_slot);
   a.latency_ns = MonotonicNs() - entry.notification.received_ns;
+  if (report != nullptr) (*report)(a);
+  a.drained = ReleaseOwner(entry.owner);
   return a;
 }
 
 PendingTable::Answered PendingTable::Settle(uint32_t handle, uint64_t id, const Answer& answer, const Answer& fallback,
-                                            NotifyBuffers* buffers) {
+                                            NotifyBuffers* buffers, const Report* report) {
   auto it = entries_.find(PendingKey{handle, id});
   if (it == entries_.end()) {
     Answered none;
     none.result = SendResult::kGone;
     return none;
   }
-  bool drained = false;
-  PendingEntry entry = TakeAt(it, &drained);
-  return Send(entry, drained, answer, fallback, buffers);
+  return Finish(TakeAt(it), answer, fallback, buffers, report);
 }
 
 PendingEntry PendingTable::Take(uint32_t handle, uint64_t id, bool* drained) {
-  return TakeAt(entries_.find(PendingKey{handle, id}), drained);
+  PendingEntry entry = TakeAt(entries_.find(PendingKey{handle, id}));
+  *drained = ReleaseOwner(entry.owner);
+  return entry;
 }
 
 void PendingTable::ReleaseSlot(uint32_t slot) {
@@ -109,9 +113,7 @@ size_t PendingTable::SettleOwnedBy(PendingOwner* owner, const Answer& answer, No
       continue;
     }
     auto next = std::next(it);
-    bool drained = false;
-    PendingEntry entry = TakeAt(it, &drained);
-    report(Send(entry, drained, answer, answer, buffers));
+    Finish(TakeAt(it), answer, answer, buffers, &report);
     count++;
     it = next;
   }
@@ -128,12 +130,9 @@ void PendingTable::ExpireDue(uint64_t now_ns, const Answer& answer, NotifyBuffer
     deadlines_.pop();
     auto it = entries_.find(d.key);
     if (it == entries_.end() || it->second.deadline_ns != d.at) continue;  // answered already
-    bool drained = false;
-    PendingEntry entry = TakeAt(it, &drained);
-    Answered a = Send(entry, drained, answer, answer, buffers);
     late_[late_next_] = d.key;
     late_next_ = (late_next_ + 1) % kLateRing;
-    report(a);
+    Finish(TakeAt(it), answer, answer, buffers, &report);
   }
 }
 
@@ -144,9 +143,9 @@ void PendingTable::DropTarget(PendingTarget* target) {
       continue;
     }
     auto next = std::next(it);
-    bool drained = false;
-    PendingEntry entry = TakeAt(it, &drained);
+    const PendingEntry entry = TakeAt(it);
     ReleaseSlot(entry.journal_slot);
+    ReleaseOwner(entry.owner);
     it = next;
   }
 }

@@ -85,7 +85,7 @@ class PendingTable {
     SendResult result = SendResult::kOk;
     int err = 0;         // the first send's errno when result is kFailed
     Answer sent;         // what the target got: the answer, or the fallback when the answer was refused
-    bool drained = false;
+    bool drained = false;     // set after the report
     uint64_t latency_ns = 0;  // receipt to the send
   };
   using Report = std::function<void(const Answered&)>;
@@ -111,7 +111,10 @@ class PendingTable {
   // Any thread. The whole sequence for one entry: take, send `answer` (`fallback` when the kernel
   // refuses it), release the slot. Callers check it first (decision_check.hpp); one that is not
   // pending is answered nothing (result kGone).
-  Answered Settle(uint32_t handle, uint64_t id, const Answer& answer, const Answer& fallback, NotifyBuffers* buffers);
+  // `report` (optional) sees it before its owner is released: an answered event then comes before
+  // the 'session-drained' it may cause.
+  Answered Settle(uint32_t handle, uint64_t id, const Answer& answer, const Answer& fallback, NotifyBuffers* buffers,
+                  const Report* report = nullptr);
   // JS thread, for an emulation: takes it out (it must be pending: CheckPending first); the slot
   // stays journaled until ReleaseSlot.
   PendingEntry Take(uint32_t handle, uint64_t id, bool* drained);
@@ -144,8 +147,10 @@ class PendingTable {
     bool operator>(const Deadline& o) const { return at > o.at; }
   };
   using Map = std::unordered_map<PendingKey, PendingEntry, PendingKeyHash>;
-  PendingEntry TakeAt(Map::iterator it, bool* drained);
-  Answered Send(PendingEntry entry, bool drained, const Answer& answer, const Answer& fallback, NotifyBuffers* buffers);
+  PendingEntry TakeAt(Map::iterator it);
+  bool ReleaseOwner(PendingOwner* owner);
+  Answered Finish(const PendingEntry& entry, const Answer& answer, const Answer& fallback, NotifyBuffers* buffers,
+                  const Report* report);
   void CompactDeadlines();
 
   Owners* const owners_;
