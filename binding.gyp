@@ -8,7 +8,6 @@
       "-fno-exceptions"
     ],
     "cflags_cc!": [
-      "-fno-exceptions",
       "-std=gnu++17"
     ],
     "include_dirs": [
@@ -77,6 +76,22 @@
       ],
       "libraries": [
         "-lpthread"
+      ]
+    },
+    {
+      "target_name": "seccomp-native-tests",
+      "type": "executable",
+      "sources": [
+        "test/cmd/native-tests/main.cpp",
+        "native/addon/pending_table.cpp",
+        "native/addon/decision_check.cpp",
+        "native/addon/rule_table.cpp",
+        "native/addon/journal.cpp",
+        "native/addon/notify_fd.cpp"
+      ],
+      "include_dirs": [
+        "native/addon",
+        "native/common"
       ]
     },
     {

@@ -19,6 +19,9 @@ export const enum ChannelDecisionKind {
   Value = 3,
 }
 const NOTIFICATION_BODY = 88;
+const NOTIFICATION_TRAILER = 16;
+/** FrameHeader.flags: a Notification frame carries a trailer (receivedAt, containerId) after its strings. */
+export const FRAME_FLAG_TRAILER = 1;
 const DECISION_FRAME = FRAME_HEADER + 32;
 
 export function encodeHello(token: Uint8Array): Buffer {
@@ -72,6 +75,16 @@ function decodeNotification(frame: Buffer, start: number, end: number): Notifica
     stringArgs.push({ index, truncated, value: frame.toString('utf8', at + 4, at + 4 + length) });
     at += 4 + length;
   }
+  // Since the trailer (FrameFlags.Trailer): the receipt time and the container, as on gRPC.
+  let containerId = '';
+  let receivedAt: Date | undefined;
+  if ((frame.readUInt16LE(start + 6) & FRAME_FLAG_TRAILER) !== 0 && at + NOTIFICATION_TRAILER <= end) {
+    // ns as two halves: a double keeps it to 256 ns, far below the millisecond a Date holds.
+    receivedAt = new Date((frame.readUInt32LE(at + 4) * 4294967296 + frame.readUInt32LE(at)) / 1e6);
+    const idLength = frame.readUInt16LE(at + 8);
+    at += NOTIFICATION_TRAILER;
+    containerId = frame.toString('utf8', at, Math.min(end, at + idLength));
+  }
   return {
     handle: BigInt(frame.readUInt32LE(b + 64)),
     id: frame.readBigUInt64LE(b),
@@ -82,8 +95,8 @@ function decodeNotification(frame: Buffer, start: number, end: number): Notifica
     instructionPointer: frame.readBigUInt64LE(b + 8),
     args,
     stringArgs,
-    containerId: '',
-    receivedAt: undefined,
+    containerId,
+    receivedAt,
   };
 }
 

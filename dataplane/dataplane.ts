@@ -138,6 +138,7 @@ export class DataPlane {
     for (const { handle, record, policy } of result.containers) {
       const restored = decodeContainerRecord(record, handle);
       this.containers.add(handle, restored.state, restored.peer, restored.registeredAt);
+      this.engine.nameContainer(handle, restored.state.containerId);
       if (policy) this.containers.setPolicy(handle, policy.version, policy.rules, policy.labels);
     }
     for (const problem of result.problems) this.log.warn({ origin }, `restore: ${problem}`);
@@ -271,7 +272,7 @@ export class DataPlane {
       return;
     }
     const registeredAt = new Date();
-    const handle = this.engine.adopt(event.conn, state.seccompFdIndex, encodeContainerRecord(state, event.peer, registeredAt));
+    const handle = this.engine.adopt(event.conn, state.seccompFdIndex, encodeContainerRecord(state, event.peer, registeredAt), state.containerId);
     const container = this.containers.add(handle, state, event.peer, registeredAt);
     this.counters.containersAdded++;
     this.log.info(

@@ -277,9 +277,12 @@ export interface NativeEngine {
   listenFd(fd: number): void;
   /**
    * Keeps fd `fdIndex` of connection `conn` as a container notify fd; closes its other fds.
-   * `record` (JSON) is kept beside it for a successor (restore() gives it back).
+   * `record` (JSON) is kept beside it for a successor (restore() gives it back); `containerId`
+   * goes with each of its notifications on the decision channel ('' when omitted).
    */
-  adopt(conn: number, fdIndex: number, record: string): number;
+  adopt(conn: number, fdIndex: number, record: string, containerId?: string): number;
+  /** After restore() and before start(): the container id of a restored container (from its record). */
+  nameContainer(handle: number, containerId: string): void;
   /**
    * Before start(): takes what a predecessor left (fd store or handoff), keeping its handles.
    * `handoff`: from a live predecessor (keep everything in this process's fd store too); else from

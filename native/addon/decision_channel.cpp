@@ -4,9 +4,11 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <array>
 
 #include "ingest.hpp"
@@ -46,6 +48,15 @@ const char* SyscallName(uint32_t arch, uint32_t nr) {
   return kSyscallNames[nr];
 }
 
+// CLOCK_REALTIME minus CLOCK_MONOTONIC, in ns: turns a receipt time into a wall-clock one.
+int64_t WallOffsetNs() {
+  struct timespec real, mono;
+  clock_gettime(CLOCK_REALTIME, &real);
+  clock_gettime(CLOCK_MONOTONIC, &mono);
+  return (static_cast<int64_t>(real.tv_sec) - static_cast<int64_t>(mono.tv_sec)) * 1000000000ll +
+         (static_cast<int64_t>(real.tv_nsec) - static_cast<int64_t>(mono.tv_nsec));
+}
+
 void PutHeader(char* at, uint32_t length, uint16_t type) {
   FrameHeader header;
   header.length = length;
@@ -79,7 +90,7 @@ void ChannelOutput::Consume(size_t n) {
 }
 
 DecisionChannel::DecisionChannel(int epoll_fd, EventQueue* queue, ChannelSessions* sessions)
-    : epoll_fd_(epoll_fd), queue_(queue), sessions_(sessions) {}
+    : epoll_fd_(epoll_fd), queue_(queue), sessions_(sessions), wall_offset_ns_(WallOffsetNs()) {}
 
 DecisionChannel::~DecisionChannel() { CloseAll(); }
 
@@ -262,12 +273,15 @@ bool DecisionChannel::OnHello(ChannelConn* conn, const char* body, size_t length
   return true;
 }
 
-bool DecisionChannel::QueueNotification(ChannelConn* conn, const Event& event, const char* blob) {
+bool DecisionChannel::QueueNotification(ChannelConn* conn, const Event& event, const char* blob,
+                                        const std::string& container_id) {
   if (conn->closed) return false;
   const char* name = SyscallName(event.arch, event.nr);
   const size_t name_length = name != nullptr ? strlen(name) : 0;
+  const size_t id_length = std::min<size_t>(container_id.size(), decision_channel::kMaxContainerId);
   size_t length = sizeof(FrameHeader) + sizeof(NotificationBody) + name_length;
   for (uint8_t k = 0; k < event.string_count; k++) length += sizeof(StringHeader) + event.strings[k].text.length;
+  length += sizeof(decision_channel::NotificationTrailer) + id_length;
   if (conn->out.size() + length > kMaxOutput) {
     Close(conn, "more than " + std::to_string(kMaxOutput / (1024 * 1024)) +
                     " MiB of notifications queued: the control plane does not read them; its session's new "
@@ -276,6 +290,8 @@ bool DecisionChannel::QueueNotification(ChannelConn* conn, const Event& event, c
   }
   char* p = conn->out.Append(length);
   PutHeader(p, static_cast<uint32_t>(length), decision_channel::kNotification);
+  const uint16_t flags = decision_channel::kFlagTrailer;
+  memcpy(p + offsetof(FrameHeader, flags), &flags, sizeof flags);
   p += sizeof(FrameHeader);
   NotificationBody body;
   memset(&body, 0, sizeof body);
@@ -303,6 +319,13 @@ bool DecisionChannel::QueueNotification(ChannelConn* conn, const Event& event, c
     memcpy(p, blob + arg.text.offset, arg.text.length);
     p += arg.text.length;
   }
+  decision_channel::NotificationTrailer trailer;
+  memset(&trailer, 0, sizeof trailer);
+  trailer.received_unix_ns = static_cast<uint64_t>(static_cast<int64_t>(event.ns) + wall_offset_ns_);
+  trailer.container_id_length = static_cast<uint16_t>(id_length);
+  memcpy(p, &trailer, sizeof trailer);
+  p += sizeof trailer;
+  if (id_length > 0) memcpy(p, container_id.data(), id_length);
   MarkDirty(conn);
   return true;
 }

@@ -76,9 +76,10 @@ class DecisionChannel {
   uint64_t NextDeadline() const { return next_deadline_; }
   // Engine thread: closes connections that sent no Hello in time; resumes a paused listener.
   void OnTimer(uint64_t now_ns);
-  // Engine thread: queues a Notification frame for `event` (its strings in `blob`) to `conn`.
-  // False when it cannot take it (closed, or its output went over the bound: then it is closed).
-  bool QueueNotification(ChannelConn* conn, const Event& event, const char* blob);
+  // Engine thread: queues a Notification frame for `event` (its strings in `blob`; received at
+  // event.ns) of container `container_id` to `conn`. False when it cannot take it (closed, or its
+  // output went over the bound: then it is closed).
+  bool QueueNotification(ChannelConn* conn, const Event& event, const char* blob, const std::string& container_id);
   // Engine thread: closes the connection bound to `session`, if any ('channel' closed, `reason`).
   void CloseSession(uint64_t session, const char* reason);
   // Engine thread, at the end of each epoll iteration: one write per connection with output
@@ -122,6 +123,7 @@ class DecisionChannel {
   std::vector<decision_channel::DecisionBody> decisions_;
   uint64_t next_seq_ = 1;
   uint64_t next_deadline_ = UINT64_MAX;
+  const int64_t wall_offset_ns_;  // CLOCK_REALTIME - CLOCK_MONOTONIC when made: a frame's receivedAt
 };
 
 }  // namespace seccomp_agent

@@ -8,6 +8,21 @@
 // go to the fd store when there is one ($NOTIFY_SOCKET: systemd or seccomp-keeper), ids in flight
 // to the journal (journal.hpp); Restore() takes them back, HandOff() gives them to a successor.
 // Pure C++: JS sees it through engine_binding.cpp and the EventQueue.
+//
+// One class, one room per file:
+//   engine.cpp            life (init, start, stop), containers (adopt, remove), the fd store, stats
+//   engine_loop.cpp       the epoll thread's loop and the hot path (RECV, default answer or pend)
+//   pending_table.*       the notifications waiting for an answer: the one take/answer/release
+//   engine_sessions.cpp   control plane sessions, their decision channels, respond()
+//   decision_check.*      every decision checked once, with a reason code
+//   rule_table.*          the per-container rules pushed by a control plane (ACK/NACK)
+//   engine_emulation.cpp  emulated decisions: the emulator and the action worker, their results
+//   engine_restore.cpp    taking back what a predecessor left (fd store, handoff, journal)
+//   engine_handoff.cpp    giving everything to a successor (park, send, ack)
+// Built without C++ exceptions: a failed allocation (std::bad_alloc) aborts the process. Accepted:
+// every queue a container or client can fill is bounded (events, channel output, journal slots,
+// ingest connections), so what is allocated on the native thread is small and bounded, and under
+// Linux overcommit the OOM killer acts long before such an allocation fails.
 #pragma once
 #include <pthread.h>
 
@@ -16,7 +31,6 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <queue>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -29,6 +43,8 @@
 #include "handoff.hpp"
 #include "ingest.hpp"
 #include "journal.hpp"
+#include "pending_table.hpp"
+#include "rule_table.hpp"
 #include "notify_fd.hpp"
 #include "target_memory.hpp"
 
@@ -41,7 +57,7 @@ struct Unseen {
   uint32_t arch = 0;
 };
 
-class Engine : private ChannelSessions {
+class Engine : private ChannelSessions, private PendingTable::Owners {
  public:
   struct Options {
     Answer default_action;  // kContinue or kError
@@ -110,8 +126,15 @@ class Engine : private ChannelSessions {
   Ingest* ingest() { return ingest_.get(); }
   // JS thread. Adopts fd `index` of pending connection `conn`: returns the container handle, or
   // 0 with *error set (*range_error: a bad conn or index, not a system failure).
-  // `record` (the container as JS knows it) is kept beside the fd for a successor.
-  uint32_t Adopt(uint32_t conn, uint32_t index, const std::string& record, std::string* error, bool* range_error);
+  // `record` (the container as JS knows it) is kept beside the fd for a successor; `container_id`
+  // goes with each of its notifications on the decision channel.
+  uint32_t Adopt(uint32_t conn, uint32_t index, const std::string& record, const std::string& container_id,
+                 std::string* error, bool* range_error);
+  // JS thread, after Restore and before Start: the container id of a restored container (read
+  // from its record by JS). False when the handle is unknown or the engine thread runs.
+  bool NameContainer(uint32_t handle, const std::string& container_id);
+  // Any thread. The per-container rules (none are matched yet: the next step).
+  RuleTable* rules() { return &rules_; }
   // JS thread. Listens on the runtime socket; stored in the fd store as "listener".
   bool Listen(const std::string& path, unsigned mode, std::string* error);
   // JS thread, after Init and before Start: takes what a predecessor left, by fd-store name
@@ -170,91 +193,49 @@ class Engine : private ChannelSessions {
   Stats GetStats();
 
  private:
-  struct Container : EpollSource {
+  struct Container : EpollSource, PendingTarget {
     Container() : EpollSource(Kind::kContainer) {}
-    int fd = -1;
-    uint32_t handle = 0;
-    uint32_t pending_count = 0;  // guarded by mu_
     uint32_t recv_failures = 0;  // engine thread: consecutive unexpected RECV errors
     int record_fd = -1;          // its record's memfd (journal.hpp)
     uint32_t journal_slot = InFlightJournal::kNoSlot;
-  };
-  struct Key {
-    uint32_t handle;
-    uint64_t id;
-    bool operator==(const Key& o) const { return handle == o.handle && id == o.id; }
-  };
-  struct KeyHash {
-    size_t operator()(const Key& k) const { return std::hash<uint64_t>()(k.id ^ (uint64_t(k.handle) << 40)); }
+    std::string container_id;    // set before the engine thread sees the container; then read-only
   };
   // A control plane's session (gRPC Attach) as the engine knows it. Guarded by mu_.
-  struct Session {
-    uint64_t id = 0;
+  struct Session : PendingOwner {
     uint8_t token[16];
     ChannelConn* channel = nullptr;  // set and cleared by the engine thread (under mu_)
-    uint32_t owned = 0;              // pending notifications it owns
     bool drained_reported = false;   // 'session-drained' sent since it was last active
   };
-  struct PendingEntry {
-    Container* container;
-    Session* owner;  // outlives the entry: closeSession answers what it owns before freeing it
-    uint64_t received_ns;
-    uint64_t deadline_ns;
-    // What an emulation needs from the notification.
-    uint32_t pid;
-    uint32_t nr;
-    uint32_t arch;
-    uint64_t arg0;  // mkdirat: the target's dirfd
-    uint32_t journal_slot;
-  };
-  // A notification held for a control plane that has not attached yet: what it will be sent.
-  struct Held {
-    Event event;
-    std::string strings;
-  };
-  struct Deadline {
-    uint64_t at;
-    uint32_t handle;
-    uint64_t id;
-    bool operator>(const Deadline& o) const { return at > o.at; }
-  };
 
+  // engine_loop.cpp
   static void* ThreadMain(void* self);
-  void Run();  // engine thread
+  void Run();                                                 // engine thread
   void OnNotifyReady(Container* container, uint32_t events);  // engine thread
-  void RemoveContainer(Container* container);                 // engine thread
-  void ExpireDeadlines(uint64_t now_ns);                       // engine thread
   uint64_t NextWakeNs();                                       // engine thread
-  void CompactDeadlinesLocked();                               // engine thread, under mu_
-  // Under mu_: answers every pending notification with the default action, 'by' reason.
-  void AnswerAllPendingLocked(AnsweredBy by, NotifyBuffers* buffers);
-  // Under mu_: an entry of `owner` left the pending table. True when that drained it (an urgent
-  // 'session-drained' was queued: a JS-thread caller flushes).
-  bool ReleaseOwnerLocked(Session* owner);
-  // Under mu_: 'session-drained' once for a session that is not active and owns nothing.
-  bool ReportIfDrainedLocked(Session* session);
+  // Reads the path arguments of `event` (x86_64) into buffer; false once the notification is gone.
+  static bool ReadPathArgs(int notify_fd, Event* event, char* buffer, size_t* blob);
+  void PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, SendResult result,
+                    uint64_t latency_ns, bool urgent, Unseen unseen = Unseen());
+  // Under mu_: the 'answered' event of an entry the pending table answered; `by` for an owned one
+  // (a held one was never seen by JS: by no control plane, and this event counts it).
+  void PushSettled(const PendingTable::Answered& a, AnsweredBy by, bool urgent);
+
+  // engine.cpp
+  void RemoveContainer(Container* container);  // engine thread
   Answer DefaultAction() const;
-  // JS thread: the engine thread waits (holding nothing) until Unpark(): no RECV, no decision.
-  void Park();
-  void Unpark();
-  // Engine thread: a successor connected to the handoff socket.
-  void AcceptHandoff();
   // JS thread: a new container in the table and the epoll set (0 with *error: fd closed).
-  uint32_t AddContainer(int fd, uint32_t handle, int record_fd, uint32_t journal_slot, std::string* error);
+  uint32_t AddContainer(int fd, uint32_t handle, int record_fd, uint32_t journal_slot, const std::string& container_id,
+                        std::string* error);
   // Keeps `fd` in the fd store under `name` (errors become 'error' events).
   void StoreFd(const std::string& name, int fd);
   void UnstoreFd(const std::string& name);
-  // Reads the path arguments of `event` (x86_64) into buffer; false once the notification is gone.
-  static bool ReadPathArgs(int notify_fd, Event* event, char* buffer, size_t* blob);
-  static InFlightJournal::InFlight InFlightOf(const Event& event);
-  static Event EventOf(const InFlightJournal::InFlight& in_flight);
-  // Restore(): answers `id` of `container` with the default action, as recovered.
-  bool AnswerRecovered(Container* container, uint64_t id);
-  void PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, SendResult result,
-                    uint64_t latency_ns, bool urgent, Unseen unseen = Unseen());
+
+  // engine_sessions.cpp
+  // PendingTable::Owners, under mu_: 'session-drained' when that left a session not active with nothing.
+  bool OwnerReleased(PendingOwner* owner) override;
+  // Under mu_: 'session-drained' once for a session that is not active and owns nothing.
+  bool ReportIfDrainedLocked(Session* session);
   void PushDropped(uint64_t session, uint32_t handle, uint64_t id, DropReason reason);
-  // Under mu_: whether the deadline answered (handle, id) recently.
-  bool AnsweredLateLocked(uint32_t handle, uint64_t id) const;
   // Engine thread: closes the channels of sessions JS closed.
   void CloseRequestedChannels();
   // ChannelSessions (engine thread).
@@ -262,14 +243,25 @@ class Engine : private ChannelSessions {
   void ApplyDecisions(ChannelConn* conn, uint64_t session, const decision_channel::DecisionBody* decisions,
                       size_t count) override;
   void UnbindChannel(ChannelConn* conn, uint64_t session) override;
+
+  // engine_emulation.cpp
   // JS thread: the executors of emulations, made on first use (outside mu_; published under it).
   Emulator* EnsureEmulator();
   ActionWorker* EnsureActionWorker();
   // Emulator or action-worker thread (inline under mu_ in rare cases): an emulation finished.
   void OnEmulated(uint32_t handle, uint64_t id, EmulatedKind kind, uint64_t received_ns, uint32_t journal_slot,
                   const ActionResult& result);
-  // JS thread, under mu_: no executor could be made; answers with failure errno at once.
-  void FailEmulationLocked(uint32_t handle, uint64_t id, EmulatedKind kind, const PendingEntry& entry);
+
+  // engine_restore.cpp
+  // Restore(): answers `id` of `container` with the default action, as recovered.
+  bool AnswerRecovered(Container* container, uint64_t id);
+
+  // engine_handoff.cpp
+  // JS thread: the engine thread waits (holding nothing) until Unpark(): no RECV, no decision.
+  void Park();
+  void Unpark();
+  // Engine thread: a successor connected to the handoff socket.
+  void AcceptHandoff();
 
   Options options_;
   std::unique_ptr<EventQueue> queue_;
@@ -307,19 +299,15 @@ class Engine : private ChannelSessions {
   std::atomic<bool> detailed_events_{true};
   uint32_t next_handle_ = 1;  // JS thread
 
-  // Guards containers_, pending_ and every Container::pending_count; held across a NOTIF_SEND of
-  // a pending notification, so its fd cannot be closed under it.
+  // Guards containers_, pending_ (and the counts it keeps), sessions_ and active_; held across a
+  // NOTIF_SEND of a pending notification, so its fd cannot be closed under it.
   std::mutex mu_;
   std::unordered_map<uint32_t, std::unique_ptr<Container>> containers_;
-  std::unordered_map<Key, PendingEntry, KeyHash> pending_;
+  PendingTable pending_{static_cast<PendingTable::Owners*>(this)};
   std::unordered_map<uint64_t, std::unique_ptr<Session>> sessions_;
-  std::unordered_map<Key, Held, KeyHash> held_;  // pending with no owner yet (HoldForControlPlane)
   std::atomic<uint64_t> hold_until_ns_{0};
   Session* active_ = nullptr;
-  // Recently deadline-answered notifications, so a decision for one is reported 'late'.
-  static constexpr size_t kLateRing = 1024;
-  Key late_[kLateRing] = {};
-  size_t late_next_ = 0;
+  RuleTable rules_;
   // Sessions whose channel the engine thread must close (JS closed them).
   std::vector<uint64_t> close_requests_;
   std::atomic<bool> close_requested_{false};
@@ -335,7 +323,6 @@ class Engine : private ChannelSessions {
   std::string emulator_error_;
 
   // Engine thread only.
-  std::priority_queue<Deadline, std::vector<Deadline>, std::greater<Deadline>> deadlines_;
   NotifyBuffers engine_buffers_;
   uint64_t busy_until_ns_ = 0;
   char strings_[6 * kTargetPathMax];

@@ -237,6 +237,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
                            InstanceMethod<&EngineWrap::JsListenFd>("listenFd"),
                            InstanceMethod<&EngineWrap::JsAdopt>("adopt"),
                            InstanceMethod<&EngineWrap::JsReject>("reject"),
+                           InstanceMethod<&EngineWrap::JsNameContainer>("nameContainer"),
                            InstanceMethod<&EngineWrap::JsListenChannel>("listenChannel"),
                            InstanceMethod<&EngineWrap::JsOpenSession>("openSession"),
                            InstanceMethod<&EngineWrap::JsSetActiveSession>("setActiveSession"),
@@ -389,9 +390,17 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
       ThrowType(env, "adopt(conn, fdIndex, record): record must be a string (JSON kept for a successor)");
       return env.Undefined();
     }
+    std::string container_id;
+    if (info.Length() > 3 && !info[3].IsUndefined()) {
+      if (!info[3].IsString()) {
+        ThrowType(env, "adopt(conn, fdIndex, record, containerId): containerId must be a string");
+        return env.Undefined();
+      }
+      container_id = info[3].As<Napi::String>().Utf8Value();
+    }
     std::string error;
     bool range = false;
-    uint32_t handle = engine_->Adopt(conn, index, info[2].As<Napi::String>().Utf8Value(), &error, &range);
+    uint32_t handle = engine_->Adopt(conn, index, info[2].As<Napi::String>().Utf8Value(), container_id, &error, &range);
     if (handle == 0) {
       if (range) {
         ThrowRange(env, error);
@@ -401,6 +410,22 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
       return env.Undefined();
     }
     return Napi::Number::New(env, handle);
+  }
+
+  Napi::Value JsNameContainer(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    uint32_t handle;
+    if (!ParseUint32(env, info[0], "handle", &handle)) return env.Undefined();
+    if (info.Length() < 2 || !info[1].IsString()) {
+      ThrowType(env, "nameContainer(handle, containerId): containerId must be a string");
+      return env.Undefined();
+    }
+    if (!engine_->NameContainer(handle, info[1].As<Napi::String>().Utf8Value())) {
+      ThrowRange(env, "nameContainer(handle, containerId): handle " + std::to_string(handle) +
+                          " is not a restored container, or start() was called already");
+    }
+    return env.Undefined();
   }
 
   Napi::Value JsReject(const Napi::CallbackInfo& info) {

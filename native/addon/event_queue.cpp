@@ -48,12 +48,6 @@ void EventSink::Give(Batch* batch) {
   delete batch;
 }
 
-uint64_t MonotonicNs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 EventQueue::EventQueue(size_t max_queued, uint64_t batch_delay_ns)
     : max_queued_(max_queued), batch_delay_ns_(batch_delay_ns) {}
 

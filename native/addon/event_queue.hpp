@@ -12,84 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "notify_fd.hpp"
+#include "event.hpp"
 
 namespace seccomp_agent {
-
-enum class EventType : uint8_t {
-  kConnection,
-  kIngestError,
-  kNotification,
-  kAnswered,
-  kRemoved,
-  kError,
-  kDecisionDropped,
-  kSessionDrained,
-  kChannel,
-  kHandoff,
-};
-// Why a decision was not applied (decision-dropped); the order is the decoder's.
-enum class DropReason : uint8_t { kUnknown, kLate, kWrongSession, kInvalid };
-// kControlPlane: an emulation the control plane asked for has finished (respond() said 'accepted').
-// kRecovered: received by a predecessor (crashed or handed over) and never answered by it.
-enum class AnsweredBy : uint8_t { kNoControlPlane, kDeadline, kDetached, kControlPlane, kRecovered };
-// The emulated action an 'answered' event reports (kNone: `action` is a continue/error answer).
-enum class EmulatedKind : uint8_t { kNone, kMkdir, kMount, kKill, kFreeze };
-
-// Bytes [offset, offset + length) of the blob passed to Push, later of the batch arena.
-struct TextRef {
-  uint32_t offset = 0;
-  uint32_t length = 0;
-};
-
-struct StringArg {
-  uint8_t index = 0;
-  bool truncated = false;
-  TextRef text;
-};
-
-struct Peer {
-  int32_t pid = 0;
-  uint32_t uid = 0;
-  uint32_t gid = 0;
-};
-
-// One record; which fields matter depends on `type` (see NativeEvent in dataplane/native.ts).
-struct Event {
-  EventType type = EventType::kError;
-  // notification, answered, removed
-  uint32_t handle = 0;
-  uint64_t id = 0;
-  // notification
-  uint32_t pid = 0;
-  uint32_t nr = 0;
-  uint32_t arch = 0;
-  uint64_t ip = 0;
-  uint64_t args[6] = {0, 0, 0, 0, 0, 0};
-  uint8_t string_count = 0;
-  bool forwarded = false;
-  bool via_channel = false;  // written to the owner session's decision channel
-  StringArg strings[6];
-  // notification: receivedNs; answered: latencyNs
-  uint64_t ns = 0;
-  // answered
-  AnsweredBy by = AnsweredBy::kNoControlPlane;
-  Answer action;  // emulated != kNone: action.error is the errno the target got (0: success)
-  EmulatedKind emulated = EmulatedKind::kNone;
-  bool gone = false;
-  bool notified = false;  // answered: no 'notification' event was sent for it; nr and arch are set
-  // connection, ingest-error, error; handoff: the connection's fd (JS passes it to handOff)
-  uint32_t conn = 0;
-  TextRef text;                // connection: json; ingest-error, error: message; channel: reason
-  const char* code = nullptr;  // ingest-error: static string
-  uint8_t fd_count = 0;        // connection
-  uint32_t seccomp_mask = 0;   // connection: bit i set when fd i is a seccomp notify fd
-  Peer peer;
-  // notification: the owner (0: answered natively); decision-dropped, session-drained, channel
-  uint64_t session = 0;
-  DropReason drop_reason = DropReason::kUnknown;  // decision-dropped
-  bool connected = false;                          // channel: connected (else closed; reason in text)
-};
 
 struct Batch {
   std::vector<Event> events;
@@ -154,8 +79,5 @@ class EventQueue {
   EventSink* sink_ = nullptr;  // owned by the TSFN once Init succeeded
   std::atomic<uint64_t> dropped_{0};
 };
-
-// CLOCK_MONOTONIC in ns.
-uint64_t MonotonicNs();
 
 }  // namespace seccomp_agent

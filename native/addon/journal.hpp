@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "notification.hpp"
+
 namespace seccomp_agent {
 
 class InFlightJournal {
@@ -24,16 +26,8 @@ class InFlightJournal {
   static constexpr uint32_t kContainerSlots = 16384;
   static constexpr uint32_t kNoSlot = UINT32_MAX;
 
-  // A notification as the journal keeps it.
-  struct InFlight {
-    uint32_t handle = 0;
-    uint64_t id = 0;
-    uint32_t pid = 0;
-    uint32_t nr = 0;
-    uint32_t arch = 0;
-    uint64_t ip = 0;
-    uint64_t args[6] = {0, 0, 0, 0, 0, 0};
-  };
+  // A notification as the journal keeps it: the engine's one record (received_ns is not kept).
+  using InFlight = Notification;
   struct ContainerMark {
     uint32_t handle;
     uint64_t last_id;  // valid when has_last

@@ -79,9 +79,23 @@ bool NsHelperPool::Init(std::string* error) {
     return false;
   }
   // The thread spawns every helper: their PR_SET_PDEATHSIG follows this thread, which lives until
-  // Stop(), so helpers never outlive the pool.
-  thread_ = std::thread([this] { Run(); });
+  // Stop(), so helpers never outlive the pool. pthread_create, not std::thread: built without C++
+  // exceptions, a std::thread that cannot start aborts the process; this one fails with its errno.
+  int rc = pthread_create(&thread_, nullptr, &NsHelperPool::ThreadMain, this);
+  if (rc != 0) {
+    *error = std::string("cannot start the helper pool's thread: pthread_create: ") + strerror(rc);
+    CloseFd(&epoll_);
+    CloseFd(&wake_);
+    return false;
+  }
+  joinable_ = true;
   return true;
+}
+
+// Pool thread.
+void* NsHelperPool::ThreadMain(void* self) {
+  static_cast<NsHelperPool*>(self)->Run();
+  return nullptr;
 }
 
 NsHelperPool::~NsHelperPool() { Stop(); }
@@ -123,7 +137,8 @@ void NsHelperPool::Stop() {
     std::lock_guard<std::mutex> lock(mutex_);
     Wake();
   }
-  if (thread_.joinable()) thread_.join();
+  if (joinable_) pthread_join(thread_, nullptr);
+  joinable_ = false;
   // The thread set closed_ before it finished: nobody writes to the eventfd any more.
   std::lock_guard<std::mutex> lock(mutex_);
   CloseFd(&epoll_);

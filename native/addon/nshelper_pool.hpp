@@ -10,6 +10,7 @@
 // Spawn-per-call mode (the variant the issue asks to measure): one `--once` helper per request.
 #pragma once
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -21,7 +22,6 @@
 #include <mutex>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "nshelper_protocol.h"
@@ -101,6 +101,7 @@ class NsHelperPool {
 
   explicit NsHelperPool(const NsHelperPoolOptions& options);
   bool Init(std::string* error);
+  static void* ThreadMain(void* self);
   void Run();
   void Wake();
   void DrainSubmissions();
@@ -120,7 +121,8 @@ class NsHelperPool {
   const NsHelperPoolOptions options_;
   int epoll_ = -1;
   int wake_ = -1;  // eventfd: submissions, forgets and stop
-  std::thread thread_;
+  pthread_t thread_{};
+  bool joinable_ = false;  // the pool thread was started (JS thread writes it in Init, Stop reads it)
   std::atomic<bool> stopping_{false};
   std::atomic<bool> stopped_{false};
 

@@ -23,7 +23,13 @@ enum FrameType : uint16_t {
 struct FrameHeader {
   uint32_t length;  // whole frame, header included
   uint16_t type;    // FrameType
-  uint16_t flags;   // 0
+  uint16_t flags;   // FrameFlags (0 but for the bits below)
+};
+
+enum FrameFlags : uint16_t {
+  // kNotification: a NotificationTrailer (and its container id) follows the strings. Readers that
+  // predate it stop after the strings and never see it.
+  kFlagTrailer = 1,
 };
 static_assert(sizeof(FrameHeader) == 8, "header layout");
 
@@ -38,7 +44,8 @@ struct ReadyBody {
 };
 
 // kNotification body: this struct, then `name_length` bytes of syscall name, then
-// `string_count` strings, each a StringHeader followed by `length` bytes (no NUL).
+// `string_count` strings, each a StringHeader followed by `length` bytes (no NUL), then (with
+// kFlagTrailer) a NotificationTrailer and the container id.
 struct NotificationBody {
   uint64_t id;
   uint64_t instruction_pointer;
@@ -53,6 +60,17 @@ struct NotificationBody {
   uint32_t reserved2;
 };
 static_assert(sizeof(NotificationBody) == 88, "notification layout");
+
+// After the strings when kFlagTrailer is set: the same receivedAt and containerId the gRPC form
+// carries, then `container_id_length` bytes of container id.
+struct NotificationTrailer {
+  uint64_t received_unix_ns;  // CLOCK_REALTIME when the data plane received it, in ns
+  uint16_t container_id_length;
+  uint16_t reserved;
+  uint32_t reserved2;
+};
+static_assert(sizeof(NotificationTrailer) == 16, "trailer layout");
+constexpr uint32_t kMaxContainerId = 1024;  // longer ids are cut (runtimes use 64 hex digits)
 
 struct StringHeader {
   uint8_t index;      // argument position 0..5

@@ -22,7 +22,7 @@ import {
   type NativeEvent,
   type NotificationEvent,
 } from '../../dataplane/native';
-import { EngineHarness, native, until } from '../support/engine-harness';
+import { containerIdOf, EngineHarness, native, until } from '../support/engine-harness';
 
 const EPERM = 1;
 const EACCES = 13;
@@ -157,9 +157,17 @@ test('decision channel hello: the right token gets Ready; a mkdir arrives as a N
   assert.deepEqual(connected, { type: 'channel', session: 1, state: 'connected', reason: '' });
 
   const allowed = path.join(h.dir, 'allowed');
+  const before = Date.now();
   const allowedRun = h.mkdir(allowed);
   const n = await client.waitNotification(mkdirOf(allowed), 'the mkdir');
   assert.equal(n.pid > 0, true);
+  // The same record as on gRPC: which container (the runtime's id), and when it was received.
+  const registered = h.events.find((e) => e.type === 'connection');
+  assert.ok(registered?.type === 'connection');
+  assert.equal(n.containerId, containerIdOf(registered.json));
+  assert.match(n.containerId, /^seccomp-run-\d+$/);
+  assert.ok(n.receivedAt instanceof Date, 'receivedAt is set');
+  assert.ok(n.receivedAt.getTime() >= before - 1000 && n.receivedAt.getTime() <= Date.now() + 1000, `receivedAt ${n.receivedAt.toISOString()} is now`);
   assert.equal(n.arch, native.AUDIT_ARCH_X86_64);
   assert.equal(n.args.length, 6);
   assert.equal(native.syscallNames()[n.syscallNr], n.syscall);

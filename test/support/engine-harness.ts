@@ -45,6 +45,16 @@ export interface Exit {
 }
 
 /** One engine listening on a socket in its own temp dir, with its events recorded. */
+/** The container id in a runtime message (seccomp-run: `seccomp-run-<pid>` unless --id), '' if none. */
+export function containerIdOf(json: string): string {
+  try {
+    const id = (JSON.parse(json) as { state?: { id?: unknown } }).state?.id;
+    return typeof id === 'string' ? id : '';
+  } catch {
+    return '';
+  }
+}
+
 export class EngineHarness {
   readonly dir: string;
   readonly socket: string;
@@ -80,7 +90,7 @@ export class EngineHarness {
     for (const event of batch) {
       this.events.push(event);
       if (event.type === 'connection' && this.autoAdopt && event.fds.length === 1 && event.fds[0].seccomp) {
-        this.engine.adopt(event.conn, 0, '{}');
+        this.engine.adopt(event.conn, 0, '{}', containerIdOf(event.json));
       }
       this.onEvent(event);
     }

@@ -1,0 +1,221 @@
+// Emulated decisions (docs/emulation.md): the control plane asks the engine to do the syscall's
+// work for the target (mkdir, mount: a helper process in the target's mount namespace) or to act
+// on its container (kill, freeze: the action worker's thread). The notification leaves the pending
+// table when the executor takes it; the executor answers it; its result comes back as an
+// 'answered' event. No executor (a helper binary missing, a thread that could not start): the
+// failure errno answers at once and an error event says why; never an abort.
+#include <fcntl.h>
+#include <string.h>
+
+#include "decision_check.hpp"
+#include "engine.hpp"
+#include "engine_names.hpp"
+#include "path_args.h"
+
+namespace seccomp_agent {
+namespace {
+
+// The errno an emulation that could not run answers with (never ENOSYS: that reads as "no agent").
+constexpr int kEmulationFailureErrno = EPERM;
+// A helper binary that could not be started is tried again after this long.
+constexpr uint64_t kEmulatorRetryNs = 10000000000ull;
+
+const char* EmulatedName(EmulatedKind kind) {
+  switch (kind) {
+    case EmulatedKind::kMkdir: return "mkdir";
+    case EmulatedKind::kMount: return "mount";
+    case EmulatedKind::kKill: return "kill-container";
+    case EmulatedKind::kFreeze: return "freeze-container";
+    default: return "none";
+  }
+}
+
+std::string HexText(uint32_t value) {
+  char text[16];
+  snprintf(text, sizeof text, "0x%x", value);
+  return text;
+}
+
+}  // namespace
+
+// JS thread. Takes the notification out of the pending table and hands it to its executor.
+Engine::RespondStatus Engine::RespondEmulated(uint32_t handle, uint64_t id, const EmulatedDecision& decision,
+                                              uint64_t session, uint64_t* latency_ns, std::string* error) {
+  *latency_ns = 0;
+  if (stopped_ || handed_over_) return RespondStatus::kUnknown;
+  {
+    // An id no longer pending (or not this session's) starts nothing (no helper, no error about one).
+    std::lock_guard<std::mutex> lock(mu_);
+    const PendingEntry* entry = nullptr;
+    DecisionReason reason = CheckPending(pending_, handle, id, session, &entry);
+    if (reason != DecisionReason::kOk) {
+      decisions_dropped_.fetch_add(1, std::memory_order_relaxed);
+      return reason == DecisionReason::kLate ? RespondStatus::kLate : RespondStatus::kUnknown;
+    }
+  }
+  const bool needs_helper = decision.kind == EmulatedKind::kMkdir || decision.kind == EmulatedKind::kMount;
+  Emulator* emulator = needs_helper ? EnsureEmulator() : nullptr;
+  ActionWorker* worker = needs_helper ? nullptr : EnsureActionWorker();
+  bool drained = false;
+  bool failed = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const PendingEntry* found = nullptr;
+    if (CheckPending(pending_, handle, id, session, &found) != DecisionReason::kOk) {
+      return RespondStatus::kUnknown;  // answered by its deadline meanwhile (or its session closed)
+    }
+    const Notification& n = found->notification;
+    if (CheckEmulation(decision.kind, n) != DecisionReason::kOk) {
+      const bool mkdir = decision.kind == EmulatedKind::kMkdir;
+      *error = std::string("an emulated ") + EmulatedName(decision.kind) + " answers only x86_64 " +
+               (mkdir ? "mkdir and mkdirat" : "mount") + " notifications; notification " + std::to_string(id) +
+               " of container " + std::to_string(handle) + " is syscall " + std::to_string(n.nr) + " (arch " +
+               HexText(n.arch) + "); it stays pending";
+      return RespondStatus::kWrongSyscall;
+    }
+    if (needs_helper ? emulator == nullptr : worker == nullptr) {
+      // No executor: the failure errno, now (the take/answer/release of every other answer).
+      Answer answer;
+      answer.kind = Answer::kError;
+      answer.error = kEmulationFailureErrno;
+      const PendingTable::Answered a = pending_.Settle(handle, id, answer, answer, &js_buffers_);
+      *latency_ns = a.latency_ns;
+      drained = a.drained;
+      failed = true;
+      Event event;
+      event.type = EventType::kAnswered;
+      event.handle = handle;
+      event.id = id;
+      event.by = AnsweredBy::kControlPlane;
+      event.emulated = decision.kind;
+      event.action = answer;
+      event.gone = a.result == SendResult::kGone;
+      event.ns = a.latency_ns;
+      queue_->Push(event, true);
+      if (a.result == SendResult::kFailed) {
+        queue_->PushError("NOTIF_SEND of EPERM for the emulated " + std::string(EmulatedName(decision.kind)) +
+                          " of notification " + std::to_string(id) + " of container " + std::to_string(handle) +
+                          " failed: " + ErrnoText(a.err));
+      }
+    } else {
+      const PendingEntry entry = pending_.Take(handle, id, &drained);
+      *latency_ns = MonotonicNs() - entry.notification.received_ns;
+      NotificationRef ref;
+      ref.notify_fd = entry.target->fd;  // borrowed under mu_: the executors dup it
+      ref.id = id;
+      ref.pid = static_cast<pid_t>(entry.notification.pid);
+      ref.owner = handle;
+      const EmulatedKind kind = decision.kind;
+      const uint64_t received = entry.notification.received_ns;
+      const uint32_t slot = entry.journal_slot;
+      // Runs on the executor's thread; takes only the queue's and the journal's locks, never mu_.
+      ActionDone done = [this, handle, id, kind, received, slot](const ActionResult& r) {
+        OnEmulated(handle, id, kind, received, slot, r);
+      };
+      switch (kind) {
+        case EmulatedKind::kMkdir: {
+          MkdirArgs args = decision.mkdir;
+          args.dirfd = n.nr == kSys_mkdirat ? static_cast<int>(static_cast<int32_t>(n.args[0])) : AT_FDCWD;
+          emulator->Mkdir(ref, args, /*respond=*/true, std::move(done));
+          break;
+        }
+        case EmulatedKind::kMount:
+          emulator->Mount(ref, decision.mount, /*respond=*/true, std::move(done));
+          break;
+        case EmulatedKind::kKill: {
+          KillArgs args = decision.kill;
+          args.init_pidfd = -1;
+          worker->Kill(ref, args, decision.error, std::move(done));
+          break;
+        }
+        default:
+          worker->Freeze(ref, decision.error, std::move(done));
+          break;
+      }
+    }
+  }
+  if (failed || drained) queue_->Flush();
+  return RespondStatus::kAccepted;
+}
+
+// JS thread. The emulator's thread and helpers start on the first mkdir or mount; a helper binary
+// that is missing (or a pool thread that cannot start: pthread_create's errno) is looked for again
+// after kEmulatorRetryNs, not on every decision.
+Emulator* Engine::EnsureEmulator() {
+  if (emulator_ != nullptr) return emulator_.get();  // written only on this thread
+  uint64_t now = MonotonicNs();
+  if (emulator_failed_ns_ != 0 && now - emulator_failed_ns_ < kEmulatorRetryNs) return nullptr;
+  std::string error = "no helperPath was given";
+  std::unique_ptr<Emulator> emulator;
+  if (!options_.helper_path.empty()) {
+    EmulatorOptions o;
+    o.helper_path = options_.helper_path;
+    o.failure_errno = kEmulationFailureErrno;
+    emulator = Emulator::Create(o, &error);
+  }
+  if (emulator == nullptr) {
+    emulator_failed_ns_ = now;
+    queue_->PushError("cannot start the emulation helper (" + error +
+                      "): emulated mkdir and mount decisions are answered " + ErrnoText(kEmulationFailureErrno) +
+                      " (EPERM); trying again on the first one after " + std::to_string(kEmulatorRetryNs / 1000000000ull) +
+                      " s");
+    return nullptr;
+  }
+  emulator_failed_ns_ = 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  emulator_ = std::move(emulator);
+  return emulator_.get();
+}
+
+// JS thread. Its thread is made with pthread_create: a failure is an error event and an EPERM
+// answer, never an abort.
+ActionWorker* Engine::EnsureActionWorker() {
+  if (action_worker_ != nullptr) return action_worker_.get();  // written only on this thread
+  std::string error;
+  std::unique_ptr<ActionWorker> worker = ActionWorker::Start(kEmulationFailureErrno, &error);
+  if (worker == nullptr) {
+    queue_->PushError("cannot start the thread for kill-container and freeze-container (" + error +
+                      "): this decision is answered EPERM; trying again on the next one");
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  action_worker_ = std::move(worker);
+  return action_worker_.get();
+}
+
+// Emulator or action-worker thread: reports the result at once (JS is waiting for it). The
+// executor answered the notification; this releases its journal slot (the release of its
+// take/answer/release).
+void Engine::OnEmulated(uint32_t handle, uint64_t id, EmulatedKind kind, uint64_t received_ns, uint32_t journal_slot,
+                        const ActionResult& r) {
+  pending_.ReleaseSlot(journal_slot);
+  const bool gone = r.outcome == ActionOutcome::kStale || (!r.answered && r.send_err == ENOENT);
+  Event event;
+  event.type = EventType::kAnswered;
+  event.handle = handle;
+  event.id = id;
+  event.by = AnsweredBy::kControlPlane;
+  event.emulated = kind;
+  event.action.kind = Answer::kError;
+  // mkdir, mount: what the syscall returned. kill, freeze: 0 when the container was killed or
+  // frozen (its syscall got the decision's errno), else why not.
+  bool acted = r.outcome == ActionOutcome::kDone && strcmp(r.stage, "done") == 0;
+  event.action.error = (kind == EmulatedKind::kKill || kind == EmulatedKind::kFreeze) && acted ? 0 : r.err;
+  event.gone = gone;
+  event.ns = MonotonicNs() - received_ns;
+  queue_->Push(event, true);
+  const std::string what = std::string("emulated ") + EmulatedName(kind) + " of notification " + std::to_string(id) +
+                           " of container " + std::to_string(handle);
+  const std::string got = r.answered ? "; its syscall got " + ErrnoText(r.err) : std::string();
+  if (r.outcome == ActionOutcome::kFailed) {
+    queue_->PushError(what + " failed at stage " + r.stage + " (" + ErrnoText(r.cause) + ")" + got);
+  } else if (r.outcome == ActionOutcome::kRefused && (kind == EmulatedKind::kKill || kind == EmulatedKind::kFreeze)) {
+    queue_->PushError(what + " refused: " + (r.detail.empty() ? r.stage : r.detail) + got);
+  }
+  if (!r.answered && !gone) {
+    queue_->PushError(what + " could not be answered (NOTIF_SEND: " + ErrnoText(r.send_err) + ")");
+  }
+  queue_->Flush();
+}
+
+}  // namespace seccomp_agent

@@ -1,0 +1,261 @@
+// The engine thread: its loop (epoll, timers, batches) and the hot path, RECV -> strings ->
+// ID_VALID -> the default answer on the spot, or pend (owned by the active session, or held for
+// one that has not attached) and queue a channel frame and an event.
+#include <errno.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "engine.hpp"
+#include "engine_names.hpp"
+#include "path_args.h"
+#include "seccomp_compat.h"
+
+namespace seccomp_agent {
+namespace {
+
+constexpr int kMaxEpollEvents = 64;
+constexpr uint32_t kMaxRecvFailures = 1000;  // consecutive unexpected RECV errors before giving up a fd
+
+}  // namespace
+
+// Engine thread.
+void* Engine::ThreadMain(void* self) {
+  pthread_setname_np(pthread_self(), "seccomp-engine");
+  static_cast<Engine*>(self)->Run();
+  return nullptr;
+}
+
+// Engine thread: the loop. Every fd it touches is non-blocking except the notify fds, which it
+// RECVs only after epoll said readable.
+void Engine::Run() {
+  {
+    std::lock_guard<std::mutex> lock(start_mu_);
+    running_ = true;
+  }
+  start_cv_.notify_all();
+  struct epoll_event events[kMaxEpollEvents];
+  while (!stop_requested_.load(std::memory_order_relaxed)) {
+    if (park_flag_.load(std::memory_order_acquire)) {
+      std::unique_lock<std::mutex> lock(park_mu_);
+      parked_ = true;
+      park_cv_.notify_all();
+      park_cv_.wait(lock, [this] { return !park_requested_ || stop_requested_.load(); });
+      parked_ = false;
+      continue;
+    }
+    uint64_t now = MonotonicNs();
+    uint64_t wake = busy_until_ns_ > now ? now : NextWakeNs();
+    int n;
+    if (use_pwait2_) {
+      struct timespec ts;
+      struct timespec* timeout = nullptr;
+      if (wake != std::numeric_limits<uint64_t>::max()) {
+        uint64_t wait = wake > now ? wake - now : 0;
+        ts.tv_sec = static_cast<time_t>(wait / 1000000000ull);
+        ts.tv_nsec = static_cast<long>(wait % 1000000000ull);
+        timeout = &ts;
+      }
+      n = epoll_pwait2(epoll_fd_, events, kMaxEpollEvents, timeout, nullptr);
+      if (n < 0 && errno == ENOSYS) {
+        use_pwait2_ = false;
+        continue;
+      }
+    } else {
+      int ms = -1;
+      if (wake != std::numeric_limits<uint64_t>::max()) {
+        uint64_t wait = wake > now ? wake - now : 0;
+        ms = static_cast<int>(std::min<uint64_t>((wait + 999999) / 1000000, 60000));
+      }
+      n = epoll_wait(epoll_fd_, events, kMaxEpollEvents, ms);
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      queue_->PushError("epoll_wait failed: " + ErrnoText(errno) + "; retrying in 10 ms");
+      usleep(10000);
+      continue;
+    }
+    for (int i = 0; i < n; i++) {
+      EpollSource* source = static_cast<EpollSource*>(events[i].data.ptr);
+      switch (source->kind) {
+        case EpollSource::Kind::kContainer:
+          OnNotifyReady(static_cast<Container*>(source), events[i].events);
+          break;
+        case EpollSource::Kind::kListener:
+        case EpollSource::Kind::kConnection:
+          ingest_->OnReady(source, events[i].events, MonotonicNs());
+          break;
+        case EpollSource::Kind::kChannelListener:
+        case EpollSource::Kind::kChannelConn:
+          channel_->OnReady(source, events[i].events, MonotonicNs());
+          break;
+        case EpollSource::Kind::kHandoffListener:
+          AcceptHandoff();
+          break;
+        case EpollSource::Kind::kWake: {
+          uint64_t value;
+          while (read(wake_fd_, &value, sizeof value) < 0 && errno == EINTR) {
+          }
+          break;
+        }
+      }
+    }
+    // One write per channel for every frame this iteration produced.
+    channel_->FlushAll();
+    if (n > 0 && options_.busy_poll_ns != 0 && (busy_until_ns_ != 0 || active_session_.load(std::memory_order_relaxed) != 0)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      busy_until_ns_ = pending_.empty() ? 0 : MonotonicNs() + options_.busy_poll_ns;
+    }
+    if (close_requested_.load(std::memory_order_acquire)) CloseRequestedChannels();
+    now = MonotonicNs();
+    if (pending_.NextDeadline() <= now) {
+      // Forwarded notifications past their deadline get the default action.
+      std::lock_guard<std::mutex> lock(mu_);
+      pending_.ExpireDue(now, DefaultAction(), &engine_buffers_,
+                         [this](const PendingTable::Answered& a) { PushSettled(a, AnsweredBy::kDeadline, true); });
+    }
+    if (ingest_->NextDeadline() <= now) ingest_->OnTimer(now);
+    if (channel_->NextDeadline() <= now) channel_->OnTimer(now);
+    queue_->Flush(now);
+  }
+}
+
+// Engine thread. pending_.NextDeadline() is read without mu_: only this thread adds deadlines
+// while it runs (Restore adds them before it starts), and the heap's top is only ever popped here.
+uint64_t Engine::NextWakeNs() {
+  uint64_t wake = queue_->DueNs();
+  if (pending_.NextDeadline() < wake) wake = pending_.NextDeadline();
+  if (ingest_->NextDeadline() < wake) wake = ingest_->NextDeadline();
+  if (channel_->NextDeadline() < wake) wake = channel_->NextDeadline();
+  return wake;
+}
+
+// Engine thread (or the JS thread in Restore, before the engine thread runs). The path arguments
+// of an x86_64 notification, read from the target into `buffer` (6 path strings' room) as
+// event->strings; false when the notification is no longer valid (what was read may then be
+// another process's, if the target died and its pid was reused).
+bool Engine::ReadPathArgs(int notify_fd, Event* event, char* buffer, size_t* blob) {
+  *blob = 0;
+  if (event->arch != AUDIT_ARCH_X86_64) return true;
+  uint8_t mask = PathArgMask(event->nr);
+  if (mask == 0) return true;
+  for (uint8_t i = 0; i < 6; i++) {
+    if (((mask >> i) & 1u) == 0) continue;
+    TargetString read;
+    if (!ReadTargetString(static_cast<pid_t>(event->pid), event->args[i], buffer + *blob, &read)) continue;
+    StringArg& arg = event->strings[event->string_count++];
+    arg.index = i;
+    arg.truncated = read.truncated;
+    arg.text.offset = static_cast<uint32_t>(*blob);
+    arg.text.length = static_cast<uint32_t>(read.length);
+    *blob += read.length;
+  }
+  return NotifyIdValid(notify_fd, event->id);
+}
+
+// Engine thread: the hot path. RECV -> (strings, ID_VALID) -> SEND, or pend and queue a channel
+// frame (written at the end of the iteration) -> event.
+void Engine::OnNotifyReady(Container* container, uint32_t events) {
+  if ((events & EPOLLIN) != 0) {
+    if (!NotifyRecv(container->fd, &engine_buffers_)) {
+      int err = errno;
+      // ENOENT: the task went away between readiness and RECV. EINTR: retry on next readiness.
+      if (err != ENOENT && err != EINTR && ++container->recv_failures >= kMaxRecvFailures) {
+        queue_->PushError("NOTIF_RECV on container " + std::to_string(container->handle) + " failed " +
+                          std::to_string(kMaxRecvFailures) + " times in a row (" + ErrnoText(err) +
+                          "); closing its notify fd: its notified syscalls now fail with ENOSYS");
+        RemoveContainer(container);
+      }
+      return;
+    }
+    container->recv_failures = 0;
+    const Notification n = NotificationFromKernel(*engine_buffers_.notif(), container->handle, MonotonicNs());
+    journal_->NoteReceived(container->journal_slot, n.id);
+    Event event = NotificationEvent(n);
+    size_t blob = 0;
+    if (!ReadPathArgs(container->fd, &event, strings_, &blob)) return;
+    uint64_t owner = 0;
+    bool held = false;
+    ChannelConn* conn = nullptr;
+    if (active_session_.load(std::memory_order_acquire) != 0 || hold_until_ns_.load(std::memory_order_relaxed) > n.received_ns) {
+      std::lock_guard<std::mutex> lock(mu_);
+      // Re-read under mu_: setActiveSession and closeSession change it under the same lock.
+      Session* session = active_;
+      // Without a channel the session hears of it only through JS: no room in the queue, no asking.
+      bool ask = session != nullptr && (session->channel != nullptr || !queue_->Full());
+      held = session == nullptr && hold_until_ns_.load(std::memory_order_relaxed) > n.received_ns && !queue_->Full();
+      if (ask || held) {
+        const uint64_t deadline = n.received_ns + decision_timeout_ns_.load(std::memory_order_relaxed);
+        if (held) {
+          pending_.Add(container, nullptr, n, deadline, HoldStrings(event, strings_, blob));
+        } else {
+          pending_.Add(container, session, n, deadline);
+          owner = session->id;
+          conn = session->channel;  // freed only by this thread
+        }
+      }
+    }
+    // JS hears of a held one when setActiveSession() forwards it, or from its deadline's answer.
+    if (held) return;
+    if (owner != 0) {
+      event.forwarded = true;
+      event.session = owner;
+      // On the channel the control plane has it at the end of this iteration; JS only reports it,
+      // so its event may wait for the batch. Otherwise JS forwards it: due at once.
+      event.via_channel = conn != nullptr && channel_->QueueNotification(conn, event, strings_, container->container_id);
+      queue_->Push(event, strings_, blob, !event.via_channel);
+      return;
+    }
+    // Nobody to ask (or no room to ask): the default action, now, on this thread.
+    Answer action = DefaultAction();
+    int err = 0;
+    SendResult result = NotifySend(container->fd, &engine_buffers_, n.id, action, &err);
+    uint64_t latency = MonotonicNs() - n.received_ns;
+    if (detailed_events_.load(std::memory_order_relaxed)) {
+      queue_->Push(event, strings_, blob, false);
+      PushAnswered(container->handle, n.id, AnsweredBy::kNoControlPlane, action, result, latency, false);
+    } else {
+      // Nobody watches: one event per notification is enough (half the work for JS and the queue).
+      PushAnswered(container->handle, n.id, AnsweredBy::kNoControlPlane, action, result, latency, false,
+                   Unseen{n.nr, n.arch});
+    }
+    if (result == SendResult::kFailed) {
+      queue_->PushError("NOTIF_SEND of the default action for notification " + std::to_string(n.id) +
+                        " of container " + std::to_string(container->handle) + " failed: " + ErrnoText(err));
+    }
+  }
+  if ((events & (EPOLLHUP | EPOLLERR)) != 0) RemoveContainer(container);
+}
+
+// Any thread.
+void Engine::PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, SendResult result,
+                          uint64_t latency_ns, bool urgent, Unseen unseen) {
+  Event event;
+  event.type = EventType::kAnswered;
+  event.handle = handle;
+  event.id = id;
+  event.by = by;
+  event.action = action;
+  event.gone = result == SendResult::kGone;
+  event.ns = latency_ns;
+  event.notified = unseen.nr != Unseen::kNone;
+  event.nr = unseen.nr;
+  event.arch = unseen.arch;
+  queue_->Push(event, urgent);
+}
+
+// Any thread, under mu_.
+void Engine::PushSettled(const PendingTable::Answered& a, AnsweredBy by, bool urgent) {
+  const Notification& n = a.entry.notification;
+  if (a.entry.owner == nullptr) {
+    // Held, and no control plane came: JS never saw it, so this answer counts it.
+    PushAnswered(n.handle, n.id, AnsweredBy::kNoControlPlane, a.sent, a.result, a.latency_ns, urgent, Unseen{n.nr, n.arch});
+  } else {
+    PushAnswered(n.handle, n.id, by, a.sent, a.result, a.latency_ns, urgent);
+  }
+}
+
+}  // namespace seccomp_agent

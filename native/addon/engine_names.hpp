@@ -1,0 +1,27 @@
+// The names the engine gives what it keeps in the fd store ("n<handle>" notify fds, "r<handle>"
+// records), and the errno text of its messages. Pure, header-only (test/cmd/native-tests).
+#pragma once
+#include <string.h>
+
+#include <cstdint>
+#include <string>
+
+namespace seccomp_agent {
+
+inline std::string NotifyName(uint32_t handle) { return "n" + std::to_string(handle); }
+inline std::string RecordName(uint32_t handle) { return "r" + std::to_string(handle); }
+
+// "n123" -> 123 for prefix 'n'; 0 when it is not such a name.
+inline uint32_t HandleOfName(const std::string& name, char prefix) {
+  if (name.size() < 2 || name.size() > 11 || name[0] != prefix) return 0;
+  uint64_t value = 0;
+  for (size_t i = 1; i < name.size(); i++) {
+    if (name[i] < '0' || name[i] > '9') return 0;
+    value = value * 10 + static_cast<uint64_t>(name[i] - '0');
+  }
+  return value > 0 && value <= UINT32_MAX ? static_cast<uint32_t>(value) : 0;
+}
+
+inline std::string ErrnoText(int err) { return std::string(strerror(err)); }
+
+}  // namespace seccomp_agent

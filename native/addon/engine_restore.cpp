@@ -1,0 +1,169 @@
+// Restore: what a predecessor left (after a crash or restart, from the fd store; after a handoff,
+// from the predecessor itself) taken back by fd-store name: the listener, the journal, each
+// container's notify fd and record. The journal is replayed: the ids the predecessor received and
+// never answered are answered with the default (or held for the next control plane), and after a
+// crash the ids it received but died before journaling are found and answered too.
+#include <unistd.h>
+
+#include <map>
+
+#include "engine.hpp"
+#include "engine_names.hpp"
+
+namespace seccomp_agent {
+namespace {
+
+// Ids a filter hands out are consecutive (kernel/seccomp.c: next_id++), so a notification RECV'd
+// by a predecessor that died before it journaled the id is among the next few after the last id it
+// noted; NOTIF_ID_VALID tells it apart from ones still queued (only RECV'd ones are valid).
+constexpr uint64_t kLostIdWindow = 64;
+
+}  // namespace
+
+// JS thread (Restore, before the engine thread runs): not pending, so not the pending table's.
+bool Engine::AnswerRecovered(Container* container, uint64_t id) {
+  Answer action = DefaultAction();
+  SendResult result = NotifySend(container->fd, &js_buffers_, id, action, nullptr);
+  PushAnswered(container->handle, id, AnsweredBy::kRecovered, action, result, 0, false);
+  return result == SendResult::kOk;
+}
+
+// JS thread, after Init and before Start.
+void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, bool hold, RestoreResult* result) {
+  const bool store_again = handoff;  // the fd store (if any) has none of a handoff's fds yet
+  if (stopped_ || thread_started_) {
+    for (const handoff::NamedFd& f : fds) close(f.fd);
+    result->problems.push_back(stopped_ ? "the engine is stopped; every fd given was closed"
+                                        : "restore() comes before start(); every fd given was closed");
+    return;
+  }
+  std::unique_ptr<InFlightJournal> journal;
+  std::map<uint32_t, int> notify_fds;
+  std::map<uint32_t, int> record_fds;
+  std::vector<int> listener_fds;
+  auto refuse = [&](const handoff::NamedFd& f, const std::string& why) {
+    result->problems.push_back("fd " + std::to_string(f.fd) + " named \"" + f.name + "\": " + why + "; closed it");
+    close(f.fd);
+    if (!store_again) UnstoreFd(f.name);  // or it comes back on every restart
+  };
+  for (const handoff::NamedFd& f : fds) {
+    uint32_t handle = 0;
+    if (f.name == "listener") {
+      std::string error;
+      if (!listener_fds.empty()) {
+        // systemd passes its .socket unit's listener and the stored copy: the same socket twice.
+        close(f.fd);
+      } else if (!ingest_->ListenFd(f.fd, &error)) {
+        refuse(f, error);
+      } else {
+        listener_fds.push_back(f.fd);
+        result->listener = true;
+      }
+    } else if (f.name == "journal") {
+      std::string error;
+      if (journal != nullptr) {
+        refuse(f, "a second journal");
+        continue;
+      }
+      journal = InFlightJournal::Open(f.fd, &error);  // takes the fd
+      if (journal == nullptr) result->problems.push_back(error + "; ids the predecessor had in flight may hang");
+    } else if ((handle = HandleOfName(f.name, 'n')) != 0 && notify_fds.count(handle) == 0) {
+      if (!IsSeccompNotifyFd(f.fd)) {
+        refuse(f, "not a seccomp notify fd");
+      } else {
+        notify_fds[handle] = f.fd;
+      }
+    } else if ((handle = HandleOfName(f.name, 'r')) != 0 && record_fds.count(handle) == 0) {
+      record_fds[handle] = f.fd;
+    } else {
+      refuse(f, "a name this data plane does not use (or a duplicate)");
+    }
+  }
+  if (journal != nullptr) {
+    journal_ = std::move(journal);
+    pending_.SetJournal(journal_.get());
+    result->journal = true;
+    result->control_plane_attached = journal_->ControlPlaneAttached();
+    journal_->SetControlPlaneAttached(false);  // until one attaches here
+    journal_stored_ = !store_again;
+  }
+  const auto marks = journal_->ContainerMarks();
+  std::unordered_map<uint32_t, uint32_t> slot_of;  // handle -> its slot in the predecessor's journal
+  for (const auto& mark : marks) slot_of.emplace(mark.second.handle, mark.first);
+  std::vector<uint32_t> kept_slots;
+  for (const auto& entry : notify_fds) {
+    const uint32_t handle = entry.first;
+    RestoreResult::Restored restored{handle, std::string()};
+    int record_fd = -1;
+    auto record = record_fds.find(handle);
+    if (record != record_fds.end()) {
+      record_fd = record->second;
+      record_fds.erase(record);
+      std::string error;
+      if (!ReadRecordMemfd(record_fd, &restored.record, &error)) {
+        result->problems.push_back("record of container handle " + std::to_string(handle) + ": " + error);
+        restored.record.clear();
+      }
+    }
+    auto known = slot_of.find(handle);
+    uint32_t slot = known != slot_of.end() ? known->second : journal_->AddContainer(handle);
+    std::string error;
+    // Its container id comes from JS (NameContainer), which reads the record.
+    if (AddContainer(entry.second, handle, record_fd, slot, std::string(), &error) == 0) {
+      result->problems.push_back("container handle " + std::to_string(handle) + ": " + error);
+      continue;
+    }
+    kept_slots.push_back(slot);
+    if (handle >= next_handle_) next_handle_ = handle + 1;
+    result->containers.push_back(std::move(restored));
+    if (store_again) {
+      StoreFd(NotifyName(handle), entry.second);
+      if (record_fd >= 0) StoreFd(RecordName(handle), record_fd);
+    }
+  }
+  for (const auto& orphan : record_fds) {
+    close(orphan.second);
+    if (!store_again) UnstoreFd(RecordName(orphan.first));
+  }
+  // The journal's replay. What the predecessor received and did not answer: nobody else ever will.
+  // With a control plane attached before, the next one is asked (as if it had just arrived); else
+  // the default answers.
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto in_flight = journal_->InFlightEntries();
+  journal_->ClearInFlight();
+  const uint64_t now = MonotonicNs();
+  for (Notification n : in_flight) {
+    auto it = containers_.find(n.handle);
+    if (it == containers_.end()) continue;
+    Container* container = it->second.get();
+    if (!hold || !result->control_plane_attached) {
+      AnswerRecovered(container, n.id);
+      result->in_flight_answered++;
+      continue;
+    }
+    n.received_ns = now;
+    Event event = NotificationEvent(n);
+    size_t blob = 0;
+    if (!ReadPathArgs(container->fd, &event, strings_, &blob)) continue;  // its task is gone
+    pending_.Add(container, nullptr, n, now + decision_timeout_ns_.load(std::memory_order_relaxed),
+                 HoldStrings(event, strings_, blob));
+    result->in_flight_held++;
+  }
+  // A live predecessor parked before handing over: all it received is answered or journaled. Only
+  // a dead one can have received an id it never journaled.
+  for (const auto& mark : marks) {
+    if (handoff) break;
+    auto it = containers_.find(mark.second.handle);
+    if (it == containers_.end() || !mark.second.has_last) continue;
+    for (uint64_t k = 1; k <= kLostIdWindow; k++) {
+      const uint64_t id = mark.second.last_id + k;
+      if (NotifyIdValid(it->second->fd, id) && AnswerRecovered(it->second.get(), id)) result->lost_answered++;
+    }
+  }
+  journal_->ReleaseContainersExcept(kept_slots);
+  if (store_again) {
+    if (!listener_fds.empty()) StoreFd("listener", listener_fds.front());
+  }
+}
+
+}  // namespace seccomp_agent

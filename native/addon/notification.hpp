@@ -1,0 +1,45 @@
+// The one record of a notification, from the kernel to both transports: NOTIF_RECV fills it once
+// (NotificationFromKernel); the pending table, the journal (its InFlight is this record), the event
+// for JS and the decision channel's frame are all made from it, by the converters beside each
+// boundary (event.hpp: NotificationEvent; journal.cpp: its slot layout). Pure: no N-API.
+#pragma once
+#include <linux/seccomp.h>
+#include <time.h>
+
+#include <cstdint>
+
+namespace seccomp_agent {
+
+struct Notification {
+  uint32_t handle = 0;  // the engine's container handle
+  uint64_t id = 0;      // the kernel's id, unique per filter
+  uint32_t pid = 0;     // the notifying task, in the data plane's pid namespace
+  uint32_t nr = 0;      // syscall number for `arch`
+  uint32_t arch = 0;    // AUDIT_ARCH_*
+  uint64_t ip = 0;      // instruction pointer
+  uint64_t args[6] = {0, 0, 0, 0, 0, 0};
+  uint64_t received_ns = 0;  // CLOCK_MONOTONIC when received (restored ones: when taken back); not journaled
+};
+
+// Any thread. CLOCK_MONOTONIC in ns.
+inline uint64_t MonotonicNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// Any thread: the record of what NOTIF_RECV returned for container `handle`.
+inline Notification NotificationFromKernel(const struct seccomp_notif& n, uint32_t handle, uint64_t received_ns) {
+  Notification record;
+  record.handle = handle;
+  record.id = n.id;
+  record.pid = n.pid;
+  record.nr = static_cast<uint32_t>(n.data.nr);
+  record.arch = n.data.arch;
+  record.ip = n.data.instruction_pointer;
+  for (int i = 0; i < 6; i++) record.args[i] = n.data.args[i];
+  record.received_ns = received_ns;
+  return record;
+}
+
+}  // namespace seccomp_agent

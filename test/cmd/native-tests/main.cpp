@@ -1,0 +1,446 @@
+// Unit tests of the native core's pure pieces: the pending table (on a real seccomp notify fd, with
+// a real target blocked in getppid), the decision check, the rule table, the runtime message's
+// JSON boundary and the fd-store names. No framework: each case prints "ok N - name" or
+// "not ok N - name" with what differed, and the last line is "N passed, N failed"; the exit code
+// is 1 when anything failed. Run by test/unit/native-core.test.ts (npm test).
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "decision_check.hpp"
+#include "engine_names.hpp"
+#include "journal.hpp"
+#include "json_boundary.hpp"
+#include "notify_fd.hpp"
+#include "pending_table.hpp"
+#include "rule_table.hpp"
+#include "scm_rights.h"
+#include "seccomp_compat.h"
+
+using namespace seccomp_agent;
+
+namespace {
+
+int g_passed = 0;
+int g_failed = 0;
+std::vector<std::string> g_problems;  // of the running case
+
+#define EXPECT(cond)                                                                              \
+  do {                                                                                            \
+    if (!(cond)) g_problems.push_back(std::string(__FILE__ ":") + std::to_string(__LINE__) + ": " #cond); \
+  } while (0)
+
+void Case(const char* name, const std::function<void()>& body) {
+  g_problems.clear();
+  body();
+  const int n = g_passed + g_failed + 1;
+  if (g_problems.empty()) {
+    g_passed++;
+    printf("ok %d - %s\n", n, name);
+  } else {
+    g_failed++;
+    printf("not ok %d - %s\n", n, name);
+    for (const std::string& p : g_problems) printf("#   %s\n", p.c_str());
+  }
+  fflush(stdout);
+}
+
+// A child process under a filter that notifies getppid; it calls getppid `calls` times and writes
+// each result (the return value, or -errno) to a pipe. The parent holds the listener fd.
+struct Target {
+  pid_t pid = -1;
+  int notify_fd = -1;
+  int results = -1;  // read end
+
+  bool Start(int calls) {
+    int sv[2], pipefd[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0 || pipe2(pipefd, O_CLOEXEC) != 0) return false;
+    pid = fork();
+    if (pid < 0) return false;
+    if (pid == 0) {
+      close(sv[0]);
+      close(pipefd[0]);
+      struct sock_filter prog[] = {
+          BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+          BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getppid, 0, 1),
+          BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+          BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      };
+      struct sock_fprog fprog = {static_cast<unsigned short>(sizeof prog / sizeof prog[0]), prog};
+      if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) _exit(2);
+      long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &fprog);
+      if (fd < 0) _exit(3);
+      char byte = 0;
+      struct iovec iov = {&byte, 1};
+      int listener = static_cast<int>(fd);
+      if (scm_rights::Send(sv[1], &iov, 1, &listener, 1, 0) != 1) _exit(4);
+      close(listener);
+      for (int i = 0; i < calls; i++) {
+        long r = syscall(SYS_getppid);
+        long value = r < 0 ? -errno : r;
+        if (write(pipefd[1], &value, sizeof value) != sizeof value) _exit(5);
+      }
+      _exit(0);
+    }
+    close(sv[1]);
+    close(pipefd[1]);
+    results = pipefd[0];
+    char byte;
+    struct iovec iov = {&byte, 1};
+    std::vector<int> fds;
+    bool truncated = false;
+    ssize_t n = scm_rights::Receive(sv[0], &iov, 1, 0, &fds, &truncated);
+    close(sv[0]);
+    if (n != 1 || fds.size() != 1) return false;
+    notify_fd = fds[0];
+    return true;
+  }
+  // The next notification (blocks until the child is in getppid).
+  bool Next(NotifyBuffers* buffers, Notification* n, uint32_t handle) {
+    if (!NotifyRecv(notify_fd, buffers)) return false;
+    *n = NotificationFromKernel(*buffers->notif(), handle, MonotonicNs());
+    return true;
+  }
+  long Result() {
+    long value = 0;
+    if (read(results, &value, sizeof value) != sizeof value) return -10000;
+    return value;
+  }
+  ~Target() {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+    if (notify_fd >= 0) close(notify_fd);
+    if (results >= 0) close(results);
+  }
+};
+
+// Records what the table tells the sessions' side.
+struct Owners : PendingTable::Owners {
+  std::vector<uint64_t> released;
+  bool OwnerReleased(PendingOwner* owner) override {
+    released.push_back(owner->id);
+    return owner->owned == 0;
+  }
+};
+
+Answer Continue() { return Answer(); }
+Answer Errno(int e) {
+  Answer a;
+  a.kind = Answer::kError;
+  a.error = e;
+  return a;
+}
+Answer Value(int64_t v) {
+  Answer a;
+  a.kind = Answer::kValue;
+  a.value = v;
+  return a;
+}
+
+Notification Fake(uint32_t handle, uint64_t id) {
+  Notification n;
+  n.handle = handle;
+  n.id = id;
+  n.nr = SYS_getppid;
+  n.arch = AUDIT_ARCH_X86_64;
+  n.received_ns = MonotonicNs();
+  return n;
+}
+
+void PendingTableCases() {
+  Case("pending table: settle answers the real target, frees its journal slot, its target's and owner's counts", [] {
+    std::string error;
+    auto journal = InFlightJournal::Create(&error);
+    EXPECT(journal != nullptr);
+    if (journal == nullptr) return;
+    Owners owners;
+    PendingTable table(&owners);
+    table.SetJournal(journal.get());
+    Target target;
+    EXPECT(target.Start(2));
+    PendingTarget t;
+    t.fd = target.notify_fd;
+    t.handle = 7;
+    PendingOwner owner;
+    owner.id = 3;
+    NotifyBuffers buffers;
+    Notification n;
+    EXPECT(target.Next(&buffers, &n, 7));
+    table.Add(&t, &owner, n, n.received_ns + 1000000000ull);
+    EXPECT(table.size() == 1 && t.pending_count == 1 && owner.owned == 1);
+    EXPECT(journal->InFlightEntries().size() == 1);
+    const PendingTable::Answered a = table.Settle(7, n.id, Value(4242), Continue(), &buffers);
+    EXPECT(a.result == SendResult::kOk);
+    EXPECT(a.sent.kind == Answer::kValue && a.sent.value == 4242);
+    EXPECT(a.drained);
+    EXPECT(target.Result() == 4242);
+    EXPECT(table.empty() && t.pending_count == 0 && owner.owned == 0);
+    EXPECT(owners.released.size() == 1 && owners.released[0] == 3);
+    EXPECT(journal->InFlightEntries().empty());
+    // The second call: an errno answer.
+    EXPECT(target.Next(&buffers, &n, 7));
+    table.Add(&t, &owner, n, n.received_ns + 1000000000ull);
+    table.Settle(7, n.id, Errno(EACCES), Continue(), &buffers);
+    EXPECT(target.Result() == -EACCES);
+  });
+
+  Case("pending table: an answer the kernel refuses is replaced by the fallback, and the slot is still released", [] {
+    std::string error;
+    auto journal = InFlightJournal::Create(&error);
+    Owners owners;
+    PendingTable table(&owners);
+    table.SetJournal(journal.get());
+    PendingTarget t;
+    t.fd = eventfd(0, EFD_CLOEXEC);  // not a notify fd: every NOTIF_SEND fails with ENOTTY
+    t.handle = 1;
+    table.Add(&t, nullptr, Fake(1, 9), MonotonicNs() + 1000000000ull);
+    NotifyBuffers buffers;
+    const PendingTable::Answered a = table.Settle(1, 9, Errno(EPERM), Continue(), &buffers);
+    EXPECT(a.result == SendResult::kFailed);
+    EXPECT(a.err == ENOTTY);
+    EXPECT(a.sent.kind == Answer::kContinue);
+    EXPECT(!a.drained && owners.released.empty());  // held: nobody owned it
+    EXPECT(journal->InFlightEntries().empty());
+    close(t.fd);
+  });
+
+  Case("pending table: settle-all and settle-owned-by release every owner (the drift AnswerAllPendingLocked had)", [] {
+    Owners owners;
+    PendingTable table(&owners);
+    Target target;
+    EXPECT(target.Start(1));
+    PendingTarget t;
+    t.fd = target.notify_fd;  // ids below were never delivered: NOTIF_SEND says ENOENT (gone)
+    t.handle = 2;
+    PendingOwner a, b;
+    a.id = 1;
+    b.id = 2;
+    const uint64_t far = MonotonicNs() + 60000000000ull;
+    table.Add(&t, &a, Fake(2, 100), far);
+    table.Add(&t, &a, Fake(2, 101), far);
+    table.Add(&t, &b, Fake(2, 102), far);
+    table.Add(&t, nullptr, Fake(2, 103), far);
+    NotifyBuffers buffers;
+    std::vector<uint64_t> reported;
+    size_t n = table.SettleOwnedBy(&a, Continue(), &buffers, [&](const PendingTable::Answered& r) {
+      reported.push_back(r.entry.notification.id);
+      EXPECT(r.result == SendResult::kGone);
+    });
+    EXPECT(n == 2 && reported.size() == 2 && a.owned == 0 && table.size() == 2);
+    EXPECT(owners.released.size() == 2);
+    n = table.SettleAll(Continue(), &buffers, [&](const PendingTable::Answered& r) { reported.push_back(r.entry.notification.id); });
+    EXPECT(n == 2 && table.empty() && t.pending_count == 0 && b.owned == 0);
+    // Every owned entry told its owner, the held one nobody.
+    EXPECT(owners.released.size() == 3 && owners.released[2] == 2);
+  });
+
+  Case("pending table: deadlines answer what is due, skip what was answered, and make later decisions late", [] {
+    Owners owners;
+    PendingTable table(&owners);
+    PendingTarget t;
+    t.fd = eventfd(0, EFD_CLOEXEC);
+    t.handle = 5;
+    PendingOwner owner;
+    owner.id = 9;
+    const uint64_t now = MonotonicNs();
+    table.Add(&t, &owner, Fake(5, 1), now + 10);
+    table.Add(&t, &owner, Fake(5, 2), now + 20);
+    table.Add(&t, &owner, Fake(5, 3), now + 1000000000000ull);
+    NotifyBuffers buffers;
+    table.Settle(5, 2, Continue(), Continue(), &buffers);  // answered before its deadline
+    EXPECT(table.NextDeadline() == now + 10);
+    std::vector<uint64_t> expired;
+    table.ExpireDue(now + 100, Errno(EPERM), &buffers,
+                    [&](const PendingTable::Answered& a) { expired.push_back(a.entry.notification.id); });
+    EXPECT(expired.size() == 1 && expired[0] == 1);
+    EXPECT(table.AnsweredLate(5, 1) && !table.AnsweredLate(5, 2) && !table.AnsweredLate(5, 3));
+    EXPECT(table.size() == 1 && owner.owned == 1);
+    EXPECT(table.NextDeadline() == now + 1000000000000ull);
+    close(t.fd);
+  });
+
+  Case("pending table: a closed target's entries go without an answer; held ones go to the first owner", [] {
+    std::string error;
+    auto journal = InFlightJournal::Create(&error);
+    Owners owners;
+    PendingTable table(&owners);
+    table.SetJournal(journal.get());
+    PendingTarget gone, kept;
+    gone.fd = -1;
+    gone.handle = 1;
+    kept.fd = -1;
+    kept.handle = 2;
+    const uint64_t far = MonotonicNs() + 60000000000ull;
+    HeldStrings held;
+    held.count = 1;
+    held.strings[0].index = 0;
+    held.strings[0].text.length = 4;
+    held.blob = "/tmp";
+    table.Add(&gone, nullptr, Fake(1, 1), far);
+    table.Add(&kept, nullptr, Fake(2, 1), far, held);
+    table.DropTarget(&gone);
+    EXPECT(table.size() == 1 && gone.pending_count == 0);
+    EXPECT(journal->InFlightEntries().size() == 1);
+    PendingOwner owner;
+    owner.id = 4;
+    int forwarded = 0;
+    table.GiveHeldTo(&owner, [&](const PendingEntry& e, const HeldStrings& s) {
+      forwarded++;
+      EXPECT(e.notification.handle == 2 && e.owner == &owner);
+      EXPECT(s.count == 1 && s.blob == "/tmp");
+    });
+    EXPECT(forwarded == 1 && owner.owned == 1);
+    const PendingEntry* entry = table.Find(2, 1);
+    EXPECT(entry != nullptr && entry->owner == &owner);
+  });
+}
+
+void DecisionCheckCases() {
+  Case("decision check: unknown id, late, stale session, bad errno, bad kind, wrong syscall", [] {
+    Owners owners;
+    PendingTable table(&owners);
+    PendingTarget t;
+    t.fd = eventfd(0, EFD_CLOEXEC);
+    t.handle = 1;
+    PendingOwner owner;
+    owner.id = 5;
+    const uint64_t now = MonotonicNs();
+    table.Add(&t, &owner, Fake(1, 1), now + 1000000000000ull);
+    table.Add(&t, nullptr, Fake(1, 2), now + 1000000000000ull);
+    table.Add(&t, &owner, Fake(1, 3), now);
+    NotifyBuffers buffers;
+    table.ExpireDue(now + 1, Continue(), &buffers, [](const PendingTable::Answered&) {});
+    const PendingEntry* e = nullptr;
+    EXPECT(CheckPending(table, 1, 1, 5, &e) == DecisionReason::kOk && e != nullptr);
+    EXPECT(CheckPending(table, 1, 1, 0, &e) == DecisionReason::kOk);
+    EXPECT(CheckPending(table, 1, 1, 6, &e) == DecisionReason::kStaleSession && e == nullptr);
+    EXPECT(CheckPending(table, 1, 2, 5, &e) == DecisionReason::kStaleSession);  // held: no session owns it
+    EXPECT(CheckPending(table, 1, 3, 5, &e) == DecisionReason::kLate);
+    EXPECT(CheckPending(table, 1, 99, 5, &e) == DecisionReason::kUnknownId);
+    EXPECT(CheckAnswer(Errno(0)) == DecisionReason::kBadErrno);
+    EXPECT(CheckAnswer(Errno(4096)) == DecisionReason::kBadErrno);
+    EXPECT(CheckAnswer(Errno(4095)) == DecisionReason::kOk);
+    decision_channel::DecisionBody body;
+    memset(&body, 0, sizeof body);
+    body.kind = 9;
+    Answer a;
+    EXPECT(ChannelAnswer(body, &a) == DecisionReason::kBadKind);
+    body.kind = decision_channel::kError;
+    body.errno_value = -1;
+    EXPECT(ChannelAnswer(body, &a) == DecisionReason::kBadErrno);
+    body.kind = decision_channel::kValue;
+    body.value = -7;
+    EXPECT(ChannelAnswer(body, &a) == DecisionReason::kOk && a.kind == Answer::kValue && a.value == -7);
+    Notification mkdirat = Fake(1, 1);
+    mkdirat.nr = 258;
+    EXPECT(CheckEmulation(EmulatedKind::kMkdir, mkdirat) == DecisionReason::kOk);
+    EXPECT(CheckEmulation(EmulatedKind::kMount, mkdirat) == DecisionReason::kWrongSyscall);
+    EXPECT(CheckEmulation(EmulatedKind::kMkdir, Fake(1, 1)) == DecisionReason::kWrongSyscall);
+    mkdirat.arch = AUDIT_ARCH_I386;
+    EXPECT(CheckEmulation(EmulatedKind::kMkdir, mkdirat) == DecisionReason::kWrongSyscall);
+    EXPECT(CheckEmulation(EmulatedKind::kKill, Fake(1, 1)) == DecisionReason::kOk);
+    EXPECT(DropReasonOf(DecisionReason::kStaleSession) == DropReason::kWrongSession);
+    EXPECT(DropReasonOf(DecisionReason::kBadErrno) == DropReason::kInvalid);
+    close(t.fd);
+  });
+}
+
+void RuleTableCases() {
+  Case("rule table: ACK keeps the version; a NACK names the rule and reason and the previous version stays", [] {
+    RuleTable rules;
+    EXPECT(rules.RulesFor(1) == nullptr);
+    RuleSet v1;
+    v1.version = 1;
+    Rule deny;
+    deny.syscalls = {83};
+    deny.action = RuleAction::kErrno;
+    deny.error = EPERM;
+    v1.rules.push_back(deny);
+    RuleVerdict verdict = rules.Apply(1, v1);
+    EXPECT(verdict.ack && verdict.version == 1);
+    RuleSet v2;
+    v2.version = 2;
+    Rule ok;
+    ok.syscalls = {39};
+    ok.action = RuleAction::kContinue;
+    Rule bad = deny;
+    bad.error = 5000;
+    v2.rules = {ok, bad};
+    verdict = rules.Apply(1, v2);
+    EXPECT(!verdict.ack && verdict.rule == 1 && verdict.reason == NackReason::kBadErrno && verdict.version == 1);
+    EXPECT(rules.RulesFor(1) != nullptr && rules.RulesFor(1)->version == 1);
+    Rule unknown;
+    unknown.syscalls = {100000};
+    unknown.action = RuleAction::kContinue;
+    v2.rules = {unknown};
+    EXPECT(rules.Apply(1, v2).reason == NackReason::kUnknownSyscall);
+    Rule mount_on_mkdir;
+    mount_on_mkdir.syscalls = {83};
+    mount_on_mkdir.action = RuleAction::kMount;
+    v2.rules = {mount_on_mkdir};
+    EXPECT(rules.Apply(1, v2).reason == NackReason::kUnsupportedAction);
+    Rule path_on_getppid;
+    path_on_getppid.syscalls = {110};
+    path_on_getppid.action = RuleAction::kContinue;
+    path_on_getppid.paths.push_back(PathMatcher{0, PathMatch::kPrefix, "/tmp"});
+    v2.rules = {path_on_getppid};
+    EXPECT(rules.Apply(1, v2).reason == NackReason::kBadPath);
+    RuleSet old = v1;
+    old.version = 0;
+    EXPECT(rules.Apply(1, old).reason == NackReason::kStaleVersion);
+    v2.rules = {ok};
+    EXPECT(rules.Apply(1, v2).ack && rules.RulesFor(1)->version == 2);
+    rules.Forget(1);
+    EXPECT(rules.RulesFor(1) == nullptr);
+  });
+}
+
+void BoundaryCases() {
+  Case("json boundary: complete at the top-level close, braces in strings and escapes do not count", [] {
+    JsonBoundary a;
+    EXPECT(!a.Feed("{\"a\":\"}\\\"{\",", 12));
+    EXPECT(a.Feed("\"b\":[1,{}]} trailing", 20));
+    JsonBoundary b;
+    EXPECT(!b.Feed("  nope", 6));
+    JsonBoundary c;
+    EXPECT(!c.Feed("[[", 2) && c.Feed("]]", 2));
+  });
+
+  Case("fd-store names: n<handle> and r<handle> round trip; anything else is no handle", [] {
+    EXPECT(HandleOfName(NotifyName(42), 'n') == 42);
+    EXPECT(HandleOfName(RecordName(4294967295u), 'r') == 4294967295u);
+    EXPECT(HandleOfName("n0", 'n') == 0);
+    EXPECT(HandleOfName("n4294967296", 'n') == 0);
+    EXPECT(HandleOfName("n12a", 'n') == 0);
+    EXPECT(HandleOfName("r12", 'n') == 0);
+    EXPECT(HandleOfName("n", 'n') == 0);
+  });
+}
+
+}  // namespace
+
+int main() {
+  PendingTableCases();
+  DecisionCheckCases();
+  RuleTableCases();
+  BoundaryCases();
+  printf("%d passed, %d failed\n", g_passed, g_failed);
+  return g_failed == 0 ? 0 : 1;
+}
