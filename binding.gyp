@@ -86,6 +86,8 @@
         "native/addon/pending_table.cpp",
         "native/addon/decision_check.cpp",
         "native/addon/rule_table.cpp",
+        "native/addon/rule_set.cpp",
+        "native/addon/policy_wire.cpp",
         "native/addon/journal.cpp",
         "native/addon/notify_fd.cpp"
       ],

@@ -72,6 +72,7 @@ const NATIVE_ANSWERED_BY: Record<AnsweredEvent['by'], AnsweredBy> = {
   detached: AnsweredBy.ANSWERED_BY_DEFAULT_DETACHED,
   'control-plane': AnsweredBy.ANSWERED_BY_CONTROL_PLANE,
   recovered: AnsweredBy.ANSWERED_BY_DEFAULT_RECOVERED,
+  'fast-path': AnsweredBy.ANSWERED_BY_FAST_PATH,
 };
 
 
@@ -352,11 +353,12 @@ export class DataPlane {
         `emulated ${event.action.kind} returned ${errnoName(event.action.errno)}`,
       );
     }
-    this.recordAnswer(event.handle, event.id, containerId, syscall, by, outcomeOf(event.action, event.gone), event.latencyNs);
+    this.recordAnswer(event.handle, event.id, containerId, syscall, by, outcomeOf(event.action, event.gone), event.latencyNs, event.rule);
   }
 
   private recordAnswer(
     handle: ContainerHandle, id: bigint, containerId: string, syscall: string, by: AnsweredBy, outcome: AnswerOutcome, latencyNs: bigint,
+    rule = -1,
   ): void {
     if (outcome.kind === AnswerKind.ANSWER_KIND_TARGET_GONE) this.counters.targetGone++;
     else this.counters[answeredByLabel(by)!.counter]++;
@@ -364,7 +366,8 @@ export class DataPlane {
     if (!this.hub.active) return;
     this.hub.publish({
       $case: 'answer',
-      answer: { handle: handleToProto(handle), id, containerId, syscall, answeredBy: by, ...outcome, latency: durationFromNs(latencyNs), ruleIndex: 0, policyVersion: '' },
+      answer: { handle: handleToProto(handle), id, containerId, syscall, answeredBy: by, ...outcome, latency: durationFromNs(latencyNs),
+        ruleIndex: rule >= 0 ? rule : 0, policyVersion: rule >= 0 ? (this.containers.get(handle)?.policyVersion ?? '') : '' },
     }, { containerId, syscall });
   }
 
@@ -442,7 +445,7 @@ export class DataPlane {
   private applyPolicy(session: AttachSession, policy: ContainerPolicy): PolicyAck {
     const handle = handleFromProto(policy.handle);
     const containerId = this.containers.containerIdOf(handle);
-    const verdict = this.engine.applyPolicy(handle, ContainerPolicy.encode(policy).finish());
+    const verdict = this.engine.applyPolicy(handle, ContainerPolicy.encode(policy).finish(), this.containers.get(handle)?.pid ?? 0);
     const ack: PolicyAck = {
       handle: policy.handle, version: verdict.version, accepted: verdict.accepted, refusedVersion: verdict.accepted ? '' : policy.version,
       ruleIndex: verdict.ruleIndex, reason: verdict.reason, detail: verdict.detail,

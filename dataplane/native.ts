@@ -34,7 +34,7 @@ export type NativeDecision = NativeImmediateDecision | NativeEmulatedDecision;
  * Why the native side answered a notification by itself, or 'control-plane' for a finished
  * emulation. 'recovered': a predecessor (crashed, or handed over) had received it and not answered.
  */
-export type NativeAnsweredBy = 'no-control-plane' | 'deadline' | 'detached' | 'control-plane' | 'recovered';
+export type NativeAnsweredBy = 'no-control-plane' | 'deadline' | 'detached' | 'control-plane' | 'recovered' | 'fast-path';
 
 export interface NativeEngineOptions {
   /** Path of build/Release/seccomp-nshelper, the emulation helper. */
@@ -123,6 +123,8 @@ export interface AnsweredEvent {
    * natively): this event counts as its notification too.
    */
   notified: { nr: number; arch: number } | null;
+  /** by 'fast-path': the index of the rule of the container's policy that answered (-1 otherwise). */
+  rule: number;
 }
 
 /** The notify fd hung up (no task left in the filter); the fd is closed. */
@@ -237,6 +239,8 @@ export interface RestoreResult {
   inFlightHeld: number;
   /** Ids it had received but not journaled (found past each container's last id), answered likewise. */
   lostAnswered: number;
+  /** Ids it had in flight that the container's own policy answered. */
+  inFlightByRules: number;
   /** Fds refused and closed, with why. */
   problems: string[];
 }
@@ -268,7 +272,7 @@ export interface NativeEngine {
    * answers that container's notifications from it natively from now on, keeping it with the
    * container in the fd store (and in a handoff). A NACK leaves the policy in force as it was.
    */
-  applyPolicy(handle: ContainerHandle, policy: Uint8Array): NativePolicyVerdict;
+  applyPolicy(handle: ContainerHandle, policy: Uint8Array, initPid: number): NativePolicyVerdict;
   /** Starts the epoll thread; returns once it runs. */
   start(): void;
   /** Creates the listener socket (removes a stale socket file first), chmod `mode`; kept in the fd store as "listener". */

@@ -145,6 +145,7 @@ void Engine::Stop() {
     for (auto& entry : containers_) {
       close(entry.second->fd);
       if (entry.second->record_fd >= 0) close(entry.second->record_fd);
+      if (entry.second->policy_fd >= 0) close(entry.second->policy_fd);
     }
     containers_.clear();
     rules_.Clear();
@@ -179,6 +180,7 @@ void Engine::RemoveContainer(Container* container) {
     epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, container->fd, nullptr);
     close(container->fd);
     if (container->record_fd >= 0) close(container->record_fd);
+    if (container->policy_fd >= 0) close(container->policy_fd);
     journal_->ReleaseContainer(container->journal_slot);
     pending_.DropTarget(container);
     containers_.erase(handle);  // frees container
@@ -189,6 +191,7 @@ void Engine::RemoveContainer(Container* container) {
   if (emulator != nullptr) emulator->Forget(handle);
   UnstoreFd(NotifyName(handle));
   UnstoreFd(RecordName(handle));
+  UnstoreFd(PolicyName(handle));
   Event event;
   event.type = EventType::kRemoved;
   event.handle = handle;

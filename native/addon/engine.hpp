@@ -88,6 +88,7 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
     struct Restored {
       uint32_t handle;
       std::string record;  // the JSON the predecessor's Adopt() was given ("" when its record was lost)
+      std::shared_ptr<const PolicyInForce> policy;  // the policy it had in force, in force again (or null)
     };
     std::vector<Restored> containers;
     bool listener = false;
@@ -96,6 +97,7 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
     size_t in_flight_answered = 0;  // the predecessor's ids in flight, answered with the default
     size_t in_flight_held = 0;      // ... or held for the next control plane (it had one attached)
     size_t lost_answered = 0;       // ids it received but never journaled, found past each last id
+    size_t in_flight_by_rules = 0;  // ... answered by the container's own policy
     std::vector<std::string> problems;  // fds refused and closed, with why
   };
   struct Stats {
@@ -133,8 +135,13 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // JS thread, after Restore and before Start: the container id of a restored container (read
   // from its record by JS). False when the handle is unknown or the engine thread runs.
   bool NameContainer(uint32_t handle, const std::string& container_id);
-  // Any thread. The per-container rules (none are matched yet: the next step).
-  RuleTable* rules() { return &rules_; }
+  // JS thread. A control plane's ContainerPolicy for `handle` (serialized): checked, and when good
+  // in force from the next notification on, kept in the fd store as "p<handle>" (and in a
+  // handoff). `init_pid`: the container's init as the runtime named it (kill-container rules of a
+  // container in the host pid namespace need it).
+  PolicyVerdict ApplyPolicy(uint32_t handle, const uint8_t* wire, size_t size, pid_t init_pid);
+  // Any thread. The policy in force for `handle` (null: none).
+  std::shared_ptr<const PolicyInForce> PolicyOf(uint32_t handle) const { return rules_.RulesFor(handle); }
   // JS thread. Listens on the runtime socket; stored in the fd store as "listener".
   bool Listen(const std::string& path, unsigned mode, std::string* error);
   // JS thread, after Init and before Start: takes what a predecessor left, by fd-store name
@@ -199,6 +206,9 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
     int record_fd = -1;          // its record's memfd (journal.hpp)
     uint32_t journal_slot = InFlightJournal::kNoSlot;
     std::string container_id;    // set before the engine thread sees the container; then read-only
+    int policy_fd = -1;          // the memfd of its policy in force ("p<handle>"), -1: none
+    std::atomic<bool> has_policy{false};  // lets the hot path skip the rule table for containers without
+    std::atomic<pid_t> init_pid{0};       // from the runtime, for kill-container rules
   };
   // A control plane's session (gRPC Attach) as the engine knows it. Guarded by mu_.
   struct Session : PendingOwner {
@@ -215,10 +225,22 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // Reads the path arguments of `event` (x86_64) into buffer; false once the notification is gone.
   static bool ReadPathArgs(int notify_fd, Event* event, char* buffer, size_t* blob);
   void PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, SendResult result,
-                    uint64_t latency_ns, bool urgent, Unseen unseen = Unseen());
+                    uint64_t latency_ns, bool urgent, Unseen unseen = Unseen(), int32_t rule = -1);
   // Under mu_: the 'answered' event of an entry the pending table answered; `by` for an owned one
   // (a held one was never seen by JS: by no control plane, and this event counts it).
   void PushSettled(const PendingTable::Answered& a, AnsweredBy by, bool urgent);
+
+  // engine_rules.cpp
+  // Engine thread (or JS thread in Restore, `mu_held`): answers `n` from the container's policy
+  // when a rule other than "ask" matches (at once, or through an emulation's executor). False:
+  // no policy, no match, or "ask": the caller goes on as for a container without policy.
+  bool AnswerFromRules(Container* container, const Notification& n, const Event& event, size_t blob, bool mu_held);
+  // Under mu_: a rule's emulation handed to its executor, journaled until it reports.
+  void DispatchRuleEmulationLocked(Container* container, const Notification& n, const Rule& rule, int index,
+                                   const Event& event, NotifyBuffers* buffers);
+  // Any thread: a fast-path answer given at once (continue, errno, value, or an emulation refused up front).
+  void AnswerByRule(Container* container, const Notification& n, const Answer& answer, int index, EmulatedKind kind,
+                    const Event& event, size_t blob, NotifyBuffers* buffers);
 
   // engine.cpp
   void RemoveContainer(Container* container);  // engine thread
@@ -250,7 +272,8 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   ActionWorker* EnsureActionWorker();
   // Emulator or action-worker thread (inline under mu_ in rare cases): an emulation finished.
   void OnEmulated(uint32_t handle, uint64_t id, EmulatedKind kind, uint64_t received_ns, uint32_t journal_slot,
-                  const ActionResult& result);
+                  const ActionResult& result, AnsweredBy by = AnsweredBy::kControlPlane, int32_t rule = -1,
+                  Unseen unseen = Unseen());
 
   // engine_restore.cpp
   // Restore(): answers `id` of `container` with the default action, as recovered.

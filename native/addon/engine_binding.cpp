@@ -238,6 +238,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
                            InstanceMethod<&EngineWrap::JsAdopt>("adopt"),
                            InstanceMethod<&EngineWrap::JsReject>("reject"),
                            InstanceMethod<&EngineWrap::JsNameContainer>("nameContainer"),
+                           InstanceMethod<&EngineWrap::JsApplyPolicy>("applyPolicy"),
                            InstanceMethod<&EngineWrap::JsListenChannel>("listenChannel"),
                            InstanceMethod<&EngineWrap::JsOpenSession>("openSession"),
                            InstanceMethod<&EngineWrap::JsSetActiveSession>("setActiveSession"),
@@ -426,6 +427,28 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
                           " is not a restored container, or start() was called already");
     }
     return env.Undefined();
+  }
+
+  // JS thread. applyPolicy(handle, policy: Uint8Array, initPid) -> { accepted, version, ruleIndex, reason, detail }.
+  Napi::Value JsApplyPolicy(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    uint32_t handle;
+    if (!ParseUint32(env, info[0], "handle", &handle)) return env.Undefined();
+    if (info.Length() < 3 || !info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array ||
+        !info[2].IsNumber()) {
+      ThrowType(env, "applyPolicy(handle, policy: Uint8Array, initPid: number)");
+      return env.Undefined();
+    }
+    Napi::Uint8Array bytes = info[1].As<Napi::Uint8Array>();
+    const PolicyVerdict v = engine_->ApplyPolicy(handle, bytes.Data(), bytes.ByteLength(), info[2].As<Napi::Number>().Int32Value());
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("accepted", Napi::Boolean::New(env, v.ack));
+    o.Set("version", Napi::String::New(env, v.version));
+    o.Set("ruleIndex", Napi::Number::New(env, v.ack ? -1 : v.nack.rule_index));
+    o.Set("reason", Napi::String::New(env, v.nack.reason));
+    o.Set("detail", Napi::String::New(env, v.nack.detail));
+    return o;
   }
 
   Napi::Value JsReject(const Napi::CallbackInfo& info) {
@@ -628,6 +651,18 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
       Napi::Object c = Napi::Object::New(env);
       c.Set("handle", Napi::Number::New(env, r.containers[i].handle));
       c.Set("record", Napi::String::New(env, r.containers[i].record));
+      const std::shared_ptr<const PolicyInForce>& policy = r.containers[i].policy;
+      if (policy) {
+        Napi::Object p = Napi::Object::New(env);
+        Napi::Object labels = Napi::Object::New(env);
+        for (const auto& label : policy->set.labels) labels.Set(label.first, label.second);
+        p.Set("version", Napi::String::New(env, policy->set.version));
+        p.Set("rules", Napi::Number::New(env, static_cast<double>(policy->set.rules.size())));
+        p.Set("labels", labels);
+        c.Set("policy", p);
+      } else {
+        c.Set("policy", env.Null());
+      }
       containers.Set(static_cast<uint32_t>(i), c);
     }
     Napi::Array problems = Napi::Array::New(env, r.problems.size());
@@ -639,6 +674,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     o.Set("inFlightAnswered", Napi::Number::New(env, static_cast<double>(r.in_flight_answered)));
     o.Set("inFlightHeld", Napi::Number::New(env, static_cast<double>(r.in_flight_held)));
     o.Set("lostAnswered", Napi::Number::New(env, static_cast<double>(r.lost_answered)));
+    o.Set("inFlightByRules", Napi::Number::New(env, static_cast<double>(r.in_flight_by_rules)));
     o.Set("problems", problems);
     return o;
   }

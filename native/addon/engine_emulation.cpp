@@ -187,14 +187,18 @@ ActionWorker* Engine::EnsureActionWorker() {
 // executor answered the notification; this releases its journal slot (the release of its
 // take/answer/release).
 void Engine::OnEmulated(uint32_t handle, uint64_t id, EmulatedKind kind, uint64_t received_ns, uint32_t journal_slot,
-                        const ActionResult& r) {
+                        const ActionResult& r, AnsweredBy by, int32_t rule, Unseen unseen) {
   pending_.ReleaseSlot(journal_slot);
   const bool gone = r.outcome == ActionOutcome::kStale || (!r.answered && r.send_err == ENOENT);
   Event event;
   event.type = EventType::kAnswered;
   event.handle = handle;
   event.id = id;
-  event.by = AnsweredBy::kControlPlane;
+  event.by = by;
+  event.rule = rule;
+  event.notified = unseen.nr != Unseen::kNone;
+  event.nr = unseen.nr;
+  event.arch = unseen.arch;
   event.emulated = kind;
   event.action.kind = Answer::kError;
   // mkdir, mount: what the syscall returned. kill, freeze: 0 when the container was killed or

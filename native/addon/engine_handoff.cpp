@@ -106,6 +106,7 @@ bool Engine::HandOff(int conn, int timeout_ms, std::string* summary, uint64_t* p
     for (const auto& entry : containers_) {
       fds.push_back(handoff::NamedFd{entry.second->fd, NotifyName(entry.first)});
       if (entry.second->record_fd >= 0) fds.push_back(handoff::NamedFd{entry.second->record_fd, RecordName(entry.first)});
+      if (entry.second->policy_fd >= 0) fds.push_back(handoff::NamedFd{entry.second->policy_fd, PolicyName(entry.first)});
     }
     pending = pending_.size();
     *summary = "{\"containers\":" + std::to_string(containers_.size()) + ",\"inFlight\":" + std::to_string(pending) +

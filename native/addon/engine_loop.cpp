@@ -177,6 +177,8 @@ void Engine::OnNotifyReady(Container* container, uint32_t events) {
     Event event = NotificationEvent(n);
     size_t blob = 0;
     if (!ReadPathArgs(container->fd, &event, strings_, &blob)) return;
+    // The container's own rules first: they answer whether a control plane is attached or not.
+    if (AnswerFromRules(container, n, event, blob, /*mu_held=*/false)) return;
     uint64_t owner = 0;
     bool held = false;
     ChannelConn* conn = nullptr;
@@ -232,12 +234,13 @@ void Engine::OnNotifyReady(Container* container, uint32_t events) {
 
 // Any thread.
 void Engine::PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, SendResult result,
-                          uint64_t latency_ns, bool urgent, Unseen unseen) {
+                          uint64_t latency_ns, bool urgent, Unseen unseen, int32_t rule) {
   Event event;
   event.type = EventType::kAnswered;
   event.handle = handle;
   event.id = id;
   event.by = by;
+  event.rule = rule;
   event.action = action;
   event.gone = result == SendResult::kGone;
   event.ns = latency_ns;

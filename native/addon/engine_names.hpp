@@ -10,6 +10,8 @@ namespace seccomp_agent {
 
 inline std::string NotifyName(uint32_t handle) { return "n" + std::to_string(handle); }
 inline std::string RecordName(uint32_t handle) { return "r" + std::to_string(handle); }
+// The serialized ContainerPolicy in force (rule_table.hpp), so a successor answers from it too.
+inline std::string PolicyName(uint32_t handle) { return "p" + std::to_string(handle); }
 
 // "n123" -> 123 for prefix 'n'; 0 when it is not such a name.
 inline uint32_t HandleOfName(const std::string& name, char prefix) {

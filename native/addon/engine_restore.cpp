@@ -40,6 +40,7 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
   std::unique_ptr<InFlightJournal> journal;
   std::map<uint32_t, int> notify_fds;
   std::map<uint32_t, int> record_fds;
+  std::map<uint32_t, int> policy_fds;
   std::vector<int> listener_fds;
   auto refuse = [&](const handoff::NamedFd& f, const std::string& why) {
     result->problems.push_back("fd " + std::to_string(f.fd) + " named \"" + f.name + "\": " + why + "; closed it");
@@ -75,6 +76,8 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
       }
     } else if ((handle = HandleOfName(f.name, 'r')) != 0 && record_fds.count(handle) == 0) {
       record_fds[handle] = f.fd;
+    } else if ((handle = HandleOfName(f.name, 'p')) != 0 && policy_fds.count(handle) == 0) {
+      policy_fds[handle] = f.fd;
     } else {
       refuse(f, "a name this data plane does not use (or a duplicate)");
     }
@@ -93,7 +96,7 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
   std::vector<uint32_t> kept_slots;
   for (const auto& entry : notify_fds) {
     const uint32_t handle = entry.first;
-    RestoreResult::Restored restored{handle, std::string()};
+    RestoreResult::Restored restored{handle, std::string(), nullptr};
     int record_fd = -1;
     auto record = record_fds.find(handle);
     if (record != record_fds.end()) {
@@ -115,6 +118,32 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
     }
     kept_slots.push_back(slot);
     if (handle >= next_handle_) next_handle_ = handle + 1;
+    // Its policy, in force again before any of its notifications is read.
+    auto policy = policy_fds.find(handle);
+    if (policy != policy_fds.end()) {
+      const int policy_fd = policy->second;
+      policy_fds.erase(policy);
+      std::string wire;
+      PolicyVerdict verdict;
+      if (!ReadRecordMemfd(policy_fd, &wire, &error)) {
+        verdict.nack.detail = error;
+      } else {
+        verdict = rules_.Apply(handle, reinterpret_cast<const uint8_t*>(wire.data()), wire.size());
+      }
+      if (verdict.ack) {
+        std::lock_guard<std::mutex> lock(mu_);
+        Container* c = containers_.at(handle).get();
+        c->policy_fd = policy_fd;
+        c->has_policy.store(true, std::memory_order_release);
+        restored.policy = rules_.RulesFor(handle);
+        if (store_again) StoreFd(PolicyName(handle), policy_fd);
+      } else {
+        result->problems.push_back("policy of container handle " + std::to_string(handle) + " not taken back (" + verdict.nack.reason + " " +
+                                   verdict.nack.detail + "): it answers as a container without policy until a control plane pushes one");
+        close(policy_fd);
+        if (!store_again) UnstoreFd(PolicyName(handle));
+      }
+    }
     result->containers.push_back(std::move(restored));
     if (store_again) {
       StoreFd(NotifyName(handle), entry.second);
@@ -124,6 +153,10 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
   for (const auto& orphan : record_fds) {
     close(orphan.second);
     if (!store_again) UnstoreFd(RecordName(orphan.first));
+  }
+  for (const auto& orphan : policy_fds) {
+    close(orphan.second);
+    if (!store_again) UnstoreFd(PolicyName(orphan.first));
   }
   // The journal's replay. What the predecessor received and did not answer: nobody else ever will.
   // With a control plane attached before, the next one is asked (as if it had just arrived); else
@@ -136,6 +169,17 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
     auto it = containers_.find(n.handle);
     if (it == containers_.end()) continue;
     Container* container = it->second.get();
+    if (container->has_policy.load(std::memory_order_relaxed)) {
+      // Its own rules answer it, as they would have had the predecessor lived.
+      n.received_ns = now;
+      Event event = NotificationEvent(n);
+      size_t blob = 0;
+      if (!ReadPathArgs(container->fd, &event, strings_, &blob)) continue;  // its task is gone
+      if (AnswerFromRules(container, n, event, blob, /*mu_held=*/true)) {
+        result->in_flight_by_rules++;
+        continue;
+      }
+    }
     if (!hold || !result->control_plane_attached) {
       AnswerRecovered(container, n.id);
       result->in_flight_answered++;

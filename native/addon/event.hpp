@@ -25,7 +25,8 @@ enum class EventType : uint8_t {
 enum class DropReason : uint8_t { kUnknown, kLate, kWrongSession, kInvalid };
 // kControlPlane: an emulation the control plane asked for has finished (respond() said 'accepted').
 // kRecovered: received by a predecessor (crashed or handed over) and never answered by it.
-enum class AnsweredBy : uint8_t { kNoControlPlane, kDeadline, kDetached, kControlPlane, kRecovered };
+// kFastPath: a rule of the container's pushed policy (engine_rules.cpp); the event names the rule.
+enum class AnsweredBy : uint8_t { kNoControlPlane, kDeadline, kDetached, kControlPlane, kRecovered, kFastPath };
 // The emulated action an 'answered' event reports (kNone: `action` is a continue/error answer).
 enum class EmulatedKind : uint8_t { kNone, kMkdir, kMount, kKill, kFreeze };
 
@@ -67,6 +68,7 @@ struct Event {
   uint64_t ns = 0;
   // answered
   AnsweredBy by = AnsweredBy::kNoControlPlane;
+  int32_t rule = -1;  // answered by kFastPath: the index of the rule in the policy in force
   Answer action;  // emulated != kNone: action.error is the errno the target got (0: success)
   EmulatedKind emulated = EmulatedKind::kNone;
   bool gone = false;

@@ -22,7 +22,7 @@ constexpr uint32_t kNotified = 1u << 4;    // answered: stands for its notificat
 const char kDecoderSource[] = R"JS(
 (function (onEvents) {
   'use strict';
-  const BY = ['no-control-plane', 'deadline', 'detached', 'control-plane', 'recovered'];
+  const BY = ['no-control-plane', 'deadline', 'detached', 'control-plane', 'recovered', 'fast-path'];
   const EMULATED = ['', 'mkdir', 'mount', 'kill', 'freeze'];
   const DROPPED = ['unknown', 'late', 'wrong-session', 'invalid'];
   const action = (kind, errno, emulated, value) =>
@@ -56,7 +56,7 @@ const char kDecoderSource[] = R"JS(
           events[i] = {
             type: 'answered', handle: u[b + 1], id: w[a], by: BY[(flags >> 8) & 0xff],
             action: action((flags >> 16) & 0xff, u[b + 6], flags >>> 24, w[a + 1]), gone: (flags & 2) !== 0,
-            latencyNs: w[a + 8], notified: (flags & 16) !== 0 ? { nr: u[b + 3], arch: u[b + 4] } : null,
+            latencyNs: w[a + 8], notified: (flags & 16) !== 0 ? { nr: u[b + 3], arch: u[b + 4] } : null, rule: u[b + 7] - 1,
           };
           break;
         case 0: {
@@ -133,6 +133,7 @@ void Encode(const Event& e, const std::string& arena, uint64_t* w64, uint32_t* w
       w32[5] = (e.gone ? kGone : 0) | (e.notified ? kNotified : 0) | (static_cast<uint32_t>(e.by) << 8) |
                (static_cast<uint32_t>(e.action.kind) << 16) | (static_cast<uint32_t>(e.emulated) << 24);
       w32[6] = static_cast<uint32_t>(e.action.error);
+      w32[7] = static_cast<uint32_t>(e.rule + 1);
       w64[1] = static_cast<uint64_t>(e.action.value);
       break;
     case EventType::kConnection:

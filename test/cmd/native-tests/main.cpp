@@ -29,6 +29,8 @@
 #include "notify_fd.hpp"
 #include "pending_table.hpp"
 #include "rule_table.hpp"
+#include "rule_set.hpp"
+#include <linux/audit.h>
 #include "scm_rights.h"
 #include "seccomp_compat.h"
 
@@ -362,53 +364,105 @@ void DecisionCheckCases() {
   });
 }
 
+// A ContainerPolicy written by hand in the protobuf wire format (policy.proto's field numbers).
+struct Wire {
+  std::string bytes;
+  Wire& Varint(uint32_t field, uint64_t v) {
+    Tag(field, 0);
+    Raw(v);
+    return *this;
+  }
+  Wire& Bytes(uint32_t field, const std::string& b) {
+    Tag(field, 2);
+    Raw(b.size());
+    bytes += b;
+    return *this;
+  }
+  Wire& Message(uint32_t field, const Wire& m) { return Bytes(field, m.bytes); }
+  void Tag(uint32_t field, uint32_t type) { Raw((uint64_t(field) << 3) | type); }
+  void Raw(uint64_t v) {
+    do {
+      uint8_t b = v & 0x7f;
+      v >>= 7;
+      bytes.push_back(char(v ? b | 0x80 : b));
+    } while (v);
+  }
+};
+
+// RuleAction: field 1 continue .. 8 ask; `inner` the action's own message.
+Wire Action(uint32_t which, const Wire& inner = Wire()) { return Wire().Message(which, inner); }
+Wire RuleOf(std::vector<std::string> syscalls, const Wire& action) {
+  Wire r;
+  for (const std::string& name : syscalls) r.Bytes(1, name);
+  return r.Message(4, action);
+}
+Wire PolicyOf(uint64_t handle, const std::string& version, std::vector<Wire> rules) {
+  Wire p;
+  p.Varint(1, handle).Bytes(2, version);
+  for (const Wire& r : rules) p.Message(3, r);
+  return p;
+}
+PolicyVerdict ApplyWire(RuleTable& table, uint32_t handle, const Wire& w) {
+  return table.Apply(handle, reinterpret_cast<const uint8_t*>(w.bytes.data()), w.bytes.size());
+}
+
 void RuleTableCases() {
   Case("rule table: ACK keeps the version; a NACK names the rule and reason and the previous version stays", [] {
     RuleTable rules;
     EXPECT(rules.RulesFor(1) == nullptr);
-    RuleSet v1;
-    v1.version = 1;
-    Rule deny;
-    deny.syscalls = {83};
-    deny.action = RuleAction::kErrno;
-    deny.error = EPERM;
-    v1.rules.push_back(deny);
-    RuleVerdict verdict = rules.Apply(1, v1);
-    EXPECT(verdict.ack && verdict.version == 1);
-    RuleSet v2;
-    v2.version = 2;
-    Rule ok;
-    ok.syscalls = {39};
-    ok.action = RuleAction::kContinue;
-    Rule bad = deny;
-    bad.error = 5000;
-    v2.rules = {ok, bad};
-    verdict = rules.Apply(1, v2);
-    EXPECT(!verdict.ack && verdict.rule == 1 && verdict.reason == NackReason::kBadErrno && verdict.version == 1);
-    EXPECT(rules.RulesFor(1) != nullptr && rules.RulesFor(1)->version == 1);
-    Rule unknown;
-    unknown.syscalls = {100000};
-    unknown.action = RuleAction::kContinue;
-    v2.rules = {unknown};
-    EXPECT(rules.Apply(1, v2).reason == NackReason::kUnknownSyscall);
-    Rule mount_on_mkdir;
-    mount_on_mkdir.syscalls = {83};
-    mount_on_mkdir.action = RuleAction::kMount;
-    v2.rules = {mount_on_mkdir};
-    EXPECT(rules.Apply(1, v2).reason == NackReason::kUnsupportedAction);
-    Rule path_on_getppid;
-    path_on_getppid.syscalls = {110};
-    path_on_getppid.action = RuleAction::kContinue;
-    path_on_getppid.paths.push_back(PathMatcher{0, PathMatch::kPrefix, "/tmp"});
-    v2.rules = {path_on_getppid};
-    EXPECT(rules.Apply(1, v2).reason == NackReason::kBadPath);
-    RuleSet old = v1;
-    old.version = 0;
-    EXPECT(rules.Apply(1, old).reason == NackReason::kStaleVersion);
-    v2.rules = {ok};
-    EXPECT(rules.Apply(1, v2).ack && rules.RulesFor(1)->version == 2);
+    const Wire eperm = Action(2, Wire().Varint(1, EPERM));
+    PolicyVerdict verdict = ApplyWire(rules, 1, PolicyOf(1, "v1", {RuleOf({"mkdir"}, eperm)}));
+    EXPECT(verdict.ack && verdict.version == "v1");
+    const Wire ok = RuleOf({"getppid"}, Action(1));
+    verdict = ApplyWire(rules, 1, PolicyOf(1, "v2", {ok, RuleOf({"mkdir"}, Action(2, Wire().Varint(1, 5000)))}));
+    EXPECT(!verdict.ack && verdict.nack.rule_index == 1 && verdict.nack.reason == "bad-errno" && verdict.version == "v1");
+    EXPECT(rules.RulesFor(1) != nullptr && rules.RulesFor(1)->set.version == "v1");
+    auto reason = [&](const Wire& w) { return ApplyWire(rules, 1, w).nack.reason; };
+    EXPECT(reason(PolicyOf(1, "v2", {RuleOf({"nosuchcall"}, Action(1))})) == "unknown-syscall");
+    EXPECT(reason(PolicyOf(1, "v2", {RuleOf({"mkdir"}, Action(5))})) == "wrong-syscall");
+    EXPECT(reason(PolicyOf(1, "v2", {RuleOf({"mkdir"}, Action(4, Wire().Bytes(1, "a/b")))})) == "bad-suffix");
+    Wire path_on_getppid = Wire().Bytes(1, "getppid").Message(3, Wire().Varint(1, 0).Varint(2, 2).Bytes(3, "/tmp"));
+    EXPECT(reason(PolicyOf(1, "v2", {path_on_getppid.Message(4, Action(1))})) == "bad-matcher");
+    EXPECT(reason(PolicyOf(1, "v2", {Wire().Bytes(1, "getppid")})) == "no-action");
+    EXPECT(reason(PolicyOf(1, "", {ok})) == "bad-version");
+    EXPECT(reason(PolicyOf(2, "v2", {ok})) == "unknown-handle");
+    Wire truncated = PolicyOf(1, "v2", {ok});
+    truncated.bytes.pop_back();
+    EXPECT(reason(truncated) == "malformed");
+    EXPECT(rules.RulesFor(1)->set.version == "v1");
+    verdict = ApplyWire(rules, 1, PolicyOf(1, "v2", {ok}));
+    EXPECT(verdict.ack && rules.RulesFor(1)->set.version == "v2");
     rules.Forget(1);
     EXPECT(rules.RulesFor(1) == nullptr);
+  });
+  Case("rule set: first match wins; syscalls, seccomp-style argument comparisons and byte paths decide; a truncated path never matches", [] {
+    RuleTable rules;
+    Wire masked = Wire().Bytes(1, "mkdir").Message(2, Wire().Varint(1, 1).Varint(2, 7).Varint(3, 07).Varint(4, 07));
+    Wire under_etc = Wire().Bytes(1, "mkdir").Message(3, Wire().Varint(1, 0).Varint(2, 2).Bytes(3, "/etc"));
+    const PolicyVerdict applied = ApplyWire(rules, 1, PolicyOf(1, "m", {
+      under_etc.Message(4, Action(2, Wire().Varint(1, EACCES))),
+      masked.Message(4, Action(3, Wire().Varint(1, 7))),
+      RuleOf({}, Action(8)),
+    }));
+    EXPECT(applied.ack);
+    if (!applied.ack) return;
+    const std::shared_ptr<const PolicyInForce> policy = rules.RulesFor(1);
+    const RuleSet& set = policy->set;
+    uint64_t args[6] = {0, 0755, 0, 0, 0, 0};
+    PathView path{0, "/etc/x", 6, false};
+    MatchInput in{AUDIT_ARCH_X86_64, 83, args, &path, 1};
+    EXPECT(MatchRule(set, in) == 0);
+    path = PathView{0, "/tmp/x", 6, false};
+    EXPECT(MatchRule(set, in) == 2);  // 0755 & 07 != 07
+    args[1] = 0777;
+    EXPECT(MatchRule(set, in) == 1);
+    path = PathView{0, "/etc/x", 6, true};
+    args[1] = 0;
+    EXPECT(MatchRule(set, in) == 2);  // truncated: the /etc rule does not see it
+    in.nr = 39;  // getppid: only the catch-all
+    EXPECT(MatchRule(set, in) == 2);
+    in.arch = AUDIT_ARCH_I386;
+    EXPECT(MatchRule(set, in) == -1);
   });
 }
 

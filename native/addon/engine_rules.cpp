@@ -1,0 +1,264 @@
+// The fast path (DESIGN.md "Policy that survives"): a container's pushed policy answers its
+// notifications on the engine thread, with no JS, no channel and no gRPC; whether a control plane
+// is attached or not. Simple answers are sent at once; a rule's emulation (mkdir with a suffix,
+// mount, kill, freeze) goes straight to its executor, journaled until it reports. The policy
+// lives in the rule table and, serialized, in the fd store ("p<handle>"), so it survives a
+// control plane crash, a handoff and a data plane crash.
+#include <fcntl.h>
+#include <limits.h>
+#include <unistd.h>
+
+#include "engine.hpp"
+#include "engine_names.hpp"
+#include "path_args.h"
+
+namespace seccomp_agent {
+namespace {
+
+constexpr int kFailureErrno = EPERM;  // an executor that cannot run (as engine_emulation.cpp)
+
+const PathView* PathAt(const PathView* views, size_t count, int index) {
+  for (size_t i = 0; i < count; ++i) {
+    if (views[i].index == index) return &views[i];
+  }
+  return nullptr;
+}
+
+// The path mkdir gets from a suffix rule: `suffix` appended to the last component, trailing
+// slashes dropped. 0, or the errno the kernel's own mkdir would give for this path.
+int SuffixedPath(const PathView* path, const std::string& suffix, std::string* out) {
+  if (path == nullptr) return EFAULT;
+  if (path->truncated) return ENAMETOOLONG;
+  std::string p(path->data, path->length);
+  if (p.empty()) return ENOENT;
+  size_t end = p.find_last_not_of('/');
+  if (end == std::string::npos) return EEXIST;  // "/", "//": the root exists
+  p.resize(end + 1);
+  size_t slash = p.rfind('/');
+  const std::string last = slash == std::string::npos ? p : p.substr(slash + 1);
+  if (last == "." || last == "..") return EEXIST;  // not a new name: it exists
+  p += suffix;
+  if (p.size() >= PATH_MAX) return ENAMETOOLONG;
+  *out = std::move(p);
+  return 0;
+}
+
+EmulatedKind KindOf(RuleKind kind) {
+  switch (kind) {
+    case RuleKind::kMkdir: return EmulatedKind::kMkdir;
+    case RuleKind::kMount: return EmulatedKind::kMount;
+    case RuleKind::kKill: return EmulatedKind::kKill;
+    case RuleKind::kFreeze: return EmulatedKind::kFreeze;
+    default: return EmulatedKind::kNone;
+  }
+}
+
+Answer ErrorAnswer(int err) {
+  Answer a;
+  a.kind = Answer::kError;
+  a.error = err;
+  return a;
+}
+
+}  // namespace
+
+// JS thread.
+PolicyVerdict Engine::ApplyPolicy(uint32_t handle, const uint8_t* wire, size_t size, pid_t init_pid) {
+  PolicyVerdict verdict;
+  Container* container = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = containers_.find(handle);
+    if (it != containers_.end()) container = it->second.get();
+  }
+  if (container == nullptr || stopped_ || handed_over_) {
+    verdict.nack.reason = "unknown-handle";
+    verdict.nack.detail = "no container with handle " + std::to_string(handle) + " is served here";
+    std::shared_ptr<const PolicyInForce> current = rules_.RulesFor(handle);
+    verdict.version = current ? current->set.version : std::string();
+    return verdict;
+  }
+  std::shared_ptr<const PolicyInForce> before = rules_.RulesFor(handle);
+  verdict = rules_.Apply(handle, wire, size);
+  if (!verdict.ack) return verdict;
+  container->init_pid.store(init_pid, std::memory_order_relaxed);
+  std::shared_ptr<const PolicyInForce> now = rules_.RulesFor(handle);
+  // The executors its rules need, made here on the JS thread: the engine thread never starts one.
+  for (const Rule& rule : now->set.rules) {
+    if (rule.kind == RuleKind::kMkdir || rule.kind == RuleKind::kMount) EnsureEmulator();
+    if (rule.kind == RuleKind::kKill || rule.kind == RuleKind::kFreeze) EnsureActionWorker();
+  }
+  container->has_policy.store(true, std::memory_order_release);
+  if (before == now) return verdict;  // the same policy again: nothing to keep anew
+  int fd = -1;
+  std::string error;
+  if (!WriteRecordMemfd(now->wire, &fd, &error)) {
+    queue_->PushError("policy " + now->set.version + " of container " + std::to_string(handle) + " is in force but not kept for a successor (" +
+                      error + "): after a restart its container answers as one without policy until a control plane pushes it again");
+    return verdict;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (container->policy_fd >= 0) close(container->policy_fd);
+    container->policy_fd = fd;
+  }
+  StoreFd(PolicyName(handle), fd);  // replaces the stored copy of the same name
+  return verdict;
+}
+
+// Engine thread, or JS thread in Restore (mu_ held).
+bool Engine::AnswerFromRules(Container* container, const Notification& n, const Event& event, size_t blob, bool mu_held) {
+  if (!container->has_policy.load(std::memory_order_acquire)) return false;
+  std::shared_ptr<const PolicyInForce> policy = rules_.RulesFor(container->handle);
+  if (!policy) return false;
+  PathView views[6];
+  for (uint8_t k = 0; k < event.string_count; ++k) {
+    const StringArg& s = event.strings[k];
+    views[k] = PathView{s.index, strings_ + s.text.offset, s.text.length, s.truncated};
+  }
+  MatchInput in{n.arch, static_cast<int32_t>(n.nr), n.args, views, event.string_count};
+  const int index = MatchRule(policy->set, in);
+  if (index < 0) return false;
+  const Rule& rule = policy->set.rules[static_cast<size_t>(index)];
+  NotifyBuffers* buffers = mu_held ? &js_buffers_ : &engine_buffers_;
+  switch (rule.kind) {
+    case RuleKind::kAsk:
+      return false;
+    case RuleKind::kContinue:
+      AnswerByRule(container, n, Answer(), index, EmulatedKind::kNone, event, blob, buffers);
+      return true;
+    case RuleKind::kError:
+      AnswerByRule(container, n, ErrorAnswer(static_cast<int>(rule.value)), index, EmulatedKind::kNone, event, blob, buffers);
+      return true;
+    case RuleKind::kValue: {
+      Answer a;
+      a.kind = Answer::kValue;
+      a.value = rule.value;
+      AnswerByRule(container, n, a, index, EmulatedKind::kNone, event, blob, buffers);
+      return true;
+    }
+    default:
+      break;
+  }
+  if (detailed_events_.load(std::memory_order_relaxed)) queue_->Push(event, strings_, blob, false);
+  if (mu_held) {
+    DispatchRuleEmulationLocked(container, n, rule, index, event, buffers);
+  } else {
+    std::lock_guard<std::mutex> lock(mu_);
+    DispatchRuleEmulationLocked(container, n, rule, index, event, buffers);
+  }
+  return true;
+}
+
+// Any thread (its buffers).
+void Engine::AnswerByRule(Container* container, const Notification& n, const Answer& answer, int index, EmulatedKind kind,
+                          const Event& event, size_t blob, NotifyBuffers* buffers) {
+  int err = 0;
+  const SendResult result = NotifySend(container->fd, buffers, n.id, answer, &err);
+  const uint64_t latency = MonotonicNs() - n.received_ns;
+  const bool detailed = detailed_events_.load(std::memory_order_relaxed);
+  if (detailed && kind == EmulatedKind::kNone) queue_->Push(event, strings_, blob, false);
+  Event answered;
+  answered.type = EventType::kAnswered;
+  answered.handle = container->handle;
+  answered.id = n.id;
+  answered.by = AnsweredBy::kFastPath;
+  answered.rule = index;
+  answered.action = answer;
+  answered.emulated = kind;
+  answered.gone = result == SendResult::kGone;
+  answered.ns = latency;
+  // Nobody watches: the answer stands for its notification too (as the default path's does).
+  answered.notified = !detailed;
+  answered.nr = n.nr;
+  answered.arch = n.arch;
+  queue_->Push(answered, false);
+  if (result == SendResult::kFailed) {
+    queue_->PushError("NOTIF_SEND of rule " + std::to_string(index) + "'s answer for notification " + std::to_string(n.id) +
+                      " of container " + std::to_string(container->handle) + " failed: " + ErrnoText(err));
+  }
+}
+
+// Under mu_.
+void Engine::DispatchRuleEmulationLocked(Container* container, const Notification& n, const Rule& rule, int index,
+                                         const Event& event, NotifyBuffers* buffers) {
+  const EmulatedKind kind = KindOf(rule.kind);
+  PathView views[6];
+  for (uint8_t k = 0; k < event.string_count; ++k) {
+    const StringArg& s = event.strings[k];
+    views[k] = PathView{s.index, strings_ + s.text.offset, s.text.length, s.truncated};
+  }
+  const size_t count = event.string_count;
+  // What only the rule's own arguments can refuse, answered at once as the kernel would.
+  MkdirArgs mkdir;
+  MountArgs mount;
+  int refused = 0;
+  if (kind == EmulatedKind::kMkdir) {
+    refused = SuffixedPath(PathAt(views, count, MkdirPathIndex(static_cast<int32_t>(n.nr))), rule.suffix, &mkdir.path);
+    mkdir.dirfd = n.nr == kSys_mkdirat ? static_cast<int>(static_cast<int32_t>(n.args[0])) : AT_FDCWD;
+    mkdir.mode = static_cast<uint32_t>(n.args[n.nr == kSys_mkdirat ? 2 : 1] & 07777);
+  } else if (kind == EmulatedKind::kMount) {
+    const PathView* source = PathAt(views, count, 0);
+    const PathView* target = PathAt(views, count, 1);
+    const PathView* fstype = PathAt(views, count, 2);
+    const PathView* data = PathAt(views, count, 4);
+    if (target == nullptr || fstype == nullptr) refused = EFAULT;
+    else if (target->truncated) refused = ENAMETOOLONG;
+    // A cut option string could widen the mount: refused rather than cut.
+    else if ((source && source->truncated) || fstype->truncated || (data && data->truncated)) refused = EINVAL;
+    else {
+      if (source) mount.source.assign(source->data, source->length);
+      mount.target.assign(target->data, target->length);
+      mount.fstype.assign(fstype->data, fstype->length);
+      if (data) mount.data.assign(data->data, data->length);
+      mount.flags = n.args[3];
+      mount.require_cap_sys_admin = rule.require_cap_sys_admin;
+    }
+  }
+  const bool needs_helper = kind == EmulatedKind::kMkdir || kind == EmulatedKind::kMount;
+  Emulator* emulator = emulator_.get();
+  ActionWorker* worker = action_worker_.get();
+  if (refused == 0 && (needs_helper ? emulator == nullptr : worker == nullptr)) {
+    refused = kFailureErrno;
+    queue_->PushError(std::string("rule ") + std::to_string(index) + " of container " + std::to_string(container->handle) +
+                      " asks for an emulation whose executor is not running (see the error that said why): answered EPERM");
+  }
+  if (refused != 0) {
+    AnswerByRule(container, n, ErrorAnswer(refused), index, kind, event, 0, buffers);
+    return;
+  }
+  // Journaled like a pending one: a crash before its executor answers leaves it to the successor.
+  const uint32_t slot = journal_ != nullptr ? journal_->AddInFlight(n) : InFlightJournal::kNoSlot;
+  NotificationRef ref;
+  ref.notify_fd = container->fd;  // borrowed under mu_: the executors dup it
+  ref.id = n.id;
+  ref.pid = static_cast<pid_t>(n.pid);
+  ref.owner = container->handle;
+  const uint32_t handle = container->handle;
+  const uint64_t id = n.id;
+  const uint64_t received = n.received_ns;
+  // Nobody watches: its answer stands for its notification too.
+  const Unseen unseen = detailed_events_.load(std::memory_order_relaxed) ? Unseen() : Unseen{n.nr, n.arch};
+  ActionDone done = [this, handle, id, kind, received, slot, index, unseen](const ActionResult& r) {
+    OnEmulated(handle, id, kind, received, slot, r, AnsweredBy::kFastPath, index, unseen);
+  };
+  switch (kind) {
+    case EmulatedKind::kMkdir:
+      emulator->Mkdir(ref, mkdir, /*respond=*/true, std::move(done));
+      break;
+    case EmulatedKind::kMount:
+      emulator->Mount(ref, mount, /*respond=*/true, std::move(done));
+      break;
+    case EmulatedKind::kKill: {
+      KillArgs args;
+      args.init_pid = container->init_pid.load(std::memory_order_relaxed);
+      worker->Kill(ref, args, 0, std::move(done));
+      break;
+    }
+    default:
+      worker->Freeze(ref, rule.value == 0 ? EPERM : static_cast<int>(rule.value), std::move(done));
+      break;
+  }
+}
+
+}  // namespace seccomp_agent
