@@ -3,8 +3,12 @@ import { handleToProto, type ContainerHandle } from '../common/container-handle'
 import type { Container, PeerCredentials } from '../proto/gen/seccompagent/v1/dataplane';
 import type { RuntimeContainerState } from './runtime-message';
 
+/** How many removed handles keep their container id (a bounded FIFO). */
+const RECENTLY_GONE = 1024;
+
 export class ContainerTable {
   private readonly byHandle = new Map<ContainerHandle, Container>();
+  private readonly gone = new Map<ContainerHandle, Container>();
 
   get size(): number {
     return this.byHandle.size;
@@ -43,14 +47,27 @@ export class ContainerTable {
     return this.byHandle.get(handle);
   }
 
-  /** OCI id of a handle, "" when unknown. */
+  /** OCI id of a handle, "" when unknown; also of one removed a moment ago (see remove). */
   containerIdOf(handle: ContainerHandle): string {
-    return this.byHandle.get(handle)?.containerId ?? '';
+    return this.recent(handle)?.containerId ?? '';
   }
 
+  /** A container served now, or removed a moment ago (see remove). */
+  recent(handle: ContainerHandle): Container | undefined {
+    return this.byHandle.get(handle) ?? this.gone.get(handle);
+  }
+
+  /**
+   * An emulation's helper answers the target itself, so the target may exit, and its fd be
+   * removed, before the emulation's result is reported: the id stays known for that report.
+   */
   remove(handle: ContainerHandle): Container | undefined {
     const container = this.byHandle.get(handle);
     this.byHandle.delete(handle);
+    if (container) {
+      this.gone.set(handle, container);
+      if (this.gone.size > RECENTLY_GONE) this.gone.delete(this.gone.keys().next().value!);
+    }
     return container;
   }
 

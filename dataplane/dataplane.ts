@@ -275,6 +275,9 @@ export class DataPlane {
     const registeredAt = new Date();
     const handle = this.engine.adopt(event.conn, state.seccompFdIndex, encodeContainerRecord(state, event.peer, registeredAt), state.containerId);
     const container = this.containers.add(handle, state, event.peer, registeredAt);
+    // An exec answers as its container's first fd does from its first notification on.
+    const inherited = this.engine.policyOf(handle);
+    if (inherited) this.containers.setPolicy(handle, inherited.version, inherited.rules, inherited.labels);
     this.counters.containersAdded++;
     this.log.info(
       { container: state.containerId, handle, status: state.status, pid: state.pid, peer: event.peer },
@@ -285,7 +288,11 @@ export class DataPlane {
   }
 
   private onRemoved(handle: ContainerHandle): void {
-    for (const key of this.inFlightSyscalls.keys()) if (key.startsWith(`${handle}:`)) this.inFlightSyscalls.delete(key);
+    // Later, not now: an emulation's result may still be on its way (its helper answered the
+    // target, which then exited); what the kernel failed with the fd is forgotten then.
+    setTimeout(() => {
+      for (const key of this.inFlightSyscalls.keys()) if (key.startsWith(`${handle}:`)) this.inFlightSyscalls.delete(key);
+    }, 2000).unref();
     const container = this.containers.remove(handle);
     const containerId = container?.containerId ?? '';
     this.counters.containersRemoved++;
@@ -367,7 +374,7 @@ export class DataPlane {
     this.hub.publish({
       $case: 'answer',
       answer: { handle: handleToProto(handle), id, containerId, syscall, answeredBy: by, ...outcome, latency: durationFromNs(latencyNs),
-        ruleIndex: rule >= 0 ? rule : 0, policyVersion: rule >= 0 ? (this.containers.get(handle)?.policyVersion ?? '') : '' },
+        ruleIndex: rule >= 0 ? rule : 0, policyVersion: rule >= 0 ? (this.containers.recent(handle)?.policyVersion ?? '') : '' },
     }, { containerId, syscall });
   }
 

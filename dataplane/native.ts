@@ -273,6 +273,8 @@ export interface NativeEngine {
    * container in the fd store (and in a handoff). A NACK leaves the policy in force as it was.
    */
   applyPolicy(handle: ContainerHandle, policy: Uint8Array, initPid: number): NativePolicyVerdict;
+  /** The policy that answers a handle natively (pushed for it, or inherited from its container's first fd), or null. */
+  policyOf(handle: ContainerHandle): NativePolicyState | null;
   /** Starts the epoll thread; returns once it runs. */
   start(): void;
   /** Creates the listener socket (removes a stale socket file first), chmod `mode`; kept in the fd store as "listener". */

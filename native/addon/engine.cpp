@@ -261,16 +261,31 @@ uint32_t Engine::AddContainer(int fd, uint32_t handle, int record_fd, uint32_t j
   container->journal_slot = journal_slot;
   container->container_id = container_id;
   Container* raw = container.get();
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   containers_.emplace(handle, std::move(container));
+  // Another fd of the same container (an exec) answers as its first one does, from its first
+  // notification on: the policy is the container's, not the fd's.
+  std::shared_ptr<const PolicyInForce> inherited;
+  for (const auto& other : containers_) {
+    const Container* sibling = other.second.get();
+    if (container_id.empty() || sibling == raw || sibling->container_id != container_id || !sibling->has_policy.load()) continue;
+    inherited = rules_.Share(handle, sibling->handle);
+    if (inherited == nullptr) continue;
+    raw->init_pid.store(sibling->init_pid.load());
+    raw->has_policy.store(true, std::memory_order_release);
+    break;
+  }
   if (EpollControl(epoll_fd_, EPOLL_CTL_ADD, fd, raw, EPOLLIN) != 0) {
     *error = "epoll_ctl(ADD) of a notify fd: " + ErrnoText(errno) + "; closed it";
     journal_->ReleaseContainer(journal_slot);
     containers_.erase(handle);
     close(fd);
     if (record_fd >= 0) close(record_fd);
+    if (inherited) rules_.Forget(handle);
     return 0;
   }
+  lock.unlock();
+  if (inherited) KeepPolicy(handle, inherited->wire);
   return handle;
 }
 

@@ -235,6 +235,8 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // when a rule other than "ask" matches (at once, or through an emulation's executor). False:
   // no policy, no match, or "ask": the caller goes on as for a container without policy.
   bool AnswerFromRules(Container* container, const Notification& n, const Event& event, size_t blob, bool mu_held);
+  // JS thread: the serialized policy in force for `container` in a memfd, kept in the fd store.
+  void KeepPolicy(uint32_t handle, const std::string& wire);
   // Under mu_: a rule's emulation handed to its executor, journaled until it reports.
   void DispatchRuleEmulationLocked(Container* container, const Notification& n, const Rule& rule, int index,
                                    const Event& event, NotifyBuffers* buffers);

@@ -227,6 +227,18 @@ bool ParseSession(Napi::Env env, Napi::Value v, const char* what, double min, ui
   return true;
 }
 
+// A policy in force as JS sees it (NativePolicyState), or null.
+Napi::Value PolicyState(Napi::Env env, const std::shared_ptr<const PolicyInForce>& policy) {
+  if (!policy) return env.Null();
+  Napi::Object p = Napi::Object::New(env);
+  Napi::Object labels = Napi::Object::New(env);
+  for (const auto& label : policy->set.labels) labels.Set(label.first, label.second);
+  p.Set("version", Napi::String::New(env, policy->set.version));
+  p.Set("rules", Napi::Number::New(env, static_cast<double>(policy->set.rules.size())));
+  p.Set("labels", labels);
+  return p;
+}
+
 class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
  public:
   static Napi::Function Define(Napi::Env env) {
@@ -239,6 +251,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
                            InstanceMethod<&EngineWrap::JsReject>("reject"),
                            InstanceMethod<&EngineWrap::JsNameContainer>("nameContainer"),
                            InstanceMethod<&EngineWrap::JsApplyPolicy>("applyPolicy"),
+                           InstanceMethod<&EngineWrap::JsPolicyOf>("policyOf"),
                            InstanceMethod<&EngineWrap::JsListenChannel>("listenChannel"),
                            InstanceMethod<&EngineWrap::JsOpenSession>("openSession"),
                            InstanceMethod<&EngineWrap::JsSetActiveSession>("setActiveSession"),
@@ -427,6 +440,15 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
                           " is not a restored container, or start() was called already");
     }
     return env.Undefined();
+  }
+
+  // JS thread. policyOf(handle) -> { version, rules, labels } | null: what answers it natively.
+  Napi::Value JsPolicyOf(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    uint32_t handle;
+    if (!ParseUint32(env, info[0], "handle", &handle)) return env.Undefined();
+    return PolicyState(env, engine_->PolicyOf(handle));
   }
 
   // JS thread. applyPolicy(handle, policy: Uint8Array, initPid) -> { accepted, version, ruleIndex, reason, detail }.
@@ -651,18 +673,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
       Napi::Object c = Napi::Object::New(env);
       c.Set("handle", Napi::Number::New(env, r.containers[i].handle));
       c.Set("record", Napi::String::New(env, r.containers[i].record));
-      const std::shared_ptr<const PolicyInForce>& policy = r.containers[i].policy;
-      if (policy) {
-        Napi::Object p = Napi::Object::New(env);
-        Napi::Object labels = Napi::Object::New(env);
-        for (const auto& label : policy->set.labels) labels.Set(label.first, label.second);
-        p.Set("version", Napi::String::New(env, policy->set.version));
-        p.Set("rules", Napi::Number::New(env, static_cast<double>(policy->set.rules.size())));
-        p.Set("labels", labels);
-        c.Set("policy", p);
-      } else {
-        c.Set("policy", env.Null());
-      }
+      c.Set("policy", PolicyState(env, r.containers[i].policy));
       containers.Set(static_cast<uint32_t>(i), c);
     }
     Napi::Array problems = Napi::Array::New(env, r.problems.size());

@@ -128,7 +128,7 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
       if (!ReadRecordMemfd(policy_fd, &wire, &error)) {
         verdict.nack.detail = error;
       } else {
-        verdict = rules_.Apply(handle, reinterpret_cast<const uint8_t*>(wire.data()), wire.size());
+        verdict = rules_.Apply(handle, reinterpret_cast<const uint8_t*>(wire.data()), wire.size(), /*check_handle=*/false);
       }
       if (verdict.ack) {
         std::lock_guard<std::mutex> lock(mu_);

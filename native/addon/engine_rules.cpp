@@ -65,13 +65,12 @@ Answer ErrorAnswer(int err) {
 // JS thread.
 PolicyVerdict Engine::ApplyPolicy(uint32_t handle, const uint8_t* wire, size_t size, pid_t init_pid) {
   PolicyVerdict verdict;
-  Container* container = nullptr;
+  bool known = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = containers_.find(handle);
-    if (it != containers_.end()) container = it->second.get();
+    known = containers_.count(handle) != 0;
   }
-  if (container == nullptr || stopped_ || handed_over_) {
+  if (!known || stopped_ || handed_over_) {
     verdict.nack.reason = "unknown-handle";
     verdict.nack.detail = "no container with handle " + std::to_string(handle) + " is served here";
     std::shared_ptr<const PolicyInForce> current = rules_.RulesFor(handle);
@@ -81,29 +80,45 @@ PolicyVerdict Engine::ApplyPolicy(uint32_t handle, const uint8_t* wire, size_t s
   std::shared_ptr<const PolicyInForce> before = rules_.RulesFor(handle);
   verdict = rules_.Apply(handle, wire, size);
   if (!verdict.ack) return verdict;
-  container->init_pid.store(init_pid, std::memory_order_relaxed);
   std::shared_ptr<const PolicyInForce> now = rules_.RulesFor(handle);
   // The executors its rules need, made here on the JS thread: the engine thread never starts one.
   for (const Rule& rule : now->set.rules) {
     if (rule.kind == RuleKind::kMkdir || rule.kind == RuleKind::kMount) EnsureEmulator();
     if (rule.kind == RuleKind::kKill || rule.kind == RuleKind::kFreeze) EnsureActionWorker();
   }
-  container->has_policy.store(true, std::memory_order_release);
-  if (before == now) return verdict;  // the same policy again: nothing to keep anew
+  {
+    // Only the engine thread frees a container, and only under mu_.
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = containers_.find(handle);
+    if (it != containers_.end()) {
+      it->second->init_pid.store(init_pid, std::memory_order_relaxed);
+      it->second->has_policy.store(true, std::memory_order_release);
+    }
+  }
+  if (before != now) KeepPolicy(handle, now->wire);  // the same policy again: nothing to keep anew
+  return verdict;
+}
+
+// JS thread.
+void Engine::KeepPolicy(uint32_t handle, const std::string& wire) {
   int fd = -1;
   std::string error;
-  if (!WriteRecordMemfd(now->wire, &fd, &error)) {
-    queue_->PushError("policy " + now->set.version + " of container " + std::to_string(handle) + " is in force but not kept for a successor (" +
+  if (!WriteRecordMemfd(wire, &fd, &error)) {
+    queue_->PushError("a policy of container " + std::to_string(handle) + " is in force but not kept for a successor (" +
                       error + "): after a restart its container answers as one without policy until a control plane pushes it again");
-    return verdict;
+    return;
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (container->policy_fd >= 0) close(container->policy_fd);
-    container->policy_fd = fd;
+    auto it = containers_.find(handle);
+    if (it == containers_.end()) {  // gone meanwhile (the engine thread removed it)
+      close(fd);
+      return;
+    }
+    if (it->second->policy_fd >= 0) close(it->second->policy_fd);
+    it->second->policy_fd = fd;
   }
   StoreFd(PolicyName(handle), fd);  // replaces the stored copy of the same name
-  return verdict;
 }
 
 // Engine thread, or JS thread in Restore (mu_ held).

@@ -3,11 +3,12 @@
 namespace seccomp_agent {
 
 // JS thread.
-PolicyVerdict RuleTable::Apply(uint32_t handle, const uint8_t* wire, size_t size) {
+PolicyVerdict RuleTable::Apply(uint32_t handle, const uint8_t* wire, size_t size, bool check_handle) {
   PolicyVerdict verdict;
   auto next = std::make_shared<PolicyInForce>();
   uint64_t named = 0;
   const bool good = ParseContainerPolicy(wire, size, &named, &next->set, &verdict.nack);
+  if (!check_handle) named = handle;
   if (good && named != handle) {
     verdict.nack.rule_index = -1;
     verdict.nack.reason = "unknown-handle";
@@ -24,6 +25,14 @@ PolicyVerdict RuleTable::Apply(uint32_t handle, const uint8_t* wire, size_t size
   verdict.version = next->set.version;
   if (it == sets_.end() || it->second->wire != next->wire) sets_[handle] = std::move(next);
   return verdict;
+}
+
+std::shared_ptr<const PolicyInForce> RuleTable::Share(uint32_t to, uint32_t from) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sets_.find(from);
+  if (it == sets_.end()) return nullptr;
+  sets_[to] = it->second;
+  return it->second;
 }
 
 // Any thread.

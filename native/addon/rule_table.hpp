@@ -33,8 +33,13 @@ struct PolicyVerdict {
 class RuleTable {
  public:
   // JS thread. Parses and checks `wire` for `handle`; keeps it when it is good. The same version
-  // again is ACKed and changes nothing.
-  PolicyVerdict Apply(uint32_t handle, const uint8_t* wire, size_t size);
+  // again is ACKed and changes nothing. `check_handle`: the policy must name `handle` (a push);
+  // a stored one (restore) may name the sibling it was shared from.
+  PolicyVerdict Apply(uint32_t handle, const uint8_t* wire, size_t size, bool check_handle = true);
+  // JS thread. `to` gets the policy in force for `from` (another fd of the same container: an
+  // exec inherits its init's policy, so it is answered the same way before any control plane
+  // hears of it). Null when `from` has none.
+  std::shared_ptr<const PolicyInForce> Share(uint32_t to, uint32_t from);
   // Any thread. The policy in force for `handle` (null: none pushed). Immutable; the pointer
   // keeps it alive across a concurrent Apply or Forget.
   std::shared_ptr<const PolicyInForce> RulesFor(uint32_t handle) const;
