@@ -237,6 +237,8 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   bool AnswerFromRules(Container* container, const Notification& n, const Event& event, size_t blob, bool mu_held);
   // JS thread: the serialized policy in force for `container` in a memfd, kept in the fd store.
   void KeepPolicy(uint32_t handle, const std::string& wire);
+  // JS thread: starts the emulator and the action worker when the rules of `set` need them.
+  void EnsureExecutorsFor(const RuleSet& set);
   // Under mu_: a rule's emulation handed to its executor, journaled until it reports.
   void DispatchRuleEmulationLocked(Container* container, const Notification& n, const Rule& rule, int index,
                                    const Event& event, NotifyBuffers* buffers);

@@ -131,6 +131,7 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
         verdict = rules_.Apply(handle, reinterpret_cast<const uint8_t*>(wire.data()), wire.size(), /*check_handle=*/false);
       }
       if (verdict.ack) {
+        EnsureExecutorsFor(rules_.RulesFor(handle)->set);
         std::lock_guard<std::mutex> lock(mu_);
         Container* c = containers_.at(handle).get();
         c->policy_fd = policy_fd;

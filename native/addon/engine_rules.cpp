@@ -81,11 +81,7 @@ PolicyVerdict Engine::ApplyPolicy(uint32_t handle, const uint8_t* wire, size_t s
   verdict = rules_.Apply(handle, wire, size);
   if (!verdict.ack) return verdict;
   std::shared_ptr<const PolicyInForce> now = rules_.RulesFor(handle);
-  // The executors its rules need, made here on the JS thread: the engine thread never starts one.
-  for (const Rule& rule : now->set.rules) {
-    if (rule.kind == RuleKind::kMkdir || rule.kind == RuleKind::kMount) EnsureEmulator();
-    if (rule.kind == RuleKind::kKill || rule.kind == RuleKind::kFreeze) EnsureActionWorker();
-  }
+  EnsureExecutorsFor(now->set);
   {
     // Only the engine thread frees a container, and only under mu_.
     std::lock_guard<std::mutex> lock(mu_);
@@ -97,6 +93,14 @@ PolicyVerdict Engine::ApplyPolicy(uint32_t handle, const uint8_t* wire, size_t s
   }
   if (before != now) KeepPolicy(handle, now->wire);  // the same policy again: nothing to keep anew
   return verdict;
+}
+
+// JS thread: the executors the rules need, made here: the engine thread never starts one.
+void Engine::EnsureExecutorsFor(const RuleSet& set) {
+  for (const Rule& rule : set.rules) {
+    if (rule.kind == RuleKind::kMkdir || rule.kind == RuleKind::kMount) EnsureEmulator();
+    if (rule.kind == RuleKind::kKill || rule.kind == RuleKind::kFreeze) EnsureActionWorker();
+  }
 }
 
 // JS thread.

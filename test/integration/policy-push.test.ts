@@ -1,0 +1,118 @@
+// Pushed container policy (proto/seccompagent/v1/policy.proto) on real filters: NACKs keep the
+// last good version, and the fast path survives a data plane SIGKILL under seccomp-keeper and a
+// data plane handoff with no control plane attached.
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { test, type TestContext } from 'node:test';
+import type { AttachResponse } from '../../proto/gen/seccompagent/v1/dataplane';
+import type { ContainerPolicy, PolicyAck, Rule } from '../../proto/gen/seccompagent/v1/policy';
+import { startControlPlane } from '../support/controlplane';
+import { eventually, keeperChild, startDataPlane, type RunningDataPlane } from '../support/dataplane';
+import { scratchDir } from '../support/scratch';
+import { startUnderFilter } from '../support/workload';
+
+const EACCES = 13;
+const CONTAINERD = {
+  'io.kubernetes.cri.sandbox-namespace': 'ns',
+  'io.kubernetes.cri.sandbox-name': 'pod',
+  'io.kubernetes.cri.container-name': 'c',
+  'io.kubernetes.cri.sandbox-uid': 'uid-pod',
+};
+
+/** A workload that makes `mkdir DIR/<n>` each time TRIGGER-<n> appears, and prints the result. */
+function mkdirOnTrigger(t: TestContext, dp: RunningDataPlane, dir: string, options: { metadata?: string; annotations?: Record<string, string> }) {
+  const work = path.join(dir, `work-${Math.random().toString(36).slice(2, 8)}`);
+  fs.mkdirSync(work);
+  const script = `n=0; while [ -d ${work} ]; do if [ -e ${work}/trigger-$n ]; then mkdir ${work}/d$n; echo "mkdir $n rc=$?"; n=$((n+1)); fi; sleep 0.02; done`;
+  const proc = startUnderFilter(t, { socket: dp.listenerSocket, syscalls: ['mkdir'], id: `w-${path.basename(work)}`, ...options }, ['/bin/sh', '-c', script]);
+  let n = 0;
+  const mkdir = async (): Promise<{ rc: number; made: string[] }> => {
+    const k = n++;
+    fs.writeFileSync(path.join(work, `trigger-${k}`), '');
+    const line = await proc.waitFor(new RegExp(`mkdir ${k} rc=(\\d+)`), 15_000);
+    return { rc: Number(/rc=(\d+)/.exec(line)![1]), made: fs.readdirSync(work).filter((f) => f.startsWith(`d${k}`)) };
+  };
+  t.after(() => fs.rmSync(work, { recursive: true, force: true })); // the loop ends with its folder
+  return { proc, mkdir, id: `w-${path.basename(work)}` };
+}
+
+/** A bare Attach client that pushes policies itself (the NACK cases a real control plane never sends). */
+async function attachPusher(t: TestContext, dp: RunningDataPlane) {
+  const call = dp.client.attach();
+  t.after(() => call.cancel());
+  const acks: PolicyAck[] = [];
+  let handles: bigint[] = [];
+  call.on('data', (r: AttachResponse) => {
+    if (r.message?.$case === 'snapshot') handles = r.message.snapshot.containers.map((c) => c.handle);
+    if (r.message?.$case === 'policyAcks') acks.push(...r.message.policyAcks.acks);
+  });
+  call.on('error', () => undefined);
+  call.write({ message: { $case: 'hello', hello: { name: 'policy-test', version: '0', features: ['policy.v1'], takeover: false } } });
+  await eventually(() => handles.length > 0, 10_000, 'the snapshot');
+  const push = async (policy: ContainerPolicy): Promise<PolicyAck> => {
+    const before = acks.length;
+    call.write({ message: { $case: 'policies', policies: { policies: [policy] } } });
+    await eventually(() => acks.length > before, 10_000, 'the ACK or NACK');
+    return acks[before];
+  };
+  return { push, handle: () => handles[0] };
+}
+
+const rule = (syscalls: string[], action: NonNullable<Rule['action']>['action']): Rule => ({ syscalls, args: [], paths: [], action: { action }, origin: 'test' });
+
+test('policy push: a NACK names the rule and the reason, and the previous version goes on answering', async (t) => {
+  const dir = scratchDir(t);
+  const dp = await startDataPlane(t, [], dir);
+  const w = mkdirOnTrigger(t, dp, dir, {});
+  await eventually(async () => (await dp.status()).containers === 1, 10_000, 'the workload to register');
+  const client = await attachPusher(t, dp);
+  const handle = client.handle();
+  const unknown = await client.push({ handle, version: 'bad', rules: [rule(['getppid'], { $case: 'continue', continue: {} }), rule(['nosuchcall'], { $case: 'continue', continue: {} })], labels: {} });
+  assert.deepEqual([unknown.accepted, unknown.ruleIndex, unknown.reason, unknown.version, unknown.refusedVersion], [false, 1, 'unknown-syscall', '', 'bad']);
+  const v1 = await client.push({ handle, version: 'v1', rules: [rule(['mkdir'], { $case: 'error', error: { errno: EACCES } })], labels: { pod: 'p' } });
+  assert.deepEqual([v1.accepted, v1.version], [true, 'v1']);
+  for (const [bad, reason] of [
+    [rule(['mkdir'], { $case: 'error', error: { errno: 0 } }), 'bad-errno'],
+    [rule(['getppid'], { $case: 'mkdir', mkdir: { suffix: Buffer.from('-x') } }), 'wrong-syscall'],
+    [{ ...rule(['mkdir'], { $case: 'continue', continue: {} }), action: undefined }, 'no-action'],
+  ] as const) {
+    const nack = await client.push({ handle, version: 'v2', rules: [bad], labels: {} });
+    assert.deepEqual([nack.accepted, nack.ruleIndex, nack.reason, nack.version], [false, 0, reason, 'v1'], nack.detail);
+  }
+  assert.deepEqual((await w.mkdir()).rc, 1, 'v1 answers: mkdir fails (EACCES) with no control plane deciding');
+  const [listed] = (await new Promise<{ containers: { policyVersion: string; labels: Record<string, string> }[] }>((resolve, reject) =>
+    dp.client.listContainers({}, (err, r) => (err ? reject(err) : resolve(r!)))
+  )).containers;
+  assert.deepEqual([listed.policyVersion, listed.labels], ['v1', { pod: 'p' }]);
+  const counters = (await dp.status()).counters!;
+  assert.equal(counters.policiesRefused, 4n);
+  assert.equal(counters.policiesAccepted, 1n);
+  assert.equal(counters.answeredFastPath, 1n);
+});
+
+test('policy push: the fast path survives a data plane SIGKILL under seccomp-keeper and a handoff, with no control plane attached', async (t) => {
+  const dir = scratchDir(t);
+  const dp = await startDataPlane(t, ['--log-level', 'info'], dir, true);
+  const cp = await startControlPlane(t, dp.grpcSocket, ['--no-kubernetes']);
+  const w = mkdirOnTrigger(t, dp, dir, { metadata: 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}', annotations: CONTAINERD });
+  const listed = async () => new Promise<{ policyVersion: string }[]>((resolve, reject) => dp.client.listContainers({}, (err, r) => (err ? reject(err) : resolve(r!.containers))));
+  await eventually(async () => (await listed())[0]?.policyVersion !== '' && (await listed()).length === 1, 15_000, 'the policy in force');
+  assert.deepEqual((await w.mkdir()).made, ['d0-ns-pod']);
+  cp.child.kill('SIGKILL');
+  await cp.exited;
+
+  const first = keeperChild(dp.proc.child.pid!);
+  process.kill(first, 'SIGKILL');
+  await eventually(async () => {
+    const now = keeperChild(dp.proc.child.pid!);
+    return now !== 0 && now !== first && (await dp.status().then((s) => s.pid === now, () => false));
+  }, 15_000, 'the keeper to restart the data plane');
+  assert.deepEqual((await w.mkdir()).made, ['d1-ns-pod'], 'after a data plane crash the restored policy answers');
+
+  const successor = await startDataPlane(t, ['--log-level', 'info', '--takeover', '--control-plane-grace', '0'], dir);
+  assert.deepEqual((await w.mkdir()).made, ['d2-ns-pod'], 'after a handoff the policy answers in the successor');
+  const counters = (await successor.status()).counters!;
+  assert.equal(counters.answeredDefaultNoControlPlane + counters.answeredDefaultRecovered, 0n);
+  assert.ok(counters.answeredFastPath >= 1n, `${successor.proc.output().slice(-4000)}`);
+});
