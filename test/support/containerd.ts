@@ -10,6 +10,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { TestContext } from 'node:test';
+import { removeCgroups } from './cgroups';
 import { CriClient } from './cri-client';
 import { writeCrunWrapper } from './crun';
 import { eventually } from './dataplane';
@@ -169,19 +170,6 @@ async function stopContainerd(containerd: Containerd, runtimes: Record<string, s
     }
   }
   if (errors.length > 0) throw new Error(`containerd clean-up: ${errors.join('; ')}`);
-}
-
-/** Removes the (empty) cgroup `paths` from every hierarchy under /sys/fs/cgroup. */
-function removeCgroups(paths: Iterable<string>): void {
-  for (const hierarchy of fs.readdirSync('/sys/fs/cgroup')) {
-    for (const cgroup of paths) {
-      try {
-        fs.rmdirSync(path.join('/sys/fs/cgroup', hierarchy, cgroup));
-      } catch {
-        // Not in this hierarchy (or a v2-only host where the path is one level).
-      }
-    }
-  }
 }
 
 /** Mount points under `dir`, deepest first. */
