@@ -14,6 +14,7 @@ import { removeCgroups } from './cgroups';
 import { CriClient } from './cri-client';
 import { writeCrunWrapper } from './crun';
 import { eventually } from './dataplane';
+import { unmountUnder } from './mounts';
 import { buildBusyboxImage, IMAGE, IMAGE_REPOSITORY } from './oci-image';
 import { run, start, stop, type Started } from './processes';
 
@@ -155,10 +156,7 @@ async function stopContainerd(containerd: Containerd, runtimes: Record<string, s
       }
     }
   }
-  for (const mount of mountsUnder(containerd.dir)) {
-    errors.push(`${mount} was still mounted after containerd stopped`);
-    await run('umount', ['-l', mount]);
-  }
+  for (const mount of await unmountUnder(containerd.dir)) errors.push(`${mount} was still mounted after containerd stopped`);
   fs.rmSync(containerd.dir, { recursive: true, force: true });
   if (!shimRootExisted) {
     for (const folder of [path.join(SHIM_SOCKET_ROOT, 's'), SHIM_SOCKET_ROOT]) {
@@ -170,15 +168,6 @@ async function stopContainerd(containerd: Containerd, runtimes: Record<string, s
     }
   }
   if (errors.length > 0) throw new Error(`containerd clean-up: ${errors.join('; ')}`);
-}
-
-/** Mount points under `dir`, deepest first. */
-function mountsUnder(dir: string): string[] {
-  const prefix = `${dir}/`;
-  return fs.readFileSync('/proc/self/mountinfo', 'utf8').split('\n')
-    .map((line) => line.split(' ')[4])
-    .filter((mountPoint): mountPoint is string => mountPoint !== undefined && mountPoint.startsWith(prefix))
-    .sort((a, b) => b.length - a.length);
 }
 
 /** startContainerd(), stopped when the test ends (pass or fail). */
