@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import { FakeKubeApiServer } from '../cmd/fake-kube-apiserver/server';
 import { initIds, startAgent, type Agent } from '../support/agent';
 import { removeCgroups } from '../support/cgroups';
@@ -22,12 +22,12 @@ const CONTAINERD = {
 
 /** A crun container that sleeps, its init fd registered. */
 async function sleepingContainer(
-  t: TestContext, crun: CrunRuntime, agent: Agent, dir: string, metadata: string,
+  crun: CrunRuntime, agent: Agent, dir: string, metadata: string,
   annotations: Record<string, string>, cgroupsPath?: string,
 ): Promise<{ bundle: Bundle; id: string }> {
   const id = `crun-${crypto.randomBytes(4).toString('hex')}`;
   const bundle = makeBundle(path.join(dir, id), ['/bin/sh', '-c', 'echo started; exec sleep 600'], { listenerPath: agent.dp.listenerSocket, listenerMetadata: metadata, syscalls: ['mkdir', 'mkdirat'] }, annotations, cgroupsPath);
-  const proc = runCrunContainer(t, crun, bundle, id);
+  const proc = runCrunContainer(crun, bundle, id);
   await proc.waitFor(/started/, 20_000);
   await eventually(() => agent.fdsOf(id).length === 1, 10_000, `the init fd of ${id}`);
   return { bundle, id };
@@ -37,7 +37,7 @@ test('crun run / crun exec: ociVersion 0.2.0, each exec its own running fd with 
   const crun = crunRuntime(t);
   const dir = scratchDir(t);
   const agent = await startAgent(t, dir);
-  const { bundle, id } = await sleepingContainer(t, crun, agent, dir, 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}-{{.Container}}', CONTAINERD);
+  const { bundle, id } = await sleepingContainer(crun, agent, dir, 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}-{{.Container}}', CONTAINERD);
   const [init] = agent.fdsOf(id);
   const listed = await crunList(crun);
   assert.deepEqual(listed.map((c) => [c.id, c.status]), [[id, 'running']]);
@@ -84,7 +84,7 @@ test('crun exec fds (pid 0) of a container without pod annotations resolve throu
   const podCgroup = `/kubepods/besteffort/pod${uid}`;
   t.after(() => removeCgroups([podCgroup]));
   const agent = await startAgent(t, dir, ['--kubeconfig', api.writeKubeconfig(path.join(dir, 'kubeconfig')), '--node-name', 'node-e2e']);
-  const { bundle, id } = await sleepingContainer(t, crun, agent, dir, 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}', {}, `${podCgroup}/${crypto.randomBytes(32).toString('hex')}`);
+  const { bundle, id } = await sleepingContainer(crun, agent, dir, 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}', {}, `${podCgroup}/${crypto.randomBytes(32).toString('hex')}`);
   await eventually(async () => (await agent.controlPlaneContainers()).cgroup === 1, 15_000, 'the init to resolve through its cgroup and the pod cache');
 
   const made = await crunExec(crun, id, ['/bin/mkdir', '/tmp/k']);

@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { TestContext } from 'node:test';
-import { run, start, type Started } from './processes';
+import { run, start, stop, type Started } from './processes';
 import type { Bundle } from './runc';
 
 /** Absolute path of crun; fails (never skips) when it is missing. */
@@ -42,19 +42,23 @@ exec ${crun} "$@"
 export interface CrunRuntime {
   wrapper: string;
   stateRoot: string;
+  /** The `crun run` processes in the foreground, waited for before the state root goes. */
+  running: Started[];
 }
 
 /**
  * A wrapper and a private state root (`crun --root`). When the test ends, every container in that
- * root is force-deleted (killed first), then the folder is removed.
+ * root is force-deleted (killed first), its `crun run` has exited (it writes to the state root on
+ * its way out), then the folder is removed.
  */
 export function crunRuntime(t: TestContext): CrunRuntime {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'seccomp-agent-crun-'));
-  const runtime = { wrapper: writeCrunWrapper(dir), stateRoot: path.join(dir, 'state') };
+  const runtime: CrunRuntime = { wrapper: writeCrunWrapper(dir), stateRoot: path.join(dir, 'state'), running: [] };
   t.after(async () => {
     for (const { id } of await crunList(runtime).catch(() => [])) {
       await run(runtime.wrapper, ['--root', runtime.stateRoot, 'delete', '--force', id]);
     }
+    await Promise.all(runtime.running.map((proc) => stop(proc.child)));
     fs.rmSync(dir, { recursive: true, force: true });
   });
   return runtime;
@@ -64,9 +68,11 @@ export function crunRuntime(t: TestContext): CrunRuntime {
  * `crun run` of a makeBundle() bundle in the foreground (a child of the test); crunRuntime's
  * clean-up deletes the container. The bundle's runc state root is not used: removed now.
  */
-export function runCrunContainer(t: TestContext, crun: CrunRuntime, bundle: Bundle, id: string): Started {
+export function runCrunContainer(crun: CrunRuntime, bundle: Bundle, id: string): Started {
   fs.rmSync(bundle.stateRoot, { recursive: true, force: true });
-  return start(t, crun.wrapper, ['--root', crun.stateRoot, 'run', '--bundle', bundle.dir, id]);
+  const proc = start(null, crun.wrapper, ['--root', crun.stateRoot, 'run', '--bundle', bundle.dir, id]);
+  crun.running.push(proc);
+  return proc;
 }
 
 export function crunExec(crun: CrunRuntime, id: string, args: string[]) {
