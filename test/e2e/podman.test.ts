@@ -16,7 +16,7 @@ async function containerLifecycle(t: TestContext, podman: Podman, agent: Agent, 
   const pod = `web-${runtime}`;
   const began = process.hrtime.bigint();
   const id = await podman.ok([
-    'run', '--detach', '--network', 'none', '--runtime', podman.runtime(runtime), '--security-opt', `seccomp=${profile}`,
+    'run', '--detach', '--network', 'none', '--cgroup-parent', podman.cgroupParent, '--runtime', podman.runtime(runtime), '--security-opt', `seccomp=${profile}`,
     '--annotation', 'io.kubernetes.cri.sandbox-namespace=shop', '--annotation', `io.kubernetes.cri.sandbox-name=${pod}`,
     '--annotation', 'io.kubernetes.cri.container-name=app', IMAGE,
   ]);

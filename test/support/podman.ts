@@ -10,6 +10,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { TestContext } from 'node:test';
+import { removeCgroups } from './cgroups';
 import { writeCrunWrapper } from './crun';
 import { unmountUnder } from './mounts';
 import { buildBusyboxImage, IMAGE } from './oci-image';
@@ -17,6 +18,11 @@ import { run } from './processes';
 
 export interface Podman {
   dir: string;
+  /**
+   * `--cgroup-parent` for `podman run`: a cgroup of this instance's own, removed by stop()
+   * (Podman's default, /libpod_parent, is never removed). Conmon stays in the caller's cgroup.
+   */
+  cgroupParent: string;
   /** OCI runtime binary for --runtime: runc as installed, crun through the wrapper. */
   runtime(name: 'runc' | 'crun'): string;
   /** Runs `podman ARGS` with the private configuration. */
@@ -43,6 +49,7 @@ function configs(dir: string): { containersConf: string; storageConf: string } {
   const containersConf = path.join(dir, 'containers.conf');
   fs.writeFileSync(containersConf, [
     '[containers]',
+    'cgroups = "no-conmon"',
     `default_ulimits = [${q(`nofile=${nofile}:${nofile}`)}, ${q(`nproc=${nproc}:${nproc}`)}]`,
     'log_driver = "k8s-file"',
     '[engine]',
@@ -81,8 +88,9 @@ export async function startPodman(): Promise<Podman> {
     if (result.code !== 0) throw new Error(`podman ${args.join(' ')} exited ${result.code}: ${result.stderr.trim()}`);
     return result.stdout.trim();
   };
+  const cgroupParent = `/seccomp-e2e-${path.basename(dir)}`;
   const handle: Podman = {
-    dir, podman, ok,
+    dir, podman, ok, cgroupParent,
     runtime: (name) => (name === 'crun' ? crun : 'runc'),
     stop: async () => {
       const errors: string[] = [];
@@ -92,6 +100,7 @@ export async function startPodman(): Promise<Podman> {
       if (left.stdout.trim() !== '') errors.push(`containers left after podman rm --all: ${left.stdout.trim()}`);
       for (const mount of await unmountUnder(dir)) errors.push(`${mount} was still mounted after podman rm --all`);
       fs.rmSync(dir, { recursive: true, force: true });
+      removeCgroups([cgroupParent]);
       if (errors.length > 0) throw new Error(`podman clean-up: ${errors.join('; ')}`);
     },
   };
