@@ -14,3 +14,9 @@ export function writeNotifyProfile(file: string, listenerPath: string, listenerM
   fs.writeFileSync(file, `${JSON.stringify(profile, null, 2)}\n`);
   return file;
 }
+
+/** The same profile without the agent: allow everything, no listener. */
+export function writeAllowProfile(file: string): string {
+  fs.writeFileSync(file, `${JSON.stringify({ defaultAction: 'SCMP_ACT_ALLOW', architectures: ['SCMP_ARCH_X86_64', 'SCMP_ARCH_X86', 'SCMP_ARCH_X32'], syscalls: [] }, null, 2)}\n`);
+  return file;
+}
