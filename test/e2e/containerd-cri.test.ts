@@ -7,7 +7,7 @@ import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { initIds, startAgent, type Agent } from '../support/agent';
+import { startAgent, type Agent } from '../support/agent';
 import { containerdForTest, type Containerd } from '../support/containerd';
 import type { ContainerConfig, NamespaceOption, PodSandboxConfig } from '../support/cri-client';
 import { eventually } from '../support/dataplane';
@@ -98,19 +98,14 @@ async function podLifecycle(t: TestContext, containerd: Containerd, agent: Agent
   // The agent's containers are the runtime's: data plane, control plane and CRI agree.
   const running = (await cri.listContainers({ state: 'CONTAINER_RUNNING' })).map((c) => c.id).sort();
   assert.deepEqual(running, [containerId]);
-  await eventually(async () => JSON.stringify(initIds(await agent.containers())) === JSON.stringify(running), 10_000, 'the data plane to list the runtime\'s containers');
-  await eventually(async () => {
-    const counts = await agent.controlPlaneContainers();
-    return counts.annotations === (await agent.containers()).length && !counts.unresolved;
-  }, 10_000, 'the control plane to hold every fd, resolved from annotations');
+  await agent.listsAgree(running, 'CRI');
 
   // The kubelet's teardown: the fds go with the container.
   await cri.stopContainer(containerId, 0);
   await cri.removeContainer(containerId);
   await cri.stopPodSandbox(podId);
   await cri.removePodSandbox(podId);
-  await agent.watch.waitFor((e) => e.event?.$case === 'containerRemoved' && e.event.containerRemoved.containerId === containerId, 15_000);
-  await eventually(async () => (await agent.containers()).every((c) => c.containerId !== containerId), 15_000, `every fd of ${containerId} to be gone`);
+  await agent.gone(containerId);
   assert.deepEqual(await cri.listPodSandbox(), []);
 }
 

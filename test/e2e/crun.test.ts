@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import { FakeKubeApiServer } from '../cmd/fake-kube-apiserver/server';
-import { initIds, startAgent, type Agent } from '../support/agent';
+import { startAgent, type Agent } from '../support/agent';
 import { removeCgroups } from '../support/cgroups';
 import { crunExec, crunList, crunRuntime, runCrunContainer, type CrunRuntime } from '../support/crun';
 import { eventually } from '../support/dataplane';
@@ -67,11 +67,7 @@ test('crun run / crun exec: ociVersion 0.2.0, each exec its own running fd with 
   assert.ok(fs.existsSync(path.join(bundle.rootfs, 'tmp', 'c-shop-web-crun-app')));
 
   const ids = (await crunList(crun)).map((c) => c.id).sort();
-  await eventually(async () => JSON.stringify(initIds(await agent.containers())) === JSON.stringify(ids), 10_000, 'the data plane to list crun\'s containers');
-  await eventually(async () => {
-    const counts = await agent.controlPlaneContainers();
-    return counts.annotations === (await agent.containers()).length && !counts.unresolved;
-  }, 10_000, 'the control plane to hold every fd, resolved from annotations');
+  await agent.listsAgree(ids, 'crun');
 });
 
 test('crun exec fds (pid 0) of a container without pod annotations resolve through the init\'s cgroup: MKDIR_TMPL suffix from the Kubernetes API stand-in', async (t) => {

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { initIds, startAgent, type Agent } from '../support/agent';
+import { startAgent, type Agent } from '../support/agent';
 import { eventually } from '../support/dataplane';
 import { IMAGE } from '../support/oci-image';
 import { podmanForTest, type Podman } from '../support/podman';
@@ -49,15 +49,10 @@ async function containerLifecycle(t: TestContext, podman: Podman, agent: Agent, 
 
   const running = (await podman.ok(['ps', '--quiet', '--no-trunc'])).split('\n').filter(Boolean).sort();
   assert.deepEqual(running, [id]);
-  await eventually(async () => JSON.stringify(initIds(await agent.containers())) === JSON.stringify(running), 10_000, 'the data plane to list Podman\'s containers');
-  await eventually(async () => {
-    const counts = await agent.controlPlaneContainers();
-    return counts.annotations === (await agent.containers()).length && !counts.unresolved;
-  }, 10_000, 'the control plane to hold every fd, resolved from annotations');
+  await agent.listsAgree(running, 'Podman');
 
   await podman.ok(['rm', '--force', '--time', '0', id]);
-  await agent.watch.waitFor((e) => e.event?.$case === 'containerRemoved' && e.event.containerRemoved.containerId === id, 15_000);
-  await eventually(async () => (await agent.containers()).every((c) => c.containerId !== id), 15_000, `every fd of ${id} to be gone`);
+  await agent.gone(id);
 }
 
 test('podman run --security-opt seccomp / podman exec: MKDIR_TMPL suffix from --annotation, one running fd per exec, lists agree; runc and crun runtimes', async (t) => {

@@ -5,7 +5,7 @@ import type { TestContext } from 'node:test';
 import { listContainers } from '../../common/dataplane-client';
 import type { Container } from '../../proto/gen/seccompagent/v1/dataplane';
 import { startControlPlane } from './controlplane';
-import { startDataPlane, watchEvents, type RunningDataPlane } from './dataplane';
+import { eventually, startDataPlane, watchEvents, type RunningDataPlane } from './dataplane';
 import type { Started } from './processes';
 
 export interface Agent {
@@ -18,6 +18,14 @@ export interface Agent {
   containers(): Promise<Container[]>;
   /** The control plane's containers by resolution (annotations, cgroup, unresolved), from /metrics. */
   controlPlaneContainers(): Promise<Record<string, number>>;
+  /**
+   * Waits until the agent's containers are the runtime's (`runtimeIds`, what `runtime` lists):
+   * the data plane holds an init fd for each and no other, and the control plane holds every
+   * fd the data plane does, each resolved from annotations.
+   */
+  listsAgree(runtimeIds: readonly string[], runtime: string): Promise<void>;
+  /** Waits until the data plane said `containerId` is gone and lists none of its fds. */
+  gone(containerId: string): Promise<void>;
 }
 
 /** Data plane in `dir`, then the control plane (--metrics-addr on a free port) attached to it. */
@@ -26,21 +34,33 @@ export async function startAgent(t: TestContext, dir: string, controlPlaneArgs: 
   const watch = watchEvents(t, dp.client);
   const cp = await startControlPlane(t, dp.grpcSocket, [...controlPlaneArgs, '--metrics-addr', '127.0.0.1:0']);
   const address = /"address":"([^"]+)","msg":"Prometheus metrics serving/.exec(await cp.waitFor(/"address":"[^"]+","msg":"Prometheus metrics serving/))![1];
+  const containers = async () => (await listContainers(dp.client)).containers;
+  const controlPlaneContainers = async () => {
+    const text = await (await fetch(`http://${address}/metrics`)).text();
+    const counts: Record<string, number> = {};
+    for (const match of text.matchAll(/^seccomp_agent_controlplane_containers\{resolution="([^"]+)"\} (\d+)$/gm)) counts[match[1]] = Number(match[2]);
+    return counts;
+  };
   return {
-    dp, cp, watch,
+    dp, cp, watch, containers, controlPlaneContainers,
     fdsOf: (containerId) => watch.events.flatMap((e) =>
       e.event?.$case === 'containerAdded' && e.event.containerAdded.containerId === containerId ? [e.event.containerAdded] : []),
-    containers: async () => (await listContainers(dp.client)).containers,
-    controlPlaneContainers: async () => {
-      const text = await (await fetch(`http://${address}/metrics`)).text();
-      const counts: Record<string, number> = {};
-      for (const match of text.matchAll(/^seccomp_agent_controlplane_containers\{resolution="([^"]+)"\} (\d+)$/gm)) counts[match[1]] = Number(match[2]);
-      return counts;
+    listsAgree: async (runtimeIds, runtime) => {
+      const expected = JSON.stringify([...runtimeIds].sort());
+      await eventually(async () => JSON.stringify(initIds(await containers())) === expected, 10_000, `the data plane to list ${runtime}'s containers ${expected}`);
+      await eventually(async () => {
+        const counts = await controlPlaneContainers();
+        return counts.annotations === (await containers()).length && !counts.unresolved;
+      }, 10_000, 'the control plane to hold every fd, resolved from annotations');
+    },
+    gone: async (containerId) => {
+      await watch.waitFor((e) => e.event?.$case === 'containerRemoved' && e.event.containerRemoved.containerId === containerId, 15_000);
+      await eventually(async () => (await containers()).every((c) => c.containerId !== containerId), 15_000, `every fd of ${containerId} to be gone`);
     },
   };
 }
 
 /** The ids of the containers whose init fd (status "creating") the data plane holds, sorted. */
-export function initIds(containers: readonly Container[]): string[] {
+function initIds(containers: readonly Container[]): string[] {
   return containers.filter((c) => c.status === 'creating').map((c) => c.containerId).sort();
 }
