@@ -92,3 +92,17 @@ test('crun exec fds (pid 0) of a container without pod annotations resolve throu
   assert.ok(fs.existsSync(path.join(tmp, 'k-kns-kpod')), `the exec's mkdir gets the pod's suffix; /tmp has ${fs.readdirSync(tmp).join(', ')}; log:\n${agent.cp.output().slice(-3000)}`);
   assert.equal(fs.existsSync(path.join(tmp, 'k')), false);
 });
+
+test('crun exec with DEFAULT_ACTION=kill-container: the exec fd (pid 0) kills the container through its init, the mkdir is not made', async (t) => {
+  const crun = crunRuntime(t);
+  const dir = scratchDir(t);
+  const agent = await startAgent(t, dir);
+  const victim = await sleepingContainer(crun, agent, dir, 'DEFAULT_ACTION=kill-container', {});
+  const bystander = await sleepingContainer(crun, agent, dir, 'DEFAULT_ACTION=kill-container', {});
+  const result = await crunExec(crun, victim.id, ['/bin/sh', '-c', 'mkdir /tmp/z; echo survived']);
+  assert.doesNotMatch(result.stdout, /survived/);
+  assert.deepEqual(agent.fdsOf(victim.id).slice(1).map((e) => [e.status, e.pid]), [['running', 0]]);
+  await eventually(async () => !(await crunList(crun)).some((c) => c.id === victim.id && c.status === 'running'), 10_000, 'the victim to stop');
+  assert.deepEqual((await crunList(crun)).filter((c) => c.status === 'running').map((c) => c.id), [bystander.id]);
+  assert.equal(fs.existsSync(path.join(victim.bundle.rootfs, 'tmp', 'z')), false);
+});
