@@ -118,9 +118,11 @@ export async function startContainerd(handlers: RuntimeHandlers): Promise<Contai
   };
   try {
     await eventually(async () => {
-      if (proc.child.exitCode !== null || proc.child.signalCode !== null) throw new Error(`containerd exited at start:\n${proc.output().slice(-4000)}`);
+      if (proc.child.exitCode !== null || proc.child.signalCode !== null) throw new Error('containerd exited at start');
       return cri.version().then(() => true, () => false);
-    }, 30_000, `containerd's CRI plugin to answer on ${socket}; output:\n${proc.output().slice(-4000)}`);
+    }, 30_000, `containerd's CRI plugin to answer on ${socket}`).catch((err: Error) => {
+      throw new Error(`${err.message}; containerd's output:\n${proc.output().slice(-4000)}`);
+    });
     const image = buildBusyboxImage(path.join(dir, 'image'));
     const imported = await run('ctr', ['--address', socket, '-n', 'k8s.io', 'images', 'import', '--base-name', IMAGE_REPOSITORY, image.archive]);
     if (imported.code !== 0) throw new Error(`ctr images import failed (${imported.code}): ${imported.stderr}`);
