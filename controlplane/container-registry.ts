@@ -213,7 +213,8 @@ export class ContainerRegistry {
     const keep = new Set(infos.map((info) => BigInt(info.handle)));
     for (const handle of [...this.entries.keys()]) if (!keep.has(handle)) this.remove(handle);
     // Fds that name a pid first: an exec fd with pid 0 then finds its container's init.
-    for (const info of [...infos].sort((a, b) => Number(b.pid > 0) - Number(a.pid > 0))) {
+    infos = [...infos].sort((a, b) => Number(b.pid > 0) - Number(a.pid > 0));
+    for (const info of infos) {
       const existing = this.entries.get(BigInt(info.handle));
       if (existing && existing.containerId === info.containerId) continue;
       this.add(info);
