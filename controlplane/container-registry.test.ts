@@ -222,8 +222,8 @@ test('registry: an exec fd that came with pid 0 (crun) takes its cgroup and pid 
   // Only the init (4242) is a process with a pod cgroup; /proc/0 is no process.
   const readCgroup = (pid: number) => (read.push(pid), pid === 4242 ? cgroupOf(UID)() : null);
   const registry = new ContainerRegistry({ logger, pods, unresolvedAction: 'continue', readCgroup });
-  registry.add(info({ handle: 1n }));
-  const exec = registry.add(info({ handle: 2n, pid: 0 }));
+  registry.add(info({ handle: 1 }));
+  const exec = registry.add(info({ handle: 2, pid: 0 }));
   assert.deepEqual(read, [4242, 4242]);
   assert.equal(exec.pid, 4242);
   assert.equal(exec.resolution, 'cgroup');
@@ -231,14 +231,14 @@ test('registry: an exec fd that came with pid 0 (crun) takes its cgroup and pid 
 
   // A snapshot may list the exec fd before its init.
   const after = new ContainerRegistry({ logger, pods, unresolvedAction: 'continue', readCgroup });
-  after.replaceAll([info({ handle: 7n, pid: 0 }), info({ handle: 6n })]);
-  assert.equal(after.get(7n)?.pid, 4242);
-  assert.equal(after.get(7n)?.resolution, 'cgroup');
+  after.replaceAll([info({ handle: 7, pid: 0 }), info({ handle: 6 })]);
+  assert.equal(after.get(7)?.pid, 4242);
+  assert.equal(after.get(7)?.resolution, 'cgroup');
 
   // Once every fd of the container is gone, its init pid is forgotten.
-  registry.remove(1n);
-  registry.remove(2n);
-  const stray = registry.add(info({ handle: 3n, pid: 0 }));
+  registry.remove(1);
+  registry.remove(2);
+  const stray = registry.add(info({ handle: 3, pid: 0 }));
   assert.equal(stray.pid, 0);
   assert.equal(stray.resolution, 'unresolved');
 });
