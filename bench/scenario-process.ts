@@ -18,6 +18,8 @@ export interface ScenarioParams {
   channel: boolean;
   /** emulated-mkdir: one helper process per call instead of one kept per mount namespace. */
   spawnPerCall?: boolean;
+  /** runtime-start: the engine that starts the containers (containerd's CRI plugin by default). */
+  engine?: 'containerd' | 'podman';
   /** Temp dir for sockets and logs; made (and removed) by the scenario when absent. */
   dir?: string;
 }

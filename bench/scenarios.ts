@@ -166,4 +166,21 @@ export const SCENARIOS: Scenario[] = [
     ],
     slackSeconds: 240,
   },
+  {
+    id: 'runtime-start',
+    title: 'container start time under a real engine, with and without the agent (issue 11)',
+    about: 'containerd 1.6 CRI StartContainer, or a whole podman run --detach, runc; with: a seccomp profile whose listenerPath is the data plane (no control plane), without: the same profile minus the listener; alternating, medians',
+    script: 'runtime-start',
+    variants: [
+      { label: 'CRI StartContainer', params: { engine: 'containerd' } },
+      { label: 'podman run', params: { engine: 'podman' } },
+    ],
+    columns: [
+      { key: 'starts', title: 'starts', digits: 0 },
+      { key: 'withoutAgentMs', title: 'without ms', digits: 1 },
+      { key: 'withAgentMs', title: 'with agent ms', digits: 1 },
+      { key: 'overheadMs', title: 'overhead ms', digits: 1 },
+    ],
+    slackSeconds: 120,
+  },
 ];

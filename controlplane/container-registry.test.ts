@@ -212,3 +212,33 @@ test('registry: a static pod is found by the config hash in its cgroup path', ()
   pods.emit('pod', mirror);
   assert.equal(entry.resolution, 'cgroup');
 });
+
+test('registry: an exec fd that came with pid 0 (crun) takes its cgroup and pid from the init fd of the same container', () => {
+  const { logger } = captureLogger();
+  const pods = new FakePods();
+  pods.addPod(pod());
+  pods.sync();
+  const read: number[] = [];
+  // Only the init (4242) is a process with a pod cgroup; /proc/0 is no process.
+  const readCgroup = (pid: number) => (read.push(pid), pid === 4242 ? cgroupOf(UID)() : null);
+  const registry = new ContainerRegistry({ logger, pods, unresolvedAction: 'continue', readCgroup });
+  registry.add(info({ handle: 1 }));
+  const exec = registry.add(info({ handle: 2, pid: 0 }));
+  assert.deepEqual(read, [4242, 4242]);
+  assert.equal(exec.pid, 4242);
+  assert.equal(exec.resolution, 'cgroup');
+  assert.deepEqual(exec.mkdir, { kind: 'suffix', suffix: '-shop-web-1' });
+
+  // A snapshot may list the exec fd before its init.
+  const after = new ContainerRegistry({ logger, pods, unresolvedAction: 'continue', readCgroup });
+  after.replaceAll([info({ handle: 7, pid: 0 }), info({ handle: 6 })]);
+  assert.equal(after.get(7)?.pid, 4242);
+  assert.equal(after.get(7)?.resolution, 'cgroup');
+
+  // Once every fd of the container is gone, its init pid is forgotten.
+  registry.remove(1);
+  registry.remove(2);
+  const stray = registry.add(info({ handle: 3, pid: 0 }));
+  assert.equal(stray.pid, 0);
+  assert.equal(stray.resolution, 'unresolved');
+});

@@ -45,6 +45,10 @@ export type Resolution = 'annotations' | 'cgroup' | 'unresolved';
 export interface ContainerEntry {
   readonly handle: ContainerHandle;
   readonly containerId: string;
+  /**
+   * The container's init: the pid the runtime sent, or, for an fd that came with pid 0 (crun
+   * sends pid 0 and bundle "." for exec fds), the pid of the first fd of the same container id.
+   */
   readonly pid: number;
   readonly annotations: Readonly<Record<string, string>>;
   readonly policy: ListenerPolicy;
@@ -101,6 +105,8 @@ export class ContainerRegistry {
   private readonly unresolvedByUid = new Map<string, Set<ContainerHandle>>();
   /** Live handles per container id: logs say things once per container, not per exec. */
   private readonly handlesByContainer = new Map<string, number>();
+  /** The init pid per container id, from its first fd that named one (see ContainerEntry.pid). */
+  private readonly initPids = new Map<string, number>();
   private readonly logged = new Map<string, Logged>();
   private readonly log: Logger;
   private readonly pods: PodSource | null;
@@ -153,12 +159,14 @@ export class ContainerRegistry {
     if (this.entries.has(handle)) this.remove(handle);
     const { policy, warnings } = parseListenerMetadata(info.metadata ?? '');
     const annotations = Object.freeze({ ...(info.annotations ?? {}) });
+    const pid = info.pid > 0 ? info.pid : this.initPids.get(info.containerId) ?? 0;
+    if (pid > 0 && !this.initPids.has(info.containerId)) this.initPids.set(info.containerId, pid);
     let cgroup: CgroupPodRef | null = null;
     let cgroupError = '';
     const fromAnnotations = identityFromAnnotations(annotations);
     if (!fromAnnotations) {
       try {
-        cgroup = this.readCgroup(info.pid);
+        cgroup = this.readCgroup(pid);
       } catch (err) {
         cgroupError = (err as Error).message;
       }
@@ -166,7 +174,7 @@ export class ContainerRegistry {
     const entry: MutableEntry = {
       handle,
       containerId: info.containerId,
-      pid: info.pid,
+      pid,
       annotations,
       policy,
       cgroup,
@@ -201,6 +209,7 @@ export class ContainerRegistry {
     if (left > 0) this.handlesByContainer.set(entry.containerId, left);
     else {
       this.handlesByContainer.delete(entry.containerId);
+      this.initPids.delete(entry.containerId);
       this.logged.delete(entry.containerId);
     }
     return true;
@@ -210,6 +219,8 @@ export class ContainerRegistry {
   replaceAll(infos: readonly ContainerInfo[]): void {
     const keep = new Set(infos.map((info) => info.handle));
     for (const handle of [...this.entries.keys()]) if (!keep.has(handle)) this.remove(handle);
+    // Fds that name a pid first: an exec fd with pid 0 then finds its container's init.
+    infos = [...infos].sort((a, b) => Number(b.pid > 0) - Number(a.pid > 0));
     for (const info of infos) {
       const existing = this.entries.get(info.handle);
       if (existing && existing.containerId === info.containerId) continue;

@@ -74,4 +74,15 @@ export class ContainerTable {
   list(): Container[] {
     return [...this.byHandle.values()];
   }
+
+  /**
+   * The container's init pid, for a kill: the fd's own pid, or, for an fd that came with pid 0
+   * (crun sends pid 0 for exec fds), the pid of a live fd of the same container id; 0 if none.
+   */
+  initPidOf(handle: number): number {
+    const container = this.byHandle.get(handle);
+    if (!container || container.pid > 0) return container?.pid ?? 0;
+    for (const other of this.byHandle.values()) if (other.containerId === container.containerId && other.pid > 0) return other.pid;
+    return 0;
+  }
 }

@@ -499,7 +499,7 @@ export class DataPlane {
     const handle = handleFromProto(decision.handle);
     const containerId = this.containers.containerIdOf(handle);
     const syscall = this.inFlightSyscalls.get(inFlightKey(handle, decision.id)) ?? '';
-    const nativeDecision = toNativeDecision(decision, this.containers.get(handle)?.pid ?? 0);
+    const nativeDecision = toNativeDecision(decision, this.containers.initPidOf(handle));
     if (typeof nativeDecision === 'string') {
       // Answer with the default now (only if this session owns it) rather than leave it to the deadline.
       const result = this.engine.respond(handle, decision.id, this.config.defaultAction, session.number);

@@ -1,27 +1,44 @@
 #!/usr/bin/env bash
-# Installs what the test suite needs from Debian's packages when it is missing: runc and a static
-# busybox for the end-to-end tests; systemd-socket-activate (systemd), unshare/nsenter
-# (util-linux) and kubectl (kubernetes-client) for the deploy tests. Fails loudly instead of
-# letting a test skip.
+# Installs what the test suite needs from Debian's packages when it is missing: runc, crun,
+# containerd (its CRI plugin and ctr), Podman, umoci and a static busybox for the end-to-end
+# tests; systemd-socket-activate (systemd), unshare/nsenter (util-linux) and kubectl
+# (kubernetes-client) for the deploy tests. Fails loudly instead of letting a test skip.
 set -euo pipefail
+# command (or, for a package that ships no command of its own name, a file) -> Debian package
+declare -A tools=(
+  [runc]=runc
+  [crun]=crun
+  [containerd]=containerd
+  [ctr]=containerd
+  [podman]=podman
+  [conmon]=conmon
+  [umoci]=umoci
+  [/bin/busybox]=busybox-static
+  [systemd-socket-activate]=systemd
+  [nsenter]=util-linux
+  [unshare]=util-linux
+  [kubectl]=kubernetes-client
+)
+present() { case "$1" in /*) [ -x "$1" ] ;; *) command -v "$1" >/dev/null 2>&1 ;; esac; }
 need=()
-command -v runc >/dev/null 2>&1 || need+=(runc)
+for tool in "${!tools[@]}"; do
+  present "$tool" || need+=("${tools[$tool]}")
+done
+# busybox (not busybox-static) also provides /bin/busybox, but a dynamic one: the rootfs needs
+# the static build.
 dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
-command -v systemd-socket-activate >/dev/null 2>&1 || need+=(systemd)
-command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
-command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)
 if [ ${#need[@]} -gt 0 ]; then
+  mapfile -t need < <(printf '%s\n' "${need[@]}" | sort -u)
   if [ "$(id -u)" != 0 ]; then
-    echo "test/ensure-deps.sh: need root to install ${need[*]} (the tests run real seccomp filters and runc as root)" >&2
+    echo "test/ensure-deps.sh: need root to install ${need[*]} (the tests run real seccomp filters and runtimes as root)" >&2
     exit 1
   fi
   echo "test/ensure-deps.sh: installing ${need[*]} from Debian's packages" >&2
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
+  # No recommends: Podman's (buildah, slirp4netns, fuse-overlayfs...) are not used by the tests.
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
-command -v runc >/dev/null || { echo "runc still missing after install" >&2; exit 1; }
-[ -x /bin/busybox ] || { echo "busybox still missing after install" >&2; exit 1; }
-for tool in systemd-socket-activate nsenter unshare kubectl; do
-  command -v "$tool" >/dev/null || { echo "$tool still missing after install" >&2; exit 1; }
+for tool in "${!tools[@]}"; do
+  present "$tool" || { echo "test/ensure-deps.sh: $tool still missing after installing ${tools[$tool]}" >&2; exit 1; }
 done
