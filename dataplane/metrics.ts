@@ -108,6 +108,14 @@ export class DataPlaneMetrics {
       },
     });
     new Gauge({
+      name: 'seccomp_agent_fd_store_up',
+      help: '1 while every fd is kept in a live fd store (a crash loses no container); 0 with none, or once its keeper died',
+      registers: [registry],
+      collect() {
+        this.set(dataplane.fdStore.up ? 1 : 0);
+      },
+    });
+    new Gauge({
       name: 'seccomp_agent_watchers',
       help: 'Watch streams open',
       registers: [registry],

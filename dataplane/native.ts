@@ -333,6 +333,14 @@ export interface NativeAddon {
   fdStoreRemove(name: string): boolean;
   /** The fds passed at start (LISTEN_FDS from 3, names from LISTEN_FDNAMES), now FD_CLOEXEC; the variables are unset, so a second call returns []. */
   takeListenFds(): Array<{ fd: number; name: string }>;
+  /**
+   * Watches process `pid` through a pidfd in the event loop: `onExit` runs once, on the JS thread,
+   * as soon as it exits (it must not throw). Returns the watch id, or null when no process has
+   * that pid. The watch does not keep the process alive.
+   */
+  watchProcessExit(pid: number, onExit: () => void): number | null;
+  /** Ends a watch (nothing when it already fired). */
+  unwatchProcess(id: number): void;
   /** Successor side of a handoff: a connection, or null when nobody serves `socketPath`. */
   handoffConnect(socketPath: string): number | null;
   /** Says hello and receives every fd up to the end frame (blocks up to timeoutMs). */
