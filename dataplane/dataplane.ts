@@ -30,6 +30,7 @@ import type {
   NativeDefaultAction,
   NativeEngine,
   NativeEvent,
+  NativeStats,
   NotificationEvent,
   RespondResult,
   RestoreResult,
@@ -194,6 +195,11 @@ export class DataPlane {
     this.engine.setAccepting(accepting);
   }
 
+  /** Runtime connections the ingest closed to stay within its limits (metrics). */
+  get ingestDropped(): NativeStats['ingestDropped'] {
+    return this.engine.stats().ingestDropped;
+  }
+
   get pendingConnections(): number {
     return this.engine.stats().pendingConnections;
   }
@@ -243,6 +249,11 @@ export class DataPlane {
             this.onConnection(event);
             break;
           case 'ingest-error':
+            // One aggregated line for many connections (counted natively: stats().ingestDropped).
+            if (event.code === 'dropped') {
+              this.log.warn({ peer: event.peer, code: event.code }, event.message);
+              break;
+            }
             this.counters.ingestRejected++;
             this.log.warn({ peer: event.peer, code: event.code }, `runtime connection refused: ${event.message}`);
             this.hub.publish({ $case: 'ingestRejected', ingestRejected: { reason: event.message, peer: event.peer } }, null);

@@ -83,6 +83,20 @@ export class DataPlaneMetrics {
         this.inc(dataplane.counters.ingestRejected as number);
       },
     });
+    new Counter({
+      name: 'seccomp_agent_ingest_connections_dropped_total',
+      help: 'Runtime connections closed to stay within the listener limits, by reason (per_pid, per_uid, total: caps on connections being read; fd_reserve: fds kept free below RLIMIT_NOFILE)',
+      labelNames: ['reason'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        const dropped = dataplane.ingestDropped;
+        this.inc({ reason: 'per_pid' }, dropped.perPid);
+        this.inc({ reason: 'per_uid' }, dropped.perUid);
+        this.inc({ reason: 'total' }, dropped.total);
+        this.inc({ reason: 'fd_reserve' }, dropped.fdReserve);
+      },
+    });
     new Gauge({
       name: 'seccomp_agent_containers',
       help: 'Live containers (notify fds) served',

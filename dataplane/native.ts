@@ -74,7 +74,10 @@ export interface ConnectionEvent {
 /** A runtime connection the native side refused by itself; every fd it sent is closed. */
 export interface IngestErrorEvent {
   type: 'ingest-error';
-  /** 'too-large' | 'timeout' | 'read-error' | 'too-many-fds' */
+  /**
+   * 'too-large' | 'timeout' | 'read-error' | 'too-many-fds', or 'dropped': one line for every
+   * connection closed to stay within the limits in the last 5 s (peer: the pid that lost most).
+   */
   code: string;
   message: string;
   peer: PeerCredentials;
@@ -210,6 +213,11 @@ export interface NativeStats {
   decisionsDropped: number;
   /** Whether every fd is kept in an fd store ($NOTIFY_SOCKET: systemd or seccomp-keeper). */
   fdStore: boolean;
+  /**
+   * Runtime connections the ingest closed to stay within its limits, since the start, by reason:
+   * over the per-pid, per-uid or total cap of connections being read, or to keep the fd reserve.
+   */
+  ingestDropped: { perPid: number; perUid: number; total: number; fdReserve: number };
 }
 
 /** An fd with its fd-store name: listener, journal, n<handle> (notify fd), r<handle> (its record). */
