@@ -33,17 +33,17 @@ export class FdStoreWatch {
       this.state = FdStoreState.FD_STORE_STATE_NONE;
       this.holder = '';
       this.holderPid = 0;
-      this.detail = 'no fd store ($NOTIFY_SOCKET unset): a crash gives ENOSYS to every notified syscall; run the data plane under seccomp-keeper or the systemd unit';
+      this.detail = 'a crash gives ENOSYS to every notified syscall: no fd store ($NOTIFY_SOCKET unset); run the data plane under seccomp-keeper or the systemd unit';
     } else if (Number.isInteger(keeperPid) && keeperPid > 0) {
       this.state = FdStoreState.FD_STORE_STATE_UP;
       this.holder = 'seccomp-keeper';
       this.holderPid = keeperPid;
-      this.detail = `seccomp-keeper (pid ${keeperPid}) keeps every fd: a crash loses no container`;
+      this.detail = `a crash loses no container: seccomp-keeper (pid ${keeperPid}) keeps every fd`;
     } else {
       this.state = FdStoreState.FD_STORE_STATE_UP;
       this.holder = 'systemd';
       this.holderPid = 0;
-      this.detail = 'systemd ($NOTIFY_SOCKET) keeps every fd: a crash loses no container';
+      this.detail = 'a crash loses no container: systemd ($NOTIFY_SOCKET) keeps every fd';
     }
   }
 

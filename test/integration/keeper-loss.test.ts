@@ -119,7 +119,9 @@ test('seccomp-keeper SIGKILLed under a serving data plane (--keeper-recovery=fal
   const dataplanePid = keeperChild(keeper);
   process.kill(keeper, 'SIGKILL');
   const killedAt = Date.now();
-  // Each of the three is polled on its own; each must say it within 1 s of the SIGKILL.
+  // Each of the three is polled on its own; each must say it within 1 s of the SIGKILL. What
+  // counts is when the first request that saw it was sent: on a loaded machine the answer may
+  // take long to come back, but the data plane said so as of that request.
   const probes: Record<string, () => Promise<boolean>> = {
     status: async () => {
       const s = await dp.status();
@@ -129,10 +131,18 @@ test('seccomp-keeper SIGKILLed under a serving data plane (--keeper-recovery=fal
     metric: async () => (await fdStoreUp(url)) === '0',
   };
   const tookMs = await Promise.all(Object.entries(probes).map(async ([what, probe]) => {
-    await eventually(probe, 5_000, `${what} to say the store is lost`);
-    return [what, Date.now() - killedAt] as const;
+    let sent = 0;
+    await eventually(async () => {
+      sent = Date.now();
+      return probe();
+    }, 5_000, `${what} to say the store is lost`);
+    return [what, sent - killedAt, Date.now() - killedAt] as const;
   }));
-  t.diagnostic(`degraded after the SIGKILL: ${tookMs.map(([what, ms]) => `${what} ${ms} ms`).join(', ')}`);
+  const lines = lossLines(dp);
+  const noticedMs = lines.length > 0 ? Date.parse(lines[0].time) - killedAt : NaN;
+  t.diagnostic(`degraded after the SIGKILL: logged at ${noticedMs} ms; ${tookMs.map(([what, ms, answered]) => `${what} ${ms} ms (answer back at ${answered} ms)`).join(', ')}`);
+  assert.equal(lines.length, 1, 'one line');
+  assert.ok(noticedMs < 1000, `logged ${noticedMs} ms after the SIGKILL: at once, not at the next store call`);
   for (const [what, ms] of tookMs) assert.ok(ms < 1000, `${what} took ${ms} ms`);
 
   const status = await dp.status();
@@ -140,9 +150,6 @@ test('seccomp-keeper SIGKILLed under a serving data plane (--keeper-recovery=fal
   assert.equal(status.fdStoreStatus!.holderPid, keeper);
   assert.match(status.fdStoreStatus!.detail, /seccomp-keeper \(pid \d+\) exited.*crash now would give ENOSYS.*--keeper-recovery=false/);
   assert.equal(await healthOf(''), 'SERVING', 'the data plane itself still answers every syscall');
-  const lines = lossLines(dp);
-  assert.equal(lines.length, 1, 'one line');
-  assert.ok(Date.parse(lines[0].time) - killedAt < 1000, 'logged at once, not at the next store call');
 
   // Still answering: the running workload and a new container.
   assert.equal(await load.exited, 0, load.output());
