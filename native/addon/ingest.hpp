@@ -121,15 +121,17 @@ class Ingest {
   void Finish(Connection* conn, uint64_t now_ns);
   void Fail(Connection* conn, const char* code, const std::string& message);
   void Drop(Connection* conn);  // out of epoll, socket closed, forgotten (fds not touched)
-  // Admits connection `fd` from `peer` within the caps, closing others as needed. False: not
-  // admitted (fd closed and counted).
+  // Engine thread. Admits connection `fd` from `peer` within the caps, closing others as needed.
+  // False: not admitted (fd closed and counted).
   bool Admit(int fd, const Peer& peer, int reserve_from, uint64_t now_ns);
-  // Closes the oldest idle connection of `group` (all connections when null), else its oldest,
-  // never `keep`; false when there is none.
+  // Engine thread. Closes the oldest idle connection of `group` (all connections when null), else
+  // its oldest, never `keep`; false when there is none.
   bool EvictOldest(const std::set<uint64_t>* group, uint64_t keep, DropReason reason, uint64_t now_ns);
+  // Engine thread. Counts one closed connection and opens a report window if none is open.
   void CountDrop(DropReason reason, const Peer& peer, uint64_t now_ns);
+  // Engine thread. The window's one line (an ingest-error event, code "dropped"), then a new window.
   void ReportDrops();
-  // The first fd number of the reserve (INT_MAX: no limit); refreshes limit_ and reserve_.
+  // Engine thread. The first fd number of the reserve (INT_MAX: no limit); refreshes limit_, reserve_.
   int FdReserveStart();
   void RecomputeDeadline();
 
