@@ -6,7 +6,7 @@ import * as net from 'node:net';
 import * as path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { eventually, startDataPlane, type RunningDataPlane } from '../support/dataplane';
-import { ROOT, TEST_CONTROL_PLANE } from '../support/paths';
+import { IDLE_CLIENTS, TEST_CONTROL_PLANE } from '../support/paths';
 import { run, start, stop, type Started } from '../support/processes';
 import { fdCount, runUnderFilter, startUnderFilter } from '../support/workload';
 
@@ -112,8 +112,6 @@ test('seccomp-dataplane decisions: a decision for a container whose process died
 });
 
 // ---- Bounded listener connections --------------------------------------------------------------
-
-const IDLE_CLIENTS = path.join(ROOT, 'build', 'Release', 'seccomp-idle-clients');
 
 async function metricsOf(proc: Started): Promise<() => Promise<string>> {
   const line = await proc.waitFor(/"address":"[^"]+","msg":"Prometheus metrics serving/);
