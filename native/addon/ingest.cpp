@@ -197,7 +197,7 @@ void Ingest::Accept(Listener* listener, uint64_t now_ns) {
 bool Ingest::Admit(int fd, const Peer& peer, int reserve_from, uint64_t now_ns) {
   // In the reserve: make room by closing one of ours; if none is open, the fds are the admitted
   // containers' and this connection must wait for a better moment (the runtime reports it).
-  if (fd >= reserve_from && !EvictOldest(nullptr, 0, DropReason::kFdReserve, now_ns)) {
+  if (fd >= reserve_from && !EvictFromHeaviest(nullptr, 0, DropReason::kFdReserve, now_ns)) {
     close(fd);
     CountDrop(DropReason::kFdReserve, peer, now_ns);
     return false;
@@ -205,33 +205,42 @@ bool Ingest::Admit(int fd, const Peer& peer, int reserve_from, uint64_t now_ns) 
   // Most specific first: closing one of the peer's own also lowers its uid's and the total count.
   auto pid = by_pid_.find(peer.pid);
   if (pid != by_pid_.end() && pid->second.size() >= options_.max_reading_per_pid) {
-    EvictOldest(&pid->second, 0, DropReason::kPerPid, now_ns);
+    EvictOldest(pid->second, 0, DropReason::kPerPid, now_ns);
   }
   auto uid = by_uid_.find(peer.uid);
   if (uid != by_uid_.end() && uid->second.size() >= options_.max_reading_per_uid) {
-    EvictOldest(&uid->second, 0, DropReason::kPerUid, now_ns);
+    EvictFromHeaviest(&peer.uid, 0, DropReason::kPerUid, now_ns);
   }
-  if (connections_.size() >= options_.max_reading) EvictOldest(nullptr, 0, DropReason::kTotal, now_ns);
+  if (connections_.size() >= options_.max_reading) EvictFromHeaviest(nullptr, 0, DropReason::kTotal, now_ns);
   return true;
 }
 
-bool Ingest::EvictOldest(const std::set<uint64_t>* group, uint64_t keep, DropReason reason, uint64_t now_ns) {
+bool Ingest::EvictFromHeaviest(const uint32_t* uid, uint64_t keep, DropReason reason, uint64_t now_ns) {
+  const std::set<uint64_t>* heaviest = nullptr;
+  size_t most = 0;
+  for (auto& entry : by_pid_) {
+    const std::set<uint64_t>& seqs = entry.second;
+    size_t count = seqs.size() - seqs.count(keep);
+    if (count <= most) continue;
+    auto first = connections_.find(*seqs.begin());
+    if (uid != nullptr && (first == connections_.end() || first->second->peer.uid != *uid)) continue;
+    heaviest = &seqs;
+    most = count;
+  }
+  return heaviest != nullptr && EvictOldest(*heaviest, keep, reason, now_ns);
+}
+
+bool Ingest::EvictOldest(const std::set<uint64_t>& group, uint64_t keep, DropReason reason, uint64_t now_ns) {
   Connection* oldest = nullptr;
   Connection* oldest_idle = nullptr;
-  auto consider = [&](Connection* conn) {
-    if (conn->seq == keep) return false;
+  for (uint64_t seq : group) {
+    auto it = connections_.find(seq);
+    if (it == connections_.end() || seq == keep) continue;
+    Connection* conn = it->second.get();
     if (oldest == nullptr) oldest = conn;
-    if (conn->data.empty() && conn->fds.empty()) oldest_idle = conn;
-    return oldest_idle != nullptr;
-  };
-  if (group != nullptr) {
-    for (uint64_t seq : *group) {
-      auto it = connections_.find(seq);
-      if (it != connections_.end() && consider(it->second.get())) break;
-    }
-  } else {
-    for (auto& entry : connections_) {
-      if (consider(entry.second.get())) break;
+    if (conn->data.empty() && conn->fds.empty()) {
+      oldest_idle = conn;
+      break;
     }
   }
   Connection* victim = oldest_idle != nullptr ? oldest_idle : oldest;
@@ -335,7 +344,7 @@ void Ingest::Read(Connection* conn, uint64_t now_ns) {
     // this one goes.
     for (size_t i = had; i < conn->fds.size(); i++) {
       if (reserve_from < 0) reserve_from = FdReserveStart();
-      if (conn->fds[i] >= reserve_from && !EvictOldest(nullptr, conn->seq, DropReason::kFdReserve, now_ns)) {
+      if (conn->fds[i] >= reserve_from && !EvictFromHeaviest(nullptr, conn->seq, DropReason::kFdReserve, now_ns)) {
         CountDrop(DropReason::kFdReserve, conn->peer, now_ns);
         CloseFds(&conn->fds);
         Drop(conn);

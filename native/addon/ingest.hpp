@@ -7,8 +7,9 @@
 // max_reading_per_pid per peer (SO_PEERCRED), and no fd numbered in the reserve (the top of
 // RLIMIT_NOFILE) is kept for a connection being read: that room is for the notify fds, records and
 // pidfds of the runtimes already admitted. A new connection over a cap closes the oldest idle one
-// of its group (then the oldest), so a runtime that sends at once always gets in; what is closed
-// is counted by reason and told in one line per 5 s.
+// of its group (then the oldest; for the uid and total caps, of the pid holding the most), so a
+// runtime that sends at once always gets in; what is closed is counted by reason and told in one
+// line per 5 s.
 #pragma once
 #include "json_boundary.hpp"
 #include <sys/socket.h>
@@ -124,9 +125,13 @@ class Ingest {
   // Engine thread. Admits connection `fd` from `peer` within the caps, closing others as needed.
   // False: not admitted (fd closed and counted).
   bool Admit(int fd, const Peer& peer, int reserve_from, uint64_t now_ns);
-  // Engine thread. Closes the oldest idle connection of `group` (all connections when null), else
-  // its oldest, never `keep`; false when there is none.
-  bool EvictOldest(const std::set<uint64_t>* group, uint64_t keep, DropReason reason, uint64_t now_ns);
+  // Engine thread. Closes the oldest idle connection of `group`, else its oldest, never `keep`;
+  // false when there is none.
+  bool EvictOldest(const std::set<uint64_t>& group, uint64_t keep, DropReason reason, uint64_t now_ns);
+  // Engine thread. The same within the connections of the peer pid that holds the most of them
+  // (of uid `*uid`, or of any uid when null): a flood pays before a runtime's single connection
+  // (crun's stays idle while it creates the container).
+  bool EvictFromHeaviest(const uint32_t* uid, uint64_t keep, DropReason reason, uint64_t now_ns);
   // Engine thread. Counts one closed connection and opens a report window if none is open.
   void CountDrop(DropReason reason, const Peer& peer, uint64_t now_ns);
   // Engine thread. The window's one line (an ingest-error event, code "dropped"), then a new window.

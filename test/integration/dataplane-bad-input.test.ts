@@ -141,7 +141,8 @@ const IDLE_CASES: Array<{
   },
   {
     name: '90 processes of two uids with 20 idle connections each (total and per-uid caps)',
-    limit: null, clients: [{ processes: 30, connections: 20 }, { processes: 60, connections: 20, uid: 65534 }],
+    // uid 65534 first: 60 x 16 kept > 768 for one uid; then uid 0: 30 x 16 more > 1,024 in all.
+    limit: null, clients: [{ processes: 60, connections: 20, uid: 65534 }, { processes: 30, connections: 20 }],
     reasons: ['per_pid', 'per_uid', 'total'], maxFds: (baseline) => baseline + 1024 + 32,
   },
   {
@@ -161,11 +162,14 @@ for (const c of IDLE_CASES) {
     }
     // Other uids must reach the listener in the scratch dir (mkdtemp makes it 0700).
     if (c.clients.some((g) => g.uid !== undefined)) fs.chmodSync(dp.dir, 0o711);
-    const clients = c.clients.map((g) => start(t, IDLE_CLIENTS, [
-      '--socket', dp.listenerSocket, '--processes', String(g.processes), '--connections', String(g.connections),
-      ...(g.uid === undefined ? [] : ['--uid', String(g.uid)]),
-    ]));
-    await Promise.all(clients.map((client) => client.waitFor(/connected \d+/, 60_000)));
+    // One group after the other, so each cap is reached for sure (by the group that crosses it).
+    for (const g of c.clients) {
+      const client = start(t, IDLE_CLIENTS, [
+        '--socket', dp.listenerSocket, '--processes', String(g.processes), '--connections', String(g.connections),
+        ...(g.uid === undefined ? [] : ['--uid', String(g.uid)]),
+      ]);
+      await client.waitFor(/connected \d+/, 60_000);
+    }
     const total = c.clients.reduce((n, g) => n + g.processes * g.connections, 0);
 
     const target = path.join(dp.dir, 'admitted');
