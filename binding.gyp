@@ -97,6 +97,13 @@
       ]
     },
     {
+      "target_name": "seccomp-idle-clients",
+      "type": "executable",
+      "sources": [
+        "native/tools/idle_clients.cpp"
+      ]
+    },
+    {
       "target_name": "seccomp-soak-workload",
       "type": "executable",
       "sources": [

@@ -34,10 +34,12 @@ import type {
   NativeDefaultAction,
   NativeEngine,
   NativeEvent,
+  NativeStats,
   NotificationEvent,
   RespondResult,
   RestoreResult,
 } from './native';
+import { FdStoreWatch } from './fd-store-watch';
 import { parseRuntimeMessage } from './runtime-message';
 import { WatchHub } from './watch-hub';
 
@@ -105,6 +107,8 @@ export class DataPlane {
   onHandoffRequest: ((conn: number, peerPid: number) => void) | null = null;
   private origin: DataPlaneOrigin = 'fresh';
   private restoredListener = false;
+  /** The fd store's holder, watched (start() arms it): status, health and metrics read it. */
+  readonly fdStore: FdStoreWatch;
 
   constructor(
     private readonly config: DataPlaneConfig,
@@ -124,6 +128,7 @@ export class DataPlane {
       batchDelayUs: 20_000,
       busyPollUs: config.busyPollMs * 1000,
     });
+    this.fdStore = new FdStoreWatch(addon, log, this.engine.stats().fdStore);
     // Per-notification events only while someone watches them.
     this.engine.setDetailedEvents(false);
     this.hub.onActiveChange = (active) => this.engine.setDetailedEvents(active);
@@ -159,11 +164,12 @@ export class DataPlane {
 
   /** Starts the engine thread and the listener socket (unless restore() brought one). */
   start(): void {
+    this.fdStore.start();
     this.engine.start();
     if (!this.restoredListener) this.engine.listen(this.config.listenerSocket, this.config.socketMode);
     const stats = this.engine.stats();
     this.log.info(
-      { listener: this.config.listenerSocket, defaultAction: formatDefaultAction(this.config.defaultAction), decisionTimeoutMs: this.config.decisionTimeoutMs, syncWakeUp: stats.syncWakeUp, fdStore: stats.fdStore, origin: this.origin },
+      { listener: this.config.listenerSocket, defaultAction: formatDefaultAction(this.config.defaultAction), decisionTimeoutMs: this.config.decisionTimeoutMs, syncWakeUp: stats.syncWakeUp, fdStore: stats.fdStore, fdStoreHolder: this.fdStore.holder, keeper: this.fdStore.holderPid || undefined, origin: this.origin },
       stats.fdStore
         ? 'data plane serving the runtime listener socket, every fd kept in the fd store; no control plane attached: the default action answers'
         : 'data plane serving the runtime listener socket (no fd store: a crash would give ENOSYS to every container); no control plane attached: the default action answers',
@@ -181,6 +187,11 @@ export class DataPlane {
     this.engine.setAccepting(accepting);
   }
 
+  /** Runtime connections the ingest closed to stay within its limits (metrics). */
+  get ingestDropped(): NativeStats['ingestDropped'] {
+    return this.engine.stats().ingestDropped;
+  }
+
   get pendingConnections(): number {
     return this.engine.stats().pendingConnections;
   }
@@ -193,6 +204,7 @@ export class DataPlane {
   stop(): void {
     if (this.stopped) return;
     this.stopped = true;
+    this.fdStore.stop();
     for (const session of [...this.sessions.values()]) session.fail(status.UNAVAILABLE, 'the data plane is shutting down', 'shutdown');
     this.hub.close();
     this.engine.stop();
@@ -229,6 +241,11 @@ export class DataPlane {
             this.onConnection(event);
             break;
           case 'ingest-error':
+            // One aggregated line for many connections (counted natively: stats().ingestDropped).
+            if (event.code === 'dropped') {
+              this.log.warn({ peer: event.peer, code: event.code }, event.message);
+              break;
+            }
             this.counters.ingestRejected++;
             this.log.warn({ peer: event.peer, code: event.code }, `runtime connection refused: ${event.message}`);
             this.hub.publish({ $case: 'ingestRejected', ingestRejected: { reason: event.message, peer: event.peer } }, null);
@@ -582,9 +599,11 @@ export class DataPlane {
       counters,
       syncWakeUp: stats.syncWakeUp,
       watchers: this.hub.size,
-      fdStore: stats.fdStore,
+      // A store whose holder died keeps nothing for the next crash.
+      fdStore: stats.fdStore && !this.fdStore.lost,
       origin: this.origin,
       pid: process.pid,
+      fdStoreStatus: this.fdStore.status(),
     };
   }
 

@@ -9,6 +9,8 @@ import { VERSION } from '../common/version';
 import { DataPlane } from './dataplane';
 import { claimSocketPath, createGrpcServer, secureSocket, type GrpcServerHandle } from './grpc-server';
 import { acknowledgeHandoff, HandoffServer, receiveHandoff, watchPredecessorExit, type TakenOver } from './handoff';
+import { FD_STORE_HEALTH_SERVICE } from './fd-store-watch';
+import { KeeperRecovery, readKeeperCommandLine } from './keeper-recovery';
 import { DataPlaneMetrics } from './metrics';
 import { startMetricsServer } from '../common/metrics-server';
 import { loadNative, nshelperPath, type NativeAddon } from './native';
@@ -23,6 +25,33 @@ function notifySupervisor(addon: NativeAddon, log: Logger, message: string): voi
   } catch (err) {
     log.warn({ err }, `cannot notify the supervisor ($NOTIFY_SOCKET): ${(err as Error).message}`);
   }
+}
+
+/**
+ * The fd store's loss goes to health (service "fd-store" NOT_SERVING; "" stays SERVING, as the
+ * data plane still answers every syscall) and, under a keeper and unless turned off, starts a
+ * keeper again (keeper-recovery.ts). The keeper's command line is read now, while it lives.
+ */
+function prepareKeeperRecovery(dp: DataPlane, server: GrpcServerHandle, enabled: boolean, log: Logger, stopping: () => boolean): KeeperRecovery | null {
+  const store = dp.fdStore;
+  const setHealth = () => server.health.setStatus(FD_STORE_HEALTH_SERVICE, store.up ? 'SERVING' : 'NOT_SERVING');
+  setHealth();
+  store.onChange = setHealth;
+  let recovery: KeeperRecovery | null = null;
+  let unavailable = '--keeper-recovery=false: nothing restarts it; hand over to a data plane under a keeper (--takeover) to be covered again';
+  if (enabled && store.holderPid > 0) {
+    const commandLine = readKeeperCommandLine(store.holderPid);
+    if ('error' in commandLine) unavailable = `no recovery: ${commandLine.error}`;
+    else {
+      recovery = new KeeperRecovery(commandLine, log);
+      recovery.onProgress = (detail) => store.update(detail);
+    }
+  }
+  store.onLost = () => {
+    if (stopping()) return 'this data plane is stopping anyway';
+    return recovery ? recovery.begin() : unavailable;
+  };
+  return recovery;
 }
 
 async function main(): Promise<void> {
@@ -48,6 +77,9 @@ async function main(): Promise<void> {
   const handoffSocket = handoffSocketPath(options.grpcSocket);
   let dataplane: DataPlane | null = null;
   let grpcServer: GrpcServerHandle | null = null;
+  let recovery: KeeperRecovery | null = null;
+  let stopping = false;
+  let predecessorGone: Promise<void> = Promise.resolve();
   try {
     dataplane = new DataPlane(
       {
@@ -64,6 +96,7 @@ async function main(): Promise<void> {
       nshelperPath(),
     );
     grpcServer = createGrpcServer(dataplane, log);
+    recovery = prepareKeeperRecovery(dataplane, grpcServer, options.keeperRecovery, log, () => stopping);
     // A restart under systemd or seccomp-keeper: the store gives back everything, whatever the flags.
     const stored = addon.takeListenFds();
     let taken: TakenOver | null = null;
@@ -93,12 +126,25 @@ async function main(): Promise<void> {
       for (const [socket, what] of [[options.grpcSocket, 'gRPC socket'], [channelSocket, 'decision channel socket'], [handoffSocket, 'handoff socket']]) {
         await claimSocketPath(socket!, what!, true);
       }
-      void watchPredecessorExit(addon, taken, log);
+      predecessorGone = watchPredecessorExit(addon, taken, log);
     }
     dataplane.listenLocalSockets(handoffSocket);
     if (options.socketGroup !== null) secureSocket(channelSocket, options.socketMode, options.socketGroup);
     await grpcServer.listen(options.grpcSocket, options.socketMode, options.socketGroup);
-    if (options.metricsAddr) await startMetricsServer(new DataPlaneMetrics(dataplane).registry, options.metricsAddr, log);
+    const metricsAddr = options.metricsAddr;
+    if (metricsAddr) {
+      const registry = new DataPlaneMetrics(dataplane).registry;
+      if (taken) {
+        // The predecessor holds the port until it exits when both share a network namespace (a
+        // keeper's recovery, hostNetwork). After a takeover, failing to start would drop every
+        // container just taken: metrics wait for it, and a failure is only logged.
+        void predecessorGone
+          .then(() => startMetricsServer(registry, metricsAddr, log))
+          .catch((err: Error) => log.error({ err }, `metrics not served (${err.message}); the data plane goes on without them`));
+      } else {
+        await startMetricsServer(registry, metricsAddr, log);
+      }
+    }
   } catch (err) {
     const code = err instanceof AgentError ? err.code : 'ESTART';
     log.fatal({ err, code }, `cannot start: ${(err as Error).message}`);
@@ -111,14 +157,14 @@ async function main(): Promise<void> {
   const server = grpcServer!;
   log.info({ version: VERSION, pid: process.pid }, 'data plane ready');
   notifySupervisor(addon, log, `READY=1\nSTATUS=serving ${dp.containers.size} container(s)\nMAINPID=${process.pid}`);
-  let stopping = false;
   const exit = () => {
     log.flush();
     process.exit(0);
   };
   const handoff = new HandoffServer(dp, addon, log, async () => {
     stopping = true;
-    notifySupervisor(addon, log, 'STOPPING=1\nSTATUS=handed over');
+    // A lost keeper (the recovery's handoff) hears nothing any more.
+    if (!dp.fdStore.lost) notifySupervisor(addon, log, 'STOPPING=1\nSTATUS=handed over');
     // Exit at once, closing nothing by hand: the successor takes the sockets when this process is
     // gone (the handoff connection's EOF), and every moment until then is one its control plane
     // spends reconnecting. No server.close(): it would unlink the gRPC socket path on its way out.
@@ -143,6 +189,7 @@ async function main(): Promise<void> {
     );
     // No STOPPING=1: seccomp-keeper reads "STOPPING=1, exit 0" as "handed over" and would not
     // restart us; a SIGTERM that did not come through it is a restart, as under systemd.
+    recovery?.cancel();
     dp.stop();
     void server.close().finally(exit);
   };

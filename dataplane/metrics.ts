@@ -72,6 +72,20 @@ export class DataPlaneMetrics {
         this.inc(dataplane.counters.ingestRejected as number);
       },
     });
+    new Counter({
+      name: 'seccomp_agent_ingest_connections_dropped_total',
+      help: 'Runtime connections closed to stay within the listener limits, by reason (per_pid, per_uid, total: caps on connections being read; fd_reserve: fds kept free below RLIMIT_NOFILE)',
+      labelNames: ['reason'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        const dropped = dataplane.ingestDropped;
+        this.inc({ reason: 'per_pid' }, dropped.perPid);
+        this.inc({ reason: 'per_uid' }, dropped.perUid);
+        this.inc({ reason: 'total' }, dropped.total);
+        this.inc({ reason: 'fd_reserve' }, dropped.fdReserve);
+      },
+    });
     new Gauge({
       name: 'seccomp_agent_containers',
       help: 'Live containers (notify fds) served',
@@ -94,6 +108,14 @@ export class DataPlaneMetrics {
       registers: [registry],
       collect() {
         this.set(dataplane.attached ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'seccomp_agent_fd_store_up',
+      help: '1 while every fd is kept in a live fd store (a crash loses no container); 0 with none, or once its keeper died',
+      registers: [registry],
+      collect() {
+        this.set(dataplane.fdStore.up ? 1 : 0);
       },
     });
     new Gauge({

@@ -76,7 +76,10 @@ export interface ConnectionEvent {
 /** A runtime connection the native side refused by itself; every fd it sent is closed. */
 export interface IngestErrorEvent {
   type: 'ingest-error';
-  /** 'too-large' | 'timeout' | 'read-error' | 'too-many-fds' */
+  /**
+   * 'too-large' | 'timeout' | 'read-error' | 'too-many-fds', or 'dropped': one line for every
+   * connection closed to stay within the limits in the last 5 s (peer: the pid that lost most).
+   */
   code: string;
   message: string;
   peer: PeerCredentials;
@@ -214,6 +217,11 @@ export interface NativeStats {
   decisionsDropped: number;
   /** Whether every fd is kept in an fd store ($NOTIFY_SOCKET: systemd or seccomp-keeper). */
   fdStore: boolean;
+  /**
+   * Runtime connections the ingest closed to stay within its limits, since the start, by reason:
+   * over the per-pid, per-uid or total cap of connections being read, or to keep the fd reserve.
+   */
+  ingestDropped: { perPid: number; perUid: number; total: number; fdReserve: number };
 }
 
 /** An fd with its fd-store name: listener, journal, n<handle> (notify fd), r<handle> (its record). */
@@ -455,6 +463,14 @@ export interface NativeAddon {
   fdStoreRemove(name: string): boolean;
   /** The fds passed at start (LISTEN_FDS from 3, names from LISTEN_FDNAMES), now FD_CLOEXEC; the variables are unset, so a second call returns []. */
   takeListenFds(): Array<{ fd: number; name: string }>;
+  /**
+   * Watches process `pid` through a pidfd in the event loop: `onExit` runs once, on the JS thread,
+   * as soon as it exits (it must not throw). Returns the watch id, or null when no process has
+   * that pid. The watch does not keep the process alive.
+   */
+  watchProcessExit(pid: number, onExit: () => void): number | null;
+  /** Ends a watch (nothing when it already fired). */
+  unwatchProcess(id: number): void;
   /** Successor side of a handoff: a connection, or null when nobody serves `socketPath`. */
   handoffConnect(socketPath: string): number | null;
   /** Says hello and receives every fd up to the end frame (blocks up to timeoutMs). */

@@ -59,6 +59,10 @@ export const DATAPLANE_OPTIONS = {
     flag: 'takeover', env: 'SECCOMP_AGENT_TAKEOVER', default: 'false', boolean: true, parse: parseBoolean,
     description: 'Take every container over from the data plane serving these sockets (planned upgrade); start fresh if none does',
   },
+  keeperRecovery: {
+    flag: 'keeper-recovery', env: 'SECCOMP_AGENT_KEEPER_RECOVERY', default: 'true', boolean: true, parse: parseBoolean,
+    description: 'When the seccomp-keeper holding the fd store dies, start a keeper again with its command line; its data plane takes over by handoff (false: only report it, e.g. when a supervisor restarts the keeper itself)',
+  },
   metricsAddr: SHARED_OPTIONS.metricsAddr,
   logLevel: SHARED_OPTIONS.logLevel,
 } satisfies OptionTable;

@@ -8,6 +8,7 @@ import {
   type Container,
   type DefaultAction,
   type Event,
+  FdStoreState,
   type GetStatusResponse,
 } from '../../proto/gen/seccompagent/v1/dataplane';
 
@@ -28,13 +29,21 @@ const ORIGIN_TEXT: Record<string, string> = {
   handoff: 'took over by handoff',
 };
 
+/** "yes"/"no"/"LOST", then the data plane's own line about it (a data plane before fdStoreStatus: the bool alone). */
+function formatFdStore(s: GetStatusResponse): string {
+  const store = s.fdStoreStatus;
+  if (!store) return s.fdStore ? 'yes: a crash loses no container' : 'no: a crash gives ENOSYS to every notified syscall';
+  const word = store.state === FdStoreState.FD_STORE_STATE_UP ? 'yes' : store.state === FdStoreState.FD_STORE_STATE_LOST ? 'LOST' : 'no';
+  return `${word}: ${store.detail}`;
+}
+
 export function formatStatus(s: GetStatusResponse): string {
   const c = s.counters;
   const cp = s.controlPlane ? `${s.controlPlane.name} ${s.controlPlane.version} (session ${s.controlPlane.sessionId})` : 'none: the default action answers';
   const rows: Array<[string, string]> = [
     ['version', s.version],
     ['pid', `${s.pid} (${ORIGIN_TEXT[s.origin] ?? s.origin})`],
-    ['fd store', s.fdStore ? 'yes: a crash loses no container' : 'no: a crash gives ENOSYS to every notified syscall'],
+    ['fd store', formatFdStore(s)],
     ['uptime', `${Math.round(durationToMs(s.uptime) / 1000)} s`],
     ['listener socket', s.listenerSocket],
     ['control plane', cp],

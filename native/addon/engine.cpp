@@ -304,7 +304,7 @@ void Engine::UnstoreFd(const std::string& name) {
   if (notifier_ == nullptr) return;
   std::string error;
   if (!notifier_->Remove(name, &error)) {
-    queue_->PushError("cannot remove " + name + " from the fd store (" + error + "); the store keeps a stale copy");
+    queue_->PushError("cannot remove " + name + " from the fd store (" + error + "); a store that still runs keeps its copy, which the next data plane finds gone and drops");
   }
 }
 

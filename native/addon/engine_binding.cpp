@@ -636,6 +636,13 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     o.Set("channelDecisions", Napi::Number::New(env, static_cast<double>(s.channel_decisions)));
     o.Set("decisionsDropped", Napi::Number::New(env, static_cast<double>(s.decisions_dropped)));
     o.Set("fdStore", Napi::Boolean::New(env, engine_->fd_store_enabled()));
+    Ingest::DropCounts d = engine_->ingest() != nullptr ? engine_->ingest()->Dropped() : Ingest::DropCounts();
+    Napi::Object dropped = Napi::Object::New(env);
+    dropped.Set("perPid", Napi::Number::New(env, static_cast<double>(d.per_pid)));
+    dropped.Set("perUid", Napi::Number::New(env, static_cast<double>(d.per_uid)));
+    dropped.Set("total", Napi::Number::New(env, static_cast<double>(d.total)));
+    dropped.Set("fdReserve", Napi::Number::New(env, static_cast<double>(d.fd_reserve)));
+    o.Set("ingestDropped", dropped);
     return o;
   }
 

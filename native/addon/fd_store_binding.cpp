@@ -1,11 +1,18 @@
 // The JS face of the file descriptor store (native/common/fd_store.h): notifications to
-// $NOTIFY_SOCKET (systemd or seccomp-keeper) and the fds passed back at start. All four run on the
-// JS thread. The notifier is created on first use and kept per addon instance (not a global), so
-// the addon can be loaded in several threads; it is freed by the env's cleanup hook.
+// $NOTIFY_SOCKET (systemd or seccomp-keeper), the fds passed back at start, and a watch on the
+// process that holds the store. Everything here runs on the JS thread. The notifier is created on
+// first use and kept per addon instance (not a global), so the addon can be loaded in several
+// threads; it and the watches are freed by the env's cleanup hook.
 #include "fd_store_binding.hpp"
 
+#include <errno.h>
 #include <math.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <uv.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,13 +25,63 @@ namespace {
 using fd_store::ListenedFd;
 using fd_store::Notifier;
 
+struct FdStoreState;
+
+// One watched process: its pidfd polled in libuv's loop (the JS thread's epoll), so its exit is
+// noticed the moment it happens, not at the next fd store call.
+struct ProcessWatch {
+  uv_poll_t poll;
+  int pidfd = -1;
+  uint32_t id = 0;
+  Napi::FunctionReference callback;
+  std::unique_ptr<Napi::AsyncContext> context;
+  FdStoreState* state = nullptr;
+};
+
 struct FdStoreState {
   std::unique_ptr<Notifier> notifier;
   // The environment is read once: NOTIFY_SOCKET does not change under a running process.
   bool looked = false;
+  std::map<uint32_t, ProcessWatch*> watches;
+  uint32_t next_watch = 1;
 };
 
-void CleanupState(void* arg) { delete static_cast<FdStoreState*>(arg); }
+void OnWatchClosed(uv_handle_t* handle) { delete static_cast<ProcessWatch*>(handle->data); }
+
+// JS thread. Out of the loop and forgotten; freed once libuv has let go of the handle. libuv
+// takes the fd out of its epoll set inside uv_close, so closing the pidfd right after is safe.
+void EndWatch(ProcessWatch* watch) {
+  watch->state->watches.erase(watch->id);
+  watch->callback.Reset();
+  watch->context.reset();
+  uv_poll_stop(&watch->poll);
+  uv_close(reinterpret_cast<uv_handle_t*>(&watch->poll), OnWatchClosed);
+  close(watch->pidfd);
+  watch->pidfd = -1;
+}
+
+void CleanupState(void* arg) {
+  auto* state = static_cast<FdStoreState*>(arg);
+  while (!state->watches.empty()) EndWatch(state->watches.begin()->second);
+  delete state;
+}
+
+// JS thread (libuv): the pidfd is readable, so the process has exited. One call, then the watch ends.
+void OnProcessExit(uv_poll_t* handle, int status, int events) {
+  (void)status;
+  (void)events;
+  auto* watch = static_cast<ProcessWatch*>(handle->data);
+  Napi::Env env = watch->callback.Env();
+  Napi::HandleScope scope(env);
+  Napi::Function callback = watch->callback.Value();
+  std::unique_ptr<Napi::AsyncContext> context = std::move(watch->context);
+  EndWatch(watch);
+  // MakeCallback: a callback from the loop, so microtasks and nextTicks run after it as usual.
+  // onExit must not throw (dataplane/fd-store-watch.ts catches); if it does, the error is dropped
+  // here rather than left pending outside any JS frame.
+  callback.MakeCallback(env.Global(), {}, *context);
+  if (env.IsExceptionPending()) env.GetAndClearPendingException();
+}
 
 void ThrowType(Napi::Env env, const std::string& message) { Napi::TypeError::New(env, message).ThrowAsJavaScriptException(); }
 
@@ -164,6 +221,72 @@ Napi::Value TakeListenFds(const Napi::CallbackInfo& info) {
   return result;
 }
 
+// watchProcessExit(pid, onExit): a watch id, or null when no process has that pid. onExit() runs
+// once, on the JS thread, as soon as the process exits.
+Napi::Value WatchProcessExit(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  FdStoreState* state = static_cast<FdStoreState*>(info.Data());
+  double pid = info.Length() > 0 && info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : NAN;
+  if (!(pid >= 1 && pid <= 4194304) || pid != floor(pid)) {
+    Napi::RangeError::New(env, "pid must be a process id").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  if (info.Length() < 2 || !info[1].IsFunction()) {
+    ThrowType(env, "onExit must be a function");
+    return env.Undefined();
+  }
+  int pidfd = int(syscall(SYS_pidfd_open, pid_t(pid), 0));
+  if (pidfd < 0) {
+    if (errno == ESRCH) return env.Null();
+    Napi::Error::New(env, fd_store::ErrnoText("pidfd_open", errno)).ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  uv_loop_t* loop = nullptr;
+  if (napi_get_uv_event_loop(env, &loop) != napi_ok || loop == nullptr) {
+    close(pidfd);
+    Napi::Error::New(env, "watchProcessExit: no event loop").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  auto* watch = new ProcessWatch();
+  watch->pidfd = pidfd;
+  watch->state = state;
+  int rc = uv_poll_init(loop, &watch->poll, pidfd);
+  if (rc != 0) {
+    close(pidfd);
+    delete watch;
+    Napi::Error::New(env, std::string("uv_poll_init of a pidfd: ") + uv_strerror(rc)).ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  watch->poll.data = watch;
+  watch->callback = Napi::Persistent(info[1].As<Napi::Function>());
+  watch->context = std::make_unique<Napi::AsyncContext>(env, "seccomp-agent:process-watch");
+  watch->id = state->next_watch++;
+  if (state->next_watch == 0) state->next_watch = 1;
+  state->watches[watch->id] = watch;
+  rc = uv_poll_start(&watch->poll, UV_READABLE, OnProcessExit);
+  if (rc != 0) {
+    EndWatch(watch);
+    Napi::Error::New(env, std::string("uv_poll_start of a pidfd: ") + uv_strerror(rc)).ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  // A watch must not keep the process alive by itself.
+  uv_unref(reinterpret_cast<uv_handle_t*>(&watch->poll));
+  return Napi::Number::New(env, watch->id);
+}
+
+// unwatchProcess(id): ends a watch (nothing when it already fired or ended).
+Napi::Value UnwatchProcess(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  FdStoreState* state = static_cast<FdStoreState*>(info.Data());
+  if (info.Length() < 1 || !info[0].IsNumber()) {
+    ThrowType(env, "id must be a watch id");
+    return env.Undefined();
+  }
+  auto it = state->watches.find(info[0].As<Napi::Number>().Uint32Value());
+  if (it != state->watches.end()) EndWatch(it->second);
+  return env.Undefined();
+}
+
 }  // namespace
 }  // namespace seccomp_agent
 
@@ -179,4 +302,6 @@ void RegisterFdStore(Napi::Env env, Napi::Object exports) {
   exports.Set("fdStoreStore", Napi::Function::New(env, FdStoreStore, "fdStoreStore", state));
   exports.Set("fdStoreRemove", Napi::Function::New(env, FdStoreRemove, "fdStoreRemove", state));
   exports.Set("takeListenFds", Napi::Function::New(env, TakeListenFds, "takeListenFds", state));
+  exports.Set("watchProcessExit", Napi::Function::New(env, WatchProcessExit, "watchProcessExit", state));
+  exports.Set("unwatchProcess", Napi::Function::New(env, UnwatchProcess, "unwatchProcess", state));
 }

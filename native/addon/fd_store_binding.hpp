@@ -1,4 +1,5 @@
 #pragma once
 #include <napi.h>
-// Adds sdNotify, fdStoreStore, fdStoreRemove and takeListenFds to the exports (see dataplane/native.ts).
+// Adds sdNotify, fdStoreStore, fdStoreRemove, takeListenFds, watchProcessExit and unwatchProcess to
+// the exports (see dataplane/native.ts).
 void RegisterFdStore(Napi::Env env, Napi::Object exports);

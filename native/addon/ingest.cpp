@@ -2,8 +2,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -19,6 +21,10 @@ constexpr size_t kMaxFds = 16;                           // more than this: 'too
 constexpr uint64_t kPendingTimeoutNs = 10000000000ull;   // adopt or reject within 10 s
 constexpr uint64_t kAcceptPauseNs = 100000000ull;        // after EMFILE, retry accept in 100 ms
 constexpr size_t kReadChunk = 64 * 1024;
+constexpr int kMaxAcceptsPerWake = 256;                  // then notifications get their turn
+constexpr uint64_t kDropReportNs = 5000000000ull;        // one line per 5 s about closed connections
+constexpr size_t kMaxReportedPids = 4096;                // pids remembered per report window
+constexpr size_t kMaxFdReserve = 1024;
 
 std::string ErrnoText(int err) { return std::string(strerror(err)); }
 
@@ -135,7 +141,8 @@ void Ingest::OnReady(EpollSource* source, uint32_t events, uint64_t now_ns) {
 }
 
 void Ingest::Accept(Listener* listener, uint64_t now_ns) {
-  for (;;) {
+  const int reserve_from = FdReserveStart();
+  for (int accepted = 0; accepted < kMaxAcceptsPerWake; accepted++) {
     int fd = accept4(listener->fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
       int err = errno;
@@ -155,41 +162,194 @@ void Ingest::Accept(Listener* listener, uint64_t now_ns) {
       queue_->PushError("accept on the listener socket failed: " + ErrnoText(err) + "; still listening");
       return;
     }
+    Peer peer;
+    struct ucred cred;
+    socklen_t len = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
+      peer.pid = cred.pid;
+      peer.uid = cred.uid;
+      peer.gid = cred.gid;
+    }
+    if (!Admit(fd, peer, reserve_from, now_ns)) continue;
     auto conn = std::make_unique<Connection>();
     conn->fd = fd;
     conn->seq = next_seq_++;
     conn->deadline = now_ns + options_.timeout_ns;
-    struct ucred cred;
-    socklen_t len = sizeof cred;
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
-      conn->peer.pid = cred.pid;
-      conn->peer.uid = cred.uid;
-      conn->peer.gid = cred.gid;
-    }
+    conn->peer = peer;
     if (EpollControl(epoll_fd_, EPOLL_CTL_ADD, fd, conn.get(), EPOLLIN | EPOLLRDHUP) != 0) {
       int err = errno;
       close(fd);
       queue_->PushError(PeerText(conn->peer) + ": epoll_ctl(ADD) failed: " + ErrnoText(err) + "; closed it");
       continue;
     }
-    uint64_t seq = conn->seq;
-    connections_.emplace(seq, std::move(conn));
+    Connection* raw = conn.get();
+    connections_.emplace(raw->seq, std::move(conn));
+    by_pid_[peer.pid].insert(raw->seq);
+    by_uid_[peer.uid].insert(raw->seq);
     reading_.store(connections_.size(), std::memory_order_relaxed);
     RecomputeDeadline();
+    // A runtime sends right after connect(2): read what is there now, so it is done (and its slot
+    // free) before the next connection can count it among the idle ones.
+    Read(raw, now_ns);
   }
 }
 
+bool Ingest::Admit(int fd, const Peer& peer, int reserve_from, uint64_t now_ns) {
+  // In the reserve: make room by closing one of ours; if none is open, the fds are the admitted
+  // containers' and this connection must wait for a better moment (the runtime reports it).
+  if (fd >= reserve_from && !EvictFromHeaviest(nullptr, 0, DropReason::kFdReserve, now_ns)) {
+    close(fd);
+    CountDrop(DropReason::kFdReserve, peer, now_ns);
+    return false;
+  }
+  // Most specific first: closing one of the peer's own also lowers its uid's and the total count.
+  auto pid = by_pid_.find(peer.pid);
+  if (pid != by_pid_.end() && pid->second.size() >= options_.max_reading_per_pid) {
+    EvictOldest(pid->second, 0, DropReason::kPerPid, now_ns);
+  }
+  auto uid = by_uid_.find(peer.uid);
+  if (uid != by_uid_.end() && uid->second.size() >= options_.max_reading_per_uid) {
+    EvictFromHeaviest(&peer.uid, 0, DropReason::kPerUid, now_ns);
+  }
+  if (connections_.size() >= options_.max_reading) EvictFromHeaviest(nullptr, 0, DropReason::kTotal, now_ns);
+  return true;
+}
+
+bool Ingest::EvictFromHeaviest(const uint32_t* uid, uint64_t keep, DropReason reason, uint64_t now_ns) {
+  const std::set<uint64_t>* heaviest = nullptr;
+  size_t most = 0;
+  for (auto& entry : by_pid_) {
+    const std::set<uint64_t>& seqs = entry.second;
+    size_t count = seqs.size() - seqs.count(keep);
+    if (count <= most) continue;
+    auto first = connections_.find(*seqs.begin());
+    if (uid != nullptr && (first == connections_.end() || first->second->peer.uid != *uid)) continue;
+    heaviest = &seqs;
+    most = count;
+  }
+  return heaviest != nullptr && EvictOldest(*heaviest, keep, reason, now_ns);
+}
+
+bool Ingest::EvictOldest(const std::set<uint64_t>& group, uint64_t keep, DropReason reason, uint64_t now_ns) {
+  Connection* oldest = nullptr;
+  Connection* oldest_idle = nullptr;
+  for (uint64_t seq : group) {
+    auto it = connections_.find(seq);
+    if (it == connections_.end() || seq == keep) continue;
+    Connection* conn = it->second.get();
+    if (oldest == nullptr) oldest = conn;
+    if (conn->data.empty() && conn->fds.empty()) {
+      oldest_idle = conn;
+      break;
+    }
+  }
+  Connection* victim = oldest_idle != nullptr ? oldest_idle : oldest;
+  if (victim == nullptr) return false;
+  CountDrop(reason, victim->peer, now_ns);
+  CloseFds(&victim->fds);
+  Drop(victim);
+  return true;
+}
+
+void Ingest::CountDrop(DropReason reason, const Peer& peer, uint64_t now_ns) {
+  size_t index = static_cast<size_t>(reason);
+  dropped_[index].fetch_add(1, std::memory_order_relaxed);
+  if (window_.end_ns == 0) {
+    window_.end_ns = now_ns + kDropReportNs;
+    if (window_.end_ns < next_deadline_) next_deadline_ = window_.end_ns;
+  }
+  window_.counts[index]++;
+  auto it = window_.by_pid.find(peer.pid);
+  if (it != window_.by_pid.end()) {
+    it->second.second++;
+  } else if (window_.by_pid.size() < kMaxReportedPids) {
+    window_.by_pid.emplace(peer.pid, std::make_pair(peer, uint64_t(1)));
+  }
+}
+
+// Engine thread, at the end of a window: one line for everything it closed.
+void Ingest::ReportDrops() {
+  const uint64_t* n = window_.counts;
+  uint64_t total = n[0] + n[1] + n[2] + n[3];
+  Peer top;
+  uint64_t top_count = 0;
+  for (auto& entry : window_.by_pid) {
+    if (entry.second.second > top_count) {
+      top = entry.second.first;
+      top_count = entry.second.second;
+    }
+  }
+  std::string text = "closed " + std::to_string(total) + " runtime connection(s) in the last " +
+                     std::to_string(kDropReportNs / 1000000000ull) +
+                     " s to stay within the listener's limits, the oldest idle ones first: ";
+  std::vector<std::string> parts;
+  if (n[0] > 0) parts.push_back(std::to_string(n[0]) + " over " + std::to_string(options_.max_reading_per_pid) + " per peer pid");
+  if (n[1] > 0) parts.push_back(std::to_string(n[1]) + " over " + std::to_string(options_.max_reading_per_uid) + " per peer uid");
+  if (n[2] > 0) parts.push_back(std::to_string(n[2]) + " over " + std::to_string(options_.max_reading) + " being read at once");
+  if (n[3] > 0) {
+    parts.push_back(std::to_string(n[3]) + " to keep " + std::to_string(reserve_) + " of the " + std::to_string(limit_) +
+                    " open files (RLIMIT_NOFILE) free for admitted containers");
+  }
+  for (size_t i = 0; i < parts.size(); i++) text += (i ? ", " : "") + parts[i];
+  text += "; most from pid " + std::to_string(top.pid) + " (uid " + std::to_string(top.uid) + "): " +
+          std::to_string(top_count) + "; a runtime that sends its message at once is still admitted";
+  Event event;
+  event.type = EventType::kIngestError;
+  event.code = "dropped";
+  event.peer = top;
+  event.text.length = static_cast<uint32_t>(text.size());
+  queue_->Push(event, text.data(), text.size(), true);
+  window_ = DropWindow();
+}
+
+int Ingest::FdReserveStart() {
+  struct rlimit limit;
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur > INT_MAX) {
+    limit_ = 0;
+    reserve_ = 0;
+    return INT_MAX;
+  }
+  limit_ = static_cast<size_t>(limit.rlim_cur);
+  size_t reserve = limit_ / 16;
+  if (reserve < options_.min_fd_reserve) reserve = options_.min_fd_reserve;
+  if (reserve > kMaxFdReserve) reserve = kMaxFdReserve;
+  reserve_ = reserve;
+  return limit_ > reserve ? static_cast<int>(limit_ - reserve) : 0;
+}
+
+Ingest::DropCounts Ingest::Dropped() const {
+  DropCounts counts;
+  counts.per_pid = dropped_[0].load(std::memory_order_relaxed);
+  counts.per_uid = dropped_[1].load(std::memory_order_relaxed);
+  counts.total = dropped_[2].load(std::memory_order_relaxed);
+  counts.fd_reserve = dropped_[3].load(std::memory_order_relaxed);
+  return counts;
+}
+
 void Ingest::Read(Connection* conn, uint64_t now_ns) {
+  int reserve_from = -1;  // read once, when fds arrive
   for (;;) {
     struct iovec iov = {read_buf_.data(), read_buf_.size()};
     bool truncated = false;
     // The fds land in conn->fds first: even a message we refuse must not leak what it carried.
+    const size_t had = conn->fds.size();
     ssize_t n = scm_rights::Receive(conn->fd, &iov, 1, MSG_DONTWAIT, &conn->fds, &truncated);
     if (n < 0) {
       int err = errno;
       if (err == EAGAIN || err == EWOULDBLOCK) return;
       Fail(conn, "read-error", "reading it failed: " + ErrnoText(err));
       return;
+    }
+    // Each received fd in the reserve costs another connection its place; with none other open,
+    // this one goes.
+    for (size_t i = had; i < conn->fds.size(); i++) {
+      if (reserve_from < 0) reserve_from = FdReserveStart();
+      if (conn->fds[i] >= reserve_from && !EvictFromHeaviest(nullptr, conn->seq, DropReason::kFdReserve, now_ns)) {
+        CountDrop(DropReason::kFdReserve, conn->peer, now_ns);
+        CloseFds(&conn->fds);
+        Drop(conn);
+        return;
+      }
     }
     // A stream never truncates data; MSG_CTRUNC means fds were cut.
     if (truncated || conn->fds.size() > kMaxFds) {
@@ -253,12 +413,17 @@ void Ingest::Fail(Connection* conn, const char* code, const std::string& message
 void Ingest::Drop(Connection* conn) {
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn->fd, nullptr);
   close(conn->fd);
+  auto pid = by_pid_.find(conn->peer.pid);
+  if (pid != by_pid_.end() && pid->second.erase(conn->seq) > 0 && pid->second.empty()) by_pid_.erase(pid);
+  auto uid = by_uid_.find(conn->peer.uid);
+  if (uid != by_uid_.end() && uid->second.erase(conn->seq) > 0 && uid->second.empty()) by_uid_.erase(uid);
   connections_.erase(conn->seq);  // frees conn
   reading_.store(connections_.size(), std::memory_order_relaxed);
   RecomputeDeadline();
 }
 
 void Ingest::OnTimer(uint64_t now_ns) {
+  if (window_.end_ns != 0 && window_.end_ns <= now_ns) ReportDrops();
   while (!connections_.empty() && connections_.begin()->second->deadline <= now_ns) {
     Connection* conn = connections_.begin()->second.get();
     Fail(conn, "timeout",
@@ -291,8 +456,8 @@ void Ingest::OnTimer(uint64_t now_ns) {
 // Engine thread. Entries taken by JS since only make the true deadline later: a stale, earlier
 // value costs one spurious wake-up, never a missed one.
 void Ingest::RecomputeDeadline() {
-  uint64_t next = UINT64_MAX;
-  if (!connections_.empty()) next = connections_.begin()->second->deadline;
+  uint64_t next = window_.end_ns != 0 ? window_.end_ns : UINT64_MAX;
+  if (!connections_.empty() && connections_.begin()->second->deadline < next) next = connections_.begin()->second->deadline;
   std::lock_guard<std::mutex> lock(mu_);
   if (!pending_.empty() && pending_.begin()->second.deadline < next) next = pending_.begin()->second.deadline;
   if (paused_listeners_ > 0) {
@@ -355,6 +520,9 @@ void Ingest::CloseAll() {
     close(entry.second->fd);
   }
   connections_.clear();
+  by_pid_.clear();
+  by_uid_.clear();
+  window_ = DropWindow();
   reading_.store(0, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& listener : listeners_) close(listener->fd);

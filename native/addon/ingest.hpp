@@ -2,6 +2,14 @@
 // connections runc/crun make to them, reading each until its JSON ends (or EOF) with its SCM_RIGHTS fds, and the table
 // of read connections waiting for JS to adopt or reject them. Everything but the JS-thread entry
 // points runs non-blocking on the engine thread.
+//
+// Bounded: at most max_reading connections are read at once, max_reading_per_uid and
+// max_reading_per_pid per peer (SO_PEERCRED), and no fd numbered in the reserve (the top of
+// RLIMIT_NOFILE) is kept for a connection being read: that room is for the notify fds, records and
+// pidfds of the runtimes already admitted. A new connection over a cap closes the oldest idle one
+// of its group (then the oldest; for the uid and total caps, of the pid holding the most), so a
+// runtime that sends at once always gets in; what is closed is counted by reason and told in one
+// line per 5 s.
 #pragma once
 #include "json_boundary.hpp"
 #include <sys/socket.h>
@@ -11,7 +19,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "epoll_source.hpp"
@@ -30,8 +40,17 @@ class Ingest {
   struct Options {
     uint64_t timeout_ns;  // a connection not at EOF by then is dropped ('timeout')
     size_t max_bytes;     // largest message accepted ('too-large')
+    size_t max_reading = 1024;         // connections being read at once
+    size_t max_reading_per_uid = 768;  // ... from one peer uid
+    size_t max_reading_per_pid = 16;   // ... from one peer pid (a runtime sends one per notify fd)
+    size_t min_fd_reserve = 64;        // fds kept free below RLIMIT_NOFILE: 1/16 of it, 64 to 1024
   };
   enum class TakeResult { kOk, kUnknownConn, kBadIndex, kNotSeccomp };
+  // Why a connection was closed to keep within the limits (the order of DropCounts).
+  enum class DropReason { kPerPid, kPerUid, kTotal, kFdReserve };
+  struct DropCounts {
+    uint64_t per_pid = 0, per_uid = 0, total = 0, fd_reserve = 0;
+  };
 
   Ingest(int epoll_fd, EventQueue* queue, Options options);
   ~Ingest();  // CloseAll()
@@ -48,6 +67,8 @@ class Ingest {
   bool Reject(uint32_t conn);
   // Any thread. Connections still being read, and read ones JS has not adopted or rejected yet.
   size_t PendingConnections();
+  // Any thread. Connections closed to keep within the limits, since the start, by reason.
+  DropCounts Dropped() const;
   // JS thread. Stops or resumes accepting on every listener (a handoff drains what was accepted
   // first); runtimes connecting meanwhile wait in the backlog, never refused.
   void SetAccepting(bool accepting);
@@ -88,12 +109,35 @@ class Ingest {
     Peer peer;
   };
 
+  // The drops of the current report window (one log line at its end).
+  struct DropWindow {
+    uint64_t end_ns = 0;  // 0: no window open
+    uint64_t counts[4] = {0, 0, 0, 0};
+    std::unordered_map<int32_t, std::pair<Peer, uint64_t>> by_pid;  // bounded: see CountDrop
+  };
+
   bool AddListener(int fd, std::string* error);
   void Accept(Listener* listener, uint64_t now_ns);
   void Read(Connection* conn, uint64_t now_ns);
   void Finish(Connection* conn, uint64_t now_ns);
   void Fail(Connection* conn, const char* code, const std::string& message);
   void Drop(Connection* conn);  // out of epoll, socket closed, forgotten (fds not touched)
+  // Engine thread. Admits connection `fd` from `peer` within the caps, closing others as needed.
+  // False: not admitted (fd closed and counted).
+  bool Admit(int fd, const Peer& peer, int reserve_from, uint64_t now_ns);
+  // Engine thread. Closes the oldest idle connection of `group`, else its oldest, never `keep`;
+  // false when there is none.
+  bool EvictOldest(const std::set<uint64_t>& group, uint64_t keep, DropReason reason, uint64_t now_ns);
+  // Engine thread. The same within the connections of the peer pid that holds the most of them
+  // (of uid `*uid`, or of any uid when null): a flood pays before a runtime's single connection
+  // (crun's stays idle while it creates the container).
+  bool EvictFromHeaviest(const uint32_t* uid, uint64_t keep, DropReason reason, uint64_t now_ns);
+  // Engine thread. Counts one closed connection and opens a report window if none is open.
+  void CountDrop(DropReason reason, const Peer& peer, uint64_t now_ns);
+  // Engine thread. The window's one line (an ingest-error event, code "dropped"), then a new window.
+  void ReportDrops();
+  // Engine thread. The first fd number of the reserve (INT_MAX: no limit); refreshes limit_, reserve_.
+  int FdReserveStart();
   void RecomputeDeadline();
 
   const int epoll_fd_;
@@ -107,6 +151,12 @@ class Ingest {
 
   // Engine thread only.
   std::map<uint64_t, std::unique_ptr<Connection>> connections_;  // ascending seq = ascending deadline
+  std::unordered_map<int32_t, std::set<uint64_t>> by_pid_;       // seqs of connections_ by peer pid
+  std::unordered_map<uint32_t, std::set<uint64_t>> by_uid_;      // ... by peer uid
+  DropWindow window_;
+  size_t limit_ = 0;    // RLIMIT_NOFILE as last read (0: unlimited)
+  size_t reserve_ = 0;  // fds kept free below it
+  std::atomic<uint64_t> dropped_[4] = {};
   uint64_t next_seq_ = 1;
   uint32_t next_conn_ = 1;
   size_t paused_listeners_ = 0;

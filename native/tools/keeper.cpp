@@ -40,8 +40,8 @@ const char kUsage[] =
     "Runs COMMAND as its child and holds the fds the child stores through the systemd file\n"
     "descriptor store protocol ($NOTIFY_SOCKET, FDSTORE=1, FDNAME=, FDSTOREREMOVE=1). When the\n"
     "child dies without handing over (STOPPING=1 then exit 0) it is started again with every kept\n"
-    "fd passed as LISTEN_FDS/LISTEN_FDNAMES. SIGTERM and SIGINT are forwarded to the child; the\n"
-    "keeper then exits with the child's status.\n"
+    "fd passed as LISTEN_FDS/LISTEN_FDNAMES. The child finds the keeper's pid in SECCOMP_KEEPER_PID.\n"
+    "SIGTERM and SIGINT are forwarded to the child; the keeper then exits with the child's status.\n"
     "\n"
     "  --restart-delay-ms N  wait before a restart (default 200); doubles for each crash within\n"
     "                        10 s of a start, up to 5 s\n"
@@ -217,6 +217,7 @@ class Keeper {
     unsetenv("LISTEN_FDS");
     unsetenv("LISTEN_FDNAMES");
     unsetenv("NOTIFY_SOCKET");
+    unsetenv("SECCOMP_KEEPER_PID");
 
     // Outside a pod the keeper is not PID 1; become the reaper of the child's orphans anyway.
     if (getpid() != 1 && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
@@ -342,7 +343,12 @@ class Keeper {
         _exit(127);
       }
     }
-    if (setenv("NOTIFY_SOCKET", address_.c_str(), 1) != 0) _exit(127);
+    // SECCOMP_KEEPER_PID: the store is this keeper, our parent. The data plane watches it (a
+    // pidfd) and, if it dies, starts a keeper again from its command line (docs/operators.md).
+    if (setenv("NOTIFY_SOCKET", address_.c_str(), 1) != 0 ||
+        setenv("SECCOMP_KEEPER_PID", std::to_string(getppid()).c_str(), 1) != 0) {
+      _exit(127);
+    }
     if (n > 0) {
       if (setenv("LISTEN_PID", std::to_string(getpid()).c_str(), 1) != 0 ||
           setenv("LISTEN_FDS", std::to_string(n).c_str(), 1) != 0 ||

@@ -6,8 +6,8 @@ import * as net from 'node:net';
 import * as path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { eventually, startDataPlane, type RunningDataPlane } from '../support/dataplane';
-import { TEST_CONTROL_PLANE } from '../support/paths';
-import { start, stop } from '../support/processes';
+import { IDLE_CLIENTS, TEST_CONTROL_PLANE } from '../support/paths';
+import { run, start, stop, type Started } from '../support/processes';
 import { fdCount, runUnderFilter, startUnderFilter } from '../support/workload';
 
 /** After a bad client: same fd count as before, and a normal container is still served. */
@@ -110,3 +110,90 @@ test('seccomp-dataplane decisions: a decision for a container whose process died
   assert.equal(fs.existsSync(path.join(dp.dir, 'never')), false);
   assert.equal(dp.proc.child.exitCode, null);
 });
+
+// ---- Bounded listener connections --------------------------------------------------------------
+
+async function metricsOf(proc: Started): Promise<() => Promise<string>> {
+  const line = await proc.waitFor(/"address":"[^"]+","msg":"Prometheus metrics serving/);
+  const url = `http://${/"address":"([^"]+)"/.exec(line)![1]}/metrics`;
+  return async () => (await fetch(url)).text();
+}
+
+function droppedByReason(body: string): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const m of body.matchAll(/^seccomp_agent_ingest_connections_dropped_total\{reason="([a-z_]+)"\} (\d+)$/gm)) counts[m[1]] = Number(m[2]);
+  return counts;
+}
+
+const IDLE_CASES: Array<{
+  name: string;
+  /** RLIMIT_NOFILE of the data plane (prlimit), or null to keep its own. */
+  limit: number | null;
+  clients: Array<{ processes: number; connections: number; uid?: number }>;
+  /** Reasons that must have dropped connections. */
+  reasons: string[];
+  /** Most fds the data plane may hold meanwhile. */
+  maxFds: (baseline: number) => number;
+}> = [
+  {
+    name: 'one process with 3,000 idle connections and an open file limit of 1,024 (per-pid cap)',
+    limit: 1024, clients: [{ processes: 1, connections: 3000 }], reasons: ['per_pid'], maxFds: () => 1024,
+  },
+  {
+    name: '90 processes of two uids with 20 idle connections each (total and per-uid caps)',
+    // uid 65534 first: 60 x 16 kept > 768 for one uid; then uid 0: 30 x 16 more > 1,024 in all.
+    limit: null, clients: [{ processes: 60, connections: 20, uid: 65534 }, { processes: 30, connections: 20 }],
+    reasons: ['per_pid', 'per_uid', 'total'], maxFds: (baseline) => baseline + 1024 + 32,
+  },
+  {
+    name: '8 processes with 50 idle connections each and an open file limit of 160 (fds kept in reserve)',
+    limit: 160, clients: [{ processes: 8, connections: 50 }], reasons: ['fd_reserve'], maxFds: () => 160,
+  },
+];
+
+for (const c of IDLE_CASES) {
+  test(`seccomp-dataplane ingest: ${c.name}: a new container is admitted and answered within 1 s, drops counted in one log line`, async (t) => {
+    const { dp, fds } = await baseline(t, ['--metrics-addr', '127.0.0.1:0', '--socket-mode', '0666', '--log-level', 'info']);
+    const metrics = await metricsOf(dp.proc);
+    const pid = dp.proc.child.pid!;
+    if (c.limit !== null) {
+      const limited = await run('prlimit', ['--pid', String(pid), `--nofile=${c.limit}:${c.limit}`]);
+      assert.equal(limited.code, 0, limited.stderr);
+    }
+    // Other uids must reach the listener in the scratch dir (mkdtemp makes it 0700).
+    if (c.clients.some((g) => g.uid !== undefined)) fs.chmodSync(dp.dir, 0o711);
+    // One group after the other, so each cap is reached for sure (by the group that crosses it).
+    for (const g of c.clients) {
+      const client = start(t, IDLE_CLIENTS, [
+        '--socket', dp.listenerSocket, '--processes', String(g.processes), '--connections', String(g.connections),
+        ...(g.uid === undefined ? [] : ['--uid', String(g.uid)]),
+      ]);
+      await client.waitFor(/connected \d+/, 60_000);
+    }
+    const total = c.clients.reduce((n, g) => n + g.processes * g.connections, 0);
+
+    const target = path.join(dp.dir, 'admitted');
+    const began = Date.now();
+    const result = await runUnderFilter({ socket: dp.listenerSocket, syscalls: ['mkdir'], id: 'admitted' }, ['/bin/mkdir', target]);
+    const tookMs = Date.now() - began;
+    t.diagnostic(`a new container behind ${total} idle connections: admitted and its mkdir answered in ${tookMs} ms`);
+    assert.equal(result.code, 0, result.stderr);
+    assert.ok(fs.existsSync(target));
+    assert.ok(tookMs < 1000, `took ${tookMs} ms`);
+    assert.ok(fdCount(pid) <= c.maxFds(fds), `the data plane holds ${fdCount(pid)} fds`);
+
+    // Counted by reason, and told in one aggregated line per 5 s, never one per connection.
+    let dropped: Record<string, number> = {};
+    await eventually(async () => {
+      dropped = droppedByReason(await metrics());
+      return c.reasons.every((r) => (dropped[r] ?? 0) > 0);
+    }, 10_000, `drops for ${c.reasons.join(', ')}`);
+    t.diagnostic(`dropped: ${JSON.stringify(dropped)}`);
+    await dp.proc.waitFor(/"code":"dropped".*"msg":"closed \d+ runtime connection/, 15_000);
+    const lines = dp.proc.output().split('\n').filter((l) => l.includes('"code":"dropped"'));
+    const sum = Object.values(dropped).reduce((a, b) => a + b, 0);
+    assert.ok(lines.length <= 3 && sum > lines.length * 10, `${lines.length} log lines for ${sum} drops`);
+    assert.equal(dp.proc.child.exitCode, null);
+    assert.ok((await dp.status()).containers >= 0, 'status still answers');
+  });
+}
