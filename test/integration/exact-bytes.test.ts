@@ -64,7 +64,7 @@ test('native engine exact bytes: an emulated mount with an empty fstype is refus
   const seen: string[] = [];
   h.onEvent = (e) => {
     if (e.type !== 'notification' || !e.forwarded) return;
-    const mount = { kind: 'mount' as const, source: 'none', target: Buffer.from('/t'), fstype: '', flags: 0n, data: Buffer.alloc(0), requireCapSysAdmin: false };
+    const mount = { kind: 'mount' as const, source: 'none', target: '/t', fstype: '', flags: 0n, data: '', requireCapSysAdmin: false };
     try {
       h.engine.respond(e.handle, e.id, mount, 1);
       seen.push('accepted');
