@@ -72,7 +72,9 @@ function decodeNotification(frame: Buffer, start: number, end: number): Notifica
     const index = frame.readUInt8(at);
     const truncated = frame.readUInt8(at + 1) !== 0;
     const length = frame.readUInt16LE(at + 2);
-    stringArgs.push({ index, truncated, value: frame.toString('utf8', at + 4, at + 4 + length) });
+    // The exact bytes (a copy: the caller reuses its read buffer); `value` is their lossy UTF-8 reading.
+    const raw = Buffer.from(frame.subarray(at + 4, at + 4 + length));
+    stringArgs.push({ index, truncated, value: raw.toString('utf8'), raw });
     at += 4 + length;
   }
   // Since the trailer (FrameFlags.Trailer): the receipt time and the container, as on gRPC.

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseListenerMetadata } from './listener-metadata';
+import { METADATA_LIMITS, parseListenerMetadata } from './listener-metadata';
 
 const codes = (text: string) => parseListenerMetadata(text).warnings.map((w) => `${w.code}:${w.key}`);
 
@@ -68,4 +68,45 @@ test('listenerMetadata: MOUNT_OTHER_FS_LIST trims names, skips empty ones and du
   assert.equal(policy.mount?.needCapAdmin, false);
   assert.equal(parseListenerMetadata('MOUNT_OTHER_FS_LIST=').policy.mount, null);
   assert.deepEqual(codes('MOUNT_NEED_CAP_ADMIN=true'), ['EPOLICY_BAD_VALUE:MOUNT_NEED_CAP_ADMIN']);
+});
+
+test('listenerMetadata: past a bound (100,001 lines, 1 MiB, 65 keys) the whole metadata is refused with one EPOLICY_TOO_LARGE', () => {
+  const lines = Array.from({ length: 100_001 }, (_, i) => `K${i}=v`);
+  lines.unshift('MOUNT_PROC=true', 'DEFAULT_ACTION=kill-container');
+  for (const text of [
+    lines.join('\n'),
+    'MOUNT_PROC=true\n' + '\n'.repeat(METADATA_LIMITS.lines + 1) + 'X=1',
+    'MOUNT_PROC=true\nMKDIR_TMPL=-' + 'x'.repeat(METADATA_LIMITS.bytes),
+    'MOUNT_PROC=true\nMKDIR_TMPL=-' + 'é'.repeat(METADATA_LIMITS.bytes / 2),
+    Array.from({ length: METADATA_LIMITS.keys + 1 }, (_, i) => `K${i}=v`).join('\n'),
+  ]) {
+    const started = process.hrtime.bigint();
+    const { policy, warnings } = parseListenerMetadata(text);
+    const ms = Number(process.hrtime.bigint() - started) / 1e6;
+    assert.deepEqual(warnings.map((w) => w.code), ['EPOLICY_TOO_LARGE']);
+    assert.match(warnings[0].message, /the whole metadata is refused/);
+    assert.ok(warnings[0].message.length < 400, 'the warning does not quote the metadata');
+    assert.equal(policy.mount, null, 'no key applies, granting ones included');
+    assert.equal(policy.defaultAction, null);
+    assert.equal(policy.mkdirTemplate, null);
+    assert.deepEqual(Object.keys(policy.entries), []);
+    assert.ok(ms < 50, `parsing took ${ms.toFixed(1)} ms`);
+  }
+});
+
+test('listenerMetadata: up to the bounds it is read, with at most one warning per key', () => {
+  const keys = Array.from({ length: METADATA_LIMITS.keys - 1 }, (_, i) => `K${i}=v`);
+  const atLimit = parseListenerMetadata(['MOUNT_PROC=true', ...keys].join('\n') + '\n');
+  assert.deepEqual(atLimit.policy.mount?.filesystems, ['proc']);
+  assert.equal(atLimit.warnings.length, METADATA_LIMITS.keys - 1, 'one unknown-key warning each');
+  // A key repeated on every line is one warning that counts them; so are lines without a key.
+  const repeated = parseListenerMetadata(Array.from({ length: METADATA_LIMITS.lines }, (_, i) => (i % 2 ? `MOUNT_PROC=${i === METADATA_LIMITS.lines - 1 ? 'true' : 'no'}` : '=x')).join('\n'));
+  assert.deepEqual(repeated.warnings.map((w) => `${w.code}:${w.key}`), ['EPOLICY_BAD_VALUE:', 'EPOLICY_DUPLICATE_KEY:MOUNT_PROC']);
+  assert.match(repeated.warnings[0].message, /and 511 more/);
+  assert.match(repeated.warnings[1].message, /MOUNT_PROC 512 times/);
+  assert.deepEqual(repeated.policy.mount?.filesystems, ['proc']);
+  // Long values are cut in messages.
+  const long = parseListenerMetadata(`DEFAULT_ACTION=${'y'.repeat(10_000)}`);
+  assert.ok(long.warnings[0].message.length < 400);
+  assert.match(long.warnings[0].message, /10000 characters/);
 });

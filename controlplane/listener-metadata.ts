@@ -7,6 +7,10 @@
 // Differences, all in the direction of telling the operator: each ignored or unknown thing is a
 // warning (logged once per container by the caller), keys are trimmed, a trailing "\r" is dropped,
 // and empty names in MOUNT_OTHER_FS_LIST are skipped rather than allowing the empty type.
+// Bounded: a profile is input too. Metadata past METADATA_LIMITS (bytes, lines or keys) is refused
+// whole with one EPOLICY_TOO_LARGE warning, checked before anything is split; below them there is
+// at most one warning per key (a repeated key or line is counted, not repeated) and values are
+// shortened in messages, so nothing a profile says costs more than a few hundred lines of work.
 import type { AgentError } from '../common/errors';
 import { parseMkdirTemplate, type MkdirTemplate } from './mkdir-template';
 
@@ -31,7 +35,7 @@ export interface ListenerPolicy {
 }
 
 export interface PolicyWarning {
-  /** EPOLICY_UNKNOWN_KEY, EPOLICY_UNSUPPORTED_KEY, EPOLICY_BAD_VALUE, EPOLICY_DUPLICATE_KEY, EMKDIR_TEMPLATE */
+  /** EPOLICY_TOO_LARGE, EPOLICY_UNKNOWN_KEY, EPOLICY_UNSUPPORTED_KEY, EPOLICY_BAD_VALUE, EPOLICY_DUPLICATE_KEY, EMKDIR_TEMPLATE */
   readonly code: string;
   readonly key: string;
   readonly message: string;
@@ -47,12 +51,53 @@ const KNOWN_KEYS = new Set(['MKDIR_TMPL', 'DEFAULT_ACTION', 'MOUNT_PROC', 'MOUNT
 const UNSUPPORTED_KEYS = new Set(['EXEC_PATTERN', 'EXEC_DURATION', 'SIDECARS', 'SIDECARS_DELAY']);
 const BOOLEAN_KEYS = new Set(['MOUNT_PROC', 'MOUNT_SYSFS', 'MOUNT_NEED_CAP_ADMIN']);
 
+/**
+ * What this agent reads of a listenerMetadata (kinvolk/seccompagent's own examples are a few
+ * lines of under 200 bytes). Past any bound the whole metadata is refused: applying a part could
+ * drop a restricting key (MOUNT_NEED_CAP_ADMIN, DEFAULT_ACTION) while keeping a granting one.
+ */
+export const METADATA_LIMITS = Object.freeze({ bytes: 64 * 1024, lines: 1024, keys: 64 });
+/** Longest value quoted in a warning; longer ones are cut (with their length). */
+const SHOWN_VALUE = 120;
+
+function shown(value: string): string {
+  return value.length <= SHOWN_VALUE ? value : `${value.slice(0, SHOWN_VALUE)}… (${value.length} characters)`;
+}
+
+/** Which bound `text` passes, or null; only counts, never splits or copies. */
+function pastLimit(text: string): string | null {
+  // UTF-8 never has fewer bytes than UTF-16 code units: the length alone refuses most of it.
+  if (text.length > METADATA_LIMITS.bytes || Buffer.byteLength(text, 'utf8') > METADATA_LIMITS.bytes) {
+    return `larger than ${METADATA_LIMITS.bytes} bytes (${Buffer.byteLength(text, 'utf8')})`;
+  }
+  let lines = 1;
+  for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) {
+    if (++lines > METADATA_LIMITS.lines && at + 1 < text.length) return `longer than ${METADATA_LIMITS.lines} lines`;
+  }
+  return null;
+}
+
+const EMPTY_POLICY: ListenerPolicy = Object.freeze({ mkdirTemplate: null, defaultAction: null, mount: null, entries: Object.freeze(Object.create(null)) });
+
+function refused(why: string): ParsedListenerMetadata {
+  const message =
+    `listenerMetadata is ${why}, more than this agent reads (${METADATA_LIMITS.bytes} bytes, ${METADATA_LIMITS.lines} lines, ` +
+    `${METADATA_LIMITS.keys} keys): the whole metadata is refused and none of its keys applies (no MKDIR_TMPL, DEFAULT_ACTION or MOUNT_*), ` +
+    'so this container\'s notified syscalls continue to the kernel as if there were no agent';
+  return Object.freeze({ policy: EMPTY_POLICY, warnings: Object.freeze([Object.freeze({ code: 'EPOLICY_TOO_LARGE', key: '', message })]) });
+}
+
 /** Parses listenerMetadata. Never throws: whatever cannot be used becomes a warning. */
 export function parseListenerMetadata(text: string): ParsedListenerMetadata {
+  const tooLarge = pastLimit(text);
+  if (tooLarge !== null) return refused(tooLarge);
   // No prototype: a key such as "__proto__" from a profile is just an unknown key.
   const entries: Record<string, string> = Object.create(null);
   const warnings: PolicyWarning[] = [];
   const warn = (code: string, key: string, message: string) => warnings.push(Object.freeze({ code, key, message }));
+  const repeats = new Map<string, number>();
+  const keyless: string[] = [];
+  let keys = 0;
 
   for (const rawLine of text.split('\n')) {
     const line = rawLine.endsWith('\r') ? rawLine.slice(0, -1) : rawLine;
@@ -61,13 +106,19 @@ export function parseListenerMetadata(text: string): ParsedListenerMetadata {
     const key = (eq === -1 ? line : line.slice(0, eq)).trim();
     const value = eq === -1 ? '' : line.slice(eq + 1);
     if (key === '') {
-      warn('EPOLICY_BAD_VALUE', '', `listenerMetadata line "${line}" has no key before "=": ignored`);
+      keyless.push(line);
       continue;
     }
-    if (key in entries) {
-      warn('EPOLICY_DUPLICATE_KEY', key, `listenerMetadata sets ${key} more than once: the last value, "${value}", is used`);
-    }
+    if (key in entries) repeats.set(key, (repeats.get(key) ?? 1) + 1);
+    else if (++keys > METADATA_LIMITS.keys) return refused(`more than ${METADATA_LIMITS.keys} keys`);
     entries[key] = value;
+  }
+  if (keyless.length > 0) {
+    const more = keyless.length > 1 ? ` (and ${keyless.length - 1} more such lines)` : '';
+    warn('EPOLICY_BAD_VALUE', '', `listenerMetadata line "${shown(keyless[0])}" has no key before "="${more}: ignored`);
+  }
+  for (const [key, times] of repeats) {
+    warn('EPOLICY_DUPLICATE_KEY', key, `listenerMetadata sets ${key} ${times} times: the last value, "${shown(entries[key])}", is used`);
   }
 
   let mkdirTemplate: MkdirTemplate | null = null;
@@ -79,7 +130,7 @@ export function parseListenerMetadata(text: string): ParsedListenerMetadata {
     } else if (!KNOWN_KEYS.has(key)) {
       warn('EPOLICY_UNKNOWN_KEY', key, `unknown listenerMetadata key ${key}: ignored (known keys: ${[...KNOWN_KEYS].join(', ')})`);
     } else if (BOOLEAN_KEYS.has(key) && value !== 'true' && value !== 'false') {
-      warn('EPOLICY_BAD_VALUE', key, `listenerMetadata ${key}="${value}" is not "true" or "false": taken as false`);
+      warn('EPOLICY_BAD_VALUE', key, `listenerMetadata ${key}="${shown(value)}" is not "true" or "false": taken as false`);
     }
   }
 
@@ -100,7 +151,7 @@ export function parseListenerMetadata(text: string): ParsedListenerMetadata {
   const action = entries.DEFAULT_ACTION;
   if (action === 'kill-container' || action === 'freeze-container') defaultAction = action;
   else if (action !== undefined) {
-    warn('EPOLICY_BAD_VALUE', 'DEFAULT_ACTION', `listenerMetadata DEFAULT_ACTION="${action}" is not kill-container or freeze-container: ignored`);
+    warn('EPOLICY_BAD_VALUE', 'DEFAULT_ACTION', `listenerMetadata DEFAULT_ACTION="${shown(action)}" is not kill-container or freeze-container: ignored`);
   }
 
   if (entries.MOUNT_PROC === 'true') filesystems.push('proc');

@@ -1,11 +1,14 @@
 // Decides each notification from the container's listenerMetadata policy and its pod identity:
 // mkdir with MKDIR_TMPL is emulated with the suffix, allowed mounts are emulated, DEFAULT_ACTION
-// kills or freezes, everything else continues. Synchronous: a Map lookup and string work only.
+// kills or freezes, everything else continues. Synchronous: a Map lookup and byte work only.
+// Paths are bytes: decisions carry the exact bytes the container gave (`*_bytes` fields), and the
+// string fields beside them only their lossy UTF-8 reading, for data planes older than those.
 import { handleFromProto } from '../common/container-handle';
 import type { FallbackAction } from '../common/default-action';
 import type { Logger } from '../common/logger';
 import type { Decision, Notification } from '../proto/gen/seccompagent/v1/dataplane';
 import type { ContainerEntry, ContainerRegistry } from './container-registry';
+import { mkdirTarget } from './mkdir-path';
 
 /** Decision counts by action, for metrics. */
 export type DecisionKind = 'continue' | 'error' | 'mkdir' | 'mount' | 'kill' | 'freeze' | 'unresolved';
@@ -17,17 +20,18 @@ const MKDIR_ARGS: Record<string, { path: number; mode: number }> = {
 const ENAMETOOLONG = 36;
 const EFAULT = 14;
 const EINVAL = 22;
-/** mount(source, target, fstype, flags, data): the options text is argument 4. */
-const MOUNT_DATA_ARG = 4;
+const NO_BYTES = Buffer.alloc(0);
 
-function stringArg(n: Notification, index: number): { value: string; truncated: boolean } | null {
+type StringArg = Notification['stringArgs'][number];
+
+function stringArg(n: Notification, index: number): StringArg | null {
   return n.stringArgs.find((s) => s.index === index) ?? null;
 }
 
-/** `/tmp/a/` + `-ns-pod` -> `/tmp/a-ns-pod`: the suffix goes on the last path component. */
-export function withSuffix(path: string, suffix: string): string {
-  const trimmed = path.replace(/\/+$/, '');
-  return trimmed === '' ? path : `${trimmed}${suffix}`;
+/** The argument's exact bytes; from a data plane older than `raw`, its text as UTF-8. */
+function bytesOf(arg: StringArg | null): Buffer {
+  if (!arg) return NO_BYTES;
+  return arg.raw ?? Buffer.from(arg.value, 'utf8');
 }
 
 export class PolicyEngine {
@@ -62,25 +66,31 @@ export class PolicyEngine {
       if (action) return action;
     }
     if (n.syscall === 'mount' && entry.policy.mount) {
-      const fstype = stringArg(n, 2)?.value ?? '';
-      if (entry.policy.mount.filesystems.includes(fstype)) {
-        // The options text (tmpfs size=1m,mode=0700) is passed on as read; one longer than the
-        // data plane reads is refused rather than cut (a cut option could widen the mount).
-        const data = stringArg(n, MOUNT_DATA_ARG);
-        if (data?.truncated) {
+      const fstype = bytesOf(stringArg(n, 2));
+      if (entry.policy.mount.filesystems.some((name) => fstype.equals(Buffer.from(name, 'utf8')))) {
+        // Mount data (argument 4): empty when absent; a truncated one is not what the caller meant.
+        const dataArg = stringArg(n, 4);
+        if (dataArg?.truncated) {
           this.count('error');
           return { $case: 'error', error: { errno: EINVAL } };
         }
+        const source = bytesOf(stringArg(n, 0));
+        const target = bytesOf(stringArg(n, 1));
+        const data = bytesOf(dataArg);
         this.count('mount');
         return {
           $case: 'mount',
           mount: {
-            source: stringArg(n, 0)?.value ?? '',
-            target: stringArg(n, 1)?.value ?? '',
-            fstype,
+            source: source.toString('utf8'),
+            target: target.toString('utf8'),
+            fstype: fstype.toString('utf8'),
             flags: n.args[3] ?? 0n,
-            data: data?.value ?? '',
+            data: data.toString('utf8'),
             requireCapSysAdmin: entry.policy.mount.needCapAdmin,
+            sourceBytes: source,
+            targetBytes: target,
+            fstypeBytes: fstype,
+            dataBytes: data,
           },
         };
       }
@@ -106,8 +116,14 @@ export class PolicyEngine {
           this.count('error');
           return { $case: 'error', error: { errno: path ? ENAMETOOLONG : EFAULT } };
         }
+        const target = mkdirTarget(bytesOf(path), Buffer.from(plan.suffix, 'utf8'));
+        if ('errno' in target) {
+          this.count('error');
+          return { $case: 'error', error: { errno: target.errno } };
+        }
         this.count('mkdir');
-        return { $case: 'mkdir', mkdir: { path: withSuffix(path.value, plan.suffix), mode: Number((n.args[args.mode] ?? 0o777n) & 0o7777n) } };
+        const mode = Number((n.args[args.mode] ?? 0o777n) & 0o7777n);
+        return { $case: 'mkdir', mkdir: { path: target.path.toString('utf8'), mode, pathBytes: target.path } };
       }
     }
   }

@@ -14,6 +14,11 @@ export const DATAPLANE_FEATURES = [
   'decision.mkdir', 'decision.mount', 'decision.kill', 'decision.freeze', POLICY_FEATURE,
 ];
 
+/** A path-like field: its `*_bytes` field exactly when set, else its (older, lossy) string field as UTF-8. */
+function exactBytes(bytes: Uint8Array | undefined, text: string): Uint8Array {
+  return bytes ?? Buffer.from(text, 'utf8');
+}
+
 function validErrno(errno: number): boolean {
   return Number.isInteger(errno) && errno > 0 && errno < 4096;
 }
@@ -32,13 +37,20 @@ export function toNativeDecision(decision: Decision, initPid: number): NativeDec
       return validErrno(action.error.errno) ? { kind: 'error', errno: action.error.errno } : `errno ${action.error.errno} is not between 1 and 4095`;
     case 'value':
       return { kind: 'value', value: action.value.value };
-    case 'mkdir':
-      if (action.mkdir.path === '' || action.mkdir.path.includes('\0')) return 'mkdir needs a path without NUL bytes';
-      return { kind: 'mkdir', path: action.mkdir.path, mode: action.mkdir.mode & 0o7777 };
+    case 'mkdir': {
+      const path = exactBytes(action.mkdir.pathBytes, action.mkdir.path);
+      if (path.length === 0 || path.includes(0)) return 'mkdir needs a path without NUL bytes';
+      return { kind: 'mkdir', path, mode: action.mkdir.mode & 0o7777 };
+    }
     case 'mount': {
       const m = action.mount;
-      if (m.target === '' || [m.source, m.target, m.fstype, m.data].some((s) => s.includes('\0'))) return 'mount needs a target and strings without NUL bytes';
-      return { kind: 'mount', source: m.source, target: m.target, fstype: m.fstype, flags: m.flags, data: m.data, requireCapSysAdmin: m.requireCapSysAdmin };
+      const [source, target, fstype, data] = [
+        exactBytes(m.sourceBytes, m.source), exactBytes(m.targetBytes, m.target), exactBytes(m.fstypeBytes, m.fstype), exactBytes(m.dataBytes, m.data),
+      ];
+      if (target.length === 0 || fstype.length === 0 || [source, target, fstype, data].some((b) => b.includes(0))) {
+        return 'mount needs a target, a filesystem type, and strings without NUL bytes';
+      }
+      return { kind: 'mount', source, target, fstype, flags: m.flags, data, requireCapSysAdmin: m.requireCapSysAdmin };
     }
     case 'kill': {
       const signal = action.kill.signal === 0 ? SIGKILL : action.kill.signal;

@@ -19,13 +19,19 @@ export type NativeImmediateDecision =
  * by 'control-plane' follows once done.
  */
 export type NativeEmulatedDecision =
-  /** mkdir/mkdirat of `path` (dirfd from the notification's args for mkdirat), confined to the target's root. */
-  | { kind: 'mkdir'; path: string; mode: number }
-  | { kind: 'mount'; source: string; target: string; fstype: string; flags: bigint; data: string; requireCapSysAdmin: boolean }
+  /**
+   * mkdir/mkdirat of `path` (dirfd from the notification's args for mkdirat), confined to the
+   * target's root. Paths are bytes: a Uint8Array is used exactly; a string is taken as UTF-8.
+   */
+  | { kind: 'mkdir'; path: NativeBytes; mode: number }
+  | { kind: 'mount'; source: NativeBytes; target: NativeBytes; fstype: NativeBytes; flags: bigint; data: NativeBytes; requireCapSysAdmin: boolean }
   /** Kill the container through a pidfd of its init (`initPid`, the runtime's state.pid); the syscall gets `errno` if it survives. */
   | { kind: 'kill'; signal: number; initPid: number; errno: number }
   /** Freeze the target's cgroup; the syscall gets `errno` once thawed. */
   | { kind: 'freeze'; errno: number };
+
+/** Bytes for the kernel (no NUL): exact when a Uint8Array, UTF-8 when a string. */
+export type NativeBytes = Uint8Array | string;
 
 /** A control plane's decision as the native side applies it. */
 export type NativeDecision = NativeImmediateDecision | NativeEmulatedDecision;
@@ -94,8 +100,11 @@ export interface NotificationEvent {
   arch: number;
   ip: bigint;
   args: bigint[];
-  /** Path-like arguments read from the target (then NOTIF_ID_VALID), by argument index. */
-  strings: Array<{ index: number; value: string; truncated: boolean }>;
+  /**
+   * Path-like arguments read from the target (then NOTIF_ID_VALID), by argument index: `raw`, the
+   * exact bytes (paths are bytes), and `value`, their lossy UTF-8 reading (for display).
+   */
+  strings: Array<{ index: number; value: string; truncated: boolean; raw: Buffer }>;
   /** True: waiting for a decision of `session`; false: already answered natively (an 'answered' follows). */
   forwarded: boolean;
   /** The session that owns it (0 when answered natively). */

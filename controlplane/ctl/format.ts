@@ -12,6 +12,53 @@ import {
   type GetStatusResponse,
 } from '../../proto/gen/seccompagent/v1/dataplane';
 
+const PRINTABLE = /^[\p{L}\p{M}\p{N}\p{P}\p{S} ]$/u;
+const SHORT_ESCAPES: Record<number, string> = { 7: '\\a', 8: '\\b', 9: '\\t', 10: '\\n', 11: '\\v', 12: '\\f', 13: '\\r', 34: '\\"', 92: '\\\\' };
+
+/** The code point of the well-formed UTF-8 sequence at `at` and its length, or null (an invalid byte). */
+function utf8At(b: Uint8Array, at: number): { cp: number; length: number } | null {
+  const first = b[at];
+  if (first < 0x80) return { cp: first, length: 1 };
+  const length = first >= 0xc2 && first <= 0xdf ? 2 : first >= 0xe0 && first <= 0xef ? 3 : first >= 0xf0 && first <= 0xf4 ? 4 : 0;
+  if (length === 0 || at + length > b.length) return null;
+  let cp = first & (0xff >> (length + 1));
+  for (let i = 1; i < length; i++) {
+    if ((b[at + i] & 0xc0) !== 0x80) return null;
+    cp = (cp << 6) | (b[at + i] & 0x3f);
+  }
+  const min = length === 2 ? 0x80 : length === 3 ? 0x800 : 0x10000;
+  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return null;
+  return { cp, length };
+}
+
+const hex = (n: number, width: number) => n.toString(16).padStart(width, '0');
+
+/**
+ * Bytes as a double-quoted string the way Go's strconv.Quote writes them, for display only:
+ * printable UTF-8 as is, `\n`-style escapes, `\xff` for each byte that is not UTF-8 (so
+ * `bad\xff\xfe` and `bad\xff\xfd` read differently), `\u2028` for other non-printable runes.
+ */
+export function quoteBytes(bytes: Uint8Array): string {
+  let out = '"';
+  for (let at = 0; at < bytes.length;) {
+    const rune = utf8At(bytes, at);
+    if (rune === null) {
+      out += `\\x${hex(bytes[at], 2)}`;
+      at++;
+      continue;
+    }
+    at += rune.length;
+    const short = SHORT_ESCAPES[rune.cp];
+    const char = String.fromCodePoint(rune.cp);
+    if (short !== undefined) out += short;
+    else if (PRINTABLE.test(char)) out += char;
+    else if (rune.cp < 0x80) out += `\\x${hex(rune.cp, 2)}`;
+    else if (rune.cp < 0x10000) out += `\\u${hex(rune.cp, 4)}`;
+    else out += `\\U${hex(rune.cp, 8)}`;
+  }
+  return `${out}"`;
+}
+
 /** Aligns rows of cells into columns under a header. */
 export function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
@@ -88,7 +135,7 @@ export function formatEvent(event: Event): string {
   switch (e?.$case) {
     case 'notification': {
       const n = e.notification;
-      const strings = n.stringArgs.map((s) => JSON.stringify(s.value)).join(' ');
+      const strings = n.stringArgs.map((s) => quoteBytes(s.raw ?? Buffer.from(s.value, 'utf8'))).join(' ');
       return `${time} notify   ${n.containerId} pid=${n.pid} ${n.syscall || `#${n.syscallNr}`} ${strings} id=${n.id}`;
     }
     case 'answer': {

@@ -147,7 +147,11 @@ NsHelperJob MakeJob(const NotificationRef& ref, uint16_t op, bool respond, int f
       seccomp_notif_resp answer = {};
       answer.id = ref.id;
       answer.error = -failure_errno;
-      if (ioctl(ref.notify_fd, SECCOMP_IOCTL_NOTIF_SEND, &answer) == 0) job.response.flags |= nshelper::kAnswered;
+      if (ioctl(ref.notify_fd, SECCOMP_IOCTL_NOTIF_SEND, &answer) == 0) {
+        job.response.flags |= nshelper::kAnswered;
+      } else {
+        job.response.send_err = errno;
+      }
     }
   }
   return job;

@@ -103,16 +103,22 @@ bool ParseAnswer(Napi::Env env, Napi::Value v, bool allow_value, Answer* out) {
   return false;
 }
 
-// A string property without NUL bytes (the kernel would stop at the first one).
-bool ParseString(Napi::Object obj, const char* name, std::string* out) {
+// A path-like property as the bytes the kernel gets: a Uint8Array (a Buffer) exactly as given,
+// or a string as UTF-8 (lossy for names that are not UTF-8: kept for callers that have no bytes).
+// No NUL bytes (the kernel would stop at the first one).
+bool ParseBytes(Napi::Object obj, const char* name, std::string* out) {
   Napi::Env env = obj.Env();
   Napi::Value v = obj.Get(name);
   if (env.IsExceptionPending()) return false;
-  if (!v.IsString()) {
-    ThrowType(env, std::string("decision ") + name + " must be a string");
+  if (v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == napi_uint8_array) {
+    Napi::Uint8Array bytes = v.As<Napi::Uint8Array>();
+    out->assign(reinterpret_cast<const char*>(bytes.Data()), bytes.ByteLength());
+  } else if (v.IsString()) {
+    *out = v.As<Napi::String>().Utf8Value();
+  } else {
+    ThrowType(env, std::string("decision ") + name + " must be a Uint8Array (bytes) or a string");
     return false;
   }
-  *out = v.As<Napi::String>().Utf8Value();
   if (out->find('\0') != std::string::npos) {
     ThrowRange(env, std::string("decision ") + name + " must not contain NUL bytes");
     return false;
@@ -146,14 +152,19 @@ bool ParseEmulated(Napi::Env env, Napi::Object obj, const std::string& kind, boo
   double d = 0;
   if (kind == "mkdir") {
     out->kind = EmulatedKind::kMkdir;
-    if (!ParseString(obj, "path", &out->mkdir.path) || !ParseInteger(obj, "mode", 0, 07777, &d)) return false;
+    if (!ParseBytes(obj, "path", &out->mkdir.path) || !ParseInteger(obj, "mode", 0, 07777, &d)) return false;
     out->mkdir.mode = static_cast<uint32_t>(d);
     return true;
   }
   if (kind == "mount") {
     out->kind = EmulatedKind::kMount;
-    if (!ParseString(obj, "source", &out->mount.source) || !ParseString(obj, "target", &out->mount.target) ||
-        !ParseString(obj, "fstype", &out->mount.fstype) || !ParseString(obj, "data", &out->mount.data)) {
+    if (!ParseBytes(obj, "source", &out->mount.source) || !ParseBytes(obj, "target", &out->mount.target) ||
+        !ParseBytes(obj, "fstype", &out->mount.fstype) || !ParseBytes(obj, "data", &out->mount.data)) {
+      return false;
+    }
+    if (out->mount.fstype.empty()) {
+      // The helper would refuse it as a bad request, which nobody answers.
+      ThrowRange(env, "decision fstype must not be empty");
       return false;
     }
     Napi::Value flags = obj.Get("flags");

@@ -216,7 +216,9 @@ void Engine::OnEmulated(uint32_t handle, uint64_t id, EmulatedKind kind, uint64_
   } else if (r.outcome == ActionOutcome::kRefused && (kind == EmulatedKind::kKill || kind == EmulatedKind::kFreeze)) {
     queue_->PushError(what + " refused: " + (r.detail.empty() ? r.stage : r.detail) + got);
   }
-  if (!r.answered && !gone) {
+  // A kill that took its caller leaves nothing to answer and sends nothing (send_err 0): its success.
+  const bool caller_killed = kind == EmulatedKind::kKill && acted && r.send_err == 0;
+  if (!r.answered && !gone && !caller_killed) {
     queue_->PushError(what + " could not be answered (NOTIF_SEND: " + ErrnoText(r.send_err) + ")");
   }
   queue_->Flush();

@@ -4,12 +4,20 @@
 
 #include <vector>
 
+#include "target_memory.hpp"
+
 namespace seccomp_agent {
 namespace {
 
 // Record layout shared with kDecoderSource. Per event: kW64 uint64 words and kW32 uint32 words.
 constexpr size_t kW64 = 10;  // id, ip (answered: the answer's value), args[0..5], ns, session
 constexpr size_t kW32 = 16;  // see Encode()
+
+// A notification's string argument k: w32[10 + k] = index | truncated << 8 | length << 16; its
+// bytes are the next `length` bytes of the batch's `raw` buffer (notifications' strings in order).
+constexpr uint32_t kArgTruncated = 1u << 8;
+constexpr unsigned kArgLengthShift = 16;
+static_assert((kTargetPathMax >> 16) == 0, "a string argument's length fits in 16 bits");
 
 // Flags word (w32[5]); answered events also carry by (bits 8-15), the answer kind (16-23) and the
 // emulated kind (24-31).
@@ -28,11 +36,11 @@ const char kDecoderSource[] = R"JS(
   const action = (kind, errno, emulated, value) =>
     emulated !== 0 ? { kind: EMULATED[emulated], errno, value }
       : kind === 1 ? { kind: 'error', errno } : kind === 2 ? { kind: 'value', value: BigInt.asIntN(64, value) } : { kind: 'continue' };
-  return function decode(buf64, buf32, strings, count) {
+  return function decode(buf64, buf32, strings, count, raw) {
     const w = new BigUint64Array(buf64);
     const u = new Uint32Array(buf32);
     const events = new Array(count);
-    for (let i = 0, a = 0, b = 0; i < count; i++, a += 10, b += 16) {
+    for (let i = 0, a = 0, b = 0, r = 0; i < count; i++, a += 10, b += 16) {
       const type = u[b];
       const flags = u[b + 5];
       const s = u[b + 8];
@@ -43,7 +51,11 @@ const char kDecoderSource[] = R"JS(
           const strs = new Array(n);
           for (let k = 0; k < n; k++) {
             const x = u[b + 10 + k];
-            strs[k] = { index: x & 0xff, value: strings[s + k], truncated: (x & 0x100) !== 0 };
+            const length = x >>> 16;
+            // Paths are bytes: `raw` is exact (a view of the batch's buffer), `value` its lossy UTF-8 reading.
+            const bytes = Buffer.from(raw, r, length);
+            r += length;
+            strs[k] = { index: x & 0xff, value: bytes.toString(), truncated: (x & 0x100) !== 0, raw: bytes };
           }
           events[i] = {
             type: 'notification', handle: u[b + 1], id: w[a], pid: u[b + 2], nr: u[b + 3], arch: u[b + 4],
@@ -102,9 +114,10 @@ const char kDecoderSource[] = R"JS(
 })
 )JS";
 
-// Fills one record; appends the event's strings (their texts) to *texts.
+// Fills one record; appends the event's texts to *texts, a notification's string arguments (bytes)
+// to *raws.
 void Encode(const Event& e, const std::string& arena, uint64_t* w64, uint32_t* w32,
-            std::vector<std::pair<const char*, size_t>>* texts) {
+            std::vector<std::pair<const char*, size_t>>* texts, std::vector<std::pair<const char*, size_t>>* raws) {
   w64[0] = e.id;
   w64[1] = e.ip;
   for (int i = 0; i < 6; i++) w64[2 + i] = e.args[i];
@@ -122,8 +135,9 @@ void Encode(const Event& e, const std::string& arena, uint64_t* w64, uint32_t* w
       w32[5] = (e.forwarded ? kForwarded : 0) | (e.via_channel ? kViaChannel : 0);
       w32[7] = e.string_count;
       for (uint8_t k = 0; k < e.string_count; k++) {
-        w32[10 + k] = e.strings[k].index | (e.strings[k].truncated ? 0x100u : 0u);
-        text(e.strings[k].text);
+        const StringArg& arg = e.strings[k];
+        w32[10 + k] = arg.index | (arg.truncated ? kArgTruncated : 0u) | (arg.text.length << kArgLengthShift);
+        raws->emplace_back(arena.data() + arg.text.offset, arg.text.length);
       }
       break;
     case EventType::kAnswered:
@@ -196,7 +210,7 @@ void DeliverBatch(napi_env env, napi_value decoder, const Batch& batch) {
   const size_t count = batch.events.size();
   void* raw64 = nullptr;
   void* raw32 = nullptr;
-  napi_value buf64, buf32, strings, js_count, result;
+  napi_value buf64, buf32, strings, js_count, raw_buf, result;
   if (napi_create_arraybuffer(env, count * kW64 * sizeof(uint64_t), &raw64, &buf64) != napi_ok ||
       napi_create_arraybuffer(env, count * kW32 * sizeof(uint32_t), &raw32, &buf32) != napi_ok) {
     return;
@@ -204,9 +218,18 @@ void DeliverBatch(napi_env env, napi_value decoder, const Batch& batch) {
   uint64_t* w64 = static_cast<uint64_t*>(raw64);
   uint32_t* w32 = static_cast<uint32_t*>(raw32);
   memset(w32, 0, count * kW32 * sizeof(uint32_t));
-  std::vector<std::pair<const char*, size_t>> texts;
+  std::vector<std::pair<const char*, size_t>> texts, raws;
   texts.reserve(count);
-  for (size_t i = 0; i < count; i++) Encode(batch.events[i], batch.arena, w64 + i * kW64, w32 + i * kW32, &texts);
+  for (size_t i = 0; i < count; i++) Encode(batch.events[i], batch.arena, w64 + i * kW64, w32 + i * kW32, &texts, &raws);
+  size_t raw_size = 0;
+  for (const auto& r : raws) raw_size += r.second;
+  void* raw_data = nullptr;
+  if (napi_create_arraybuffer(env, raw_size, &raw_data, &raw_buf) != napi_ok) return;
+  char* raw_at = static_cast<char*>(raw_data);
+  for (const auto& r : raws) {
+    if (r.second > 0) memcpy(raw_at, r.first, r.second);
+    raw_at += r.second;
+  }
   if (napi_create_array_with_length(env, texts.size(), &strings) != napi_ok) return;
   for (size_t i = 0; i < texts.size(); i++) {
     napi_value s;
@@ -216,11 +239,11 @@ void DeliverBatch(napi_env env, napi_value decoder, const Batch& batch) {
     }
   }
   if (napi_create_uint32(env, static_cast<uint32_t>(count), &js_count) != napi_ok) return;
-  napi_value argv[4] = {buf64, buf32, strings, js_count};
+  napi_value argv[5] = {buf64, buf32, strings, js_count, raw_buf};
   napi_value global;
   if (napi_get_global(env, &global) != napi_ok) return;
   // A throw from onEvents stays pending and Node reports it as uncaught, like any callback's.
-  napi_call_function(env, global, decoder, 4, argv, &result);
+  napi_call_function(env, global, decoder, 5, argv, &result);
 }
 
 }  // namespace seccomp_agent

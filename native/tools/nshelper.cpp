@@ -304,6 +304,9 @@ Status DoMkdir(const Request& req, const std::string& path, const Target& t) {
   if (dir.get() < 0) return Fail(nshelper::kStageResolve, errno);
   // Last check before acting: the target may have been interrupted while we resolved.
   if (!t.StillPending()) return Fail(nshelper::kStageStale, ENOENT);
+  // "." and ".." name a directory that exists (its parent just resolved): the kernel says EEXIST
+  // and creates nothing, whatever path a control plane sent.
+  if (last == "." || last == "..") return Fail(nshelper::kStageDone, EEXIST);
   if (mkdirat(dir.get(), last.c_str(), mode_t(req.mode)) != 0) return Fail(nshelper::kStageDone, errno);
   return {};
 }

@@ -171,7 +171,7 @@ test('decision channel hello: the right token gets Ready; a mkdir arrives as a N
   assert.equal(n.arch, native.AUDIT_ARCH_X86_64);
   assert.equal(n.args.length, 6);
   assert.equal(native.syscallNames()[n.syscallNr], n.syscall);
-  assert.deepEqual(n.stringArgs.find((s) => s.value === allowed), { index: n.syscall === 'mkdir' ? 0 : 1, value: allowed, truncated: false });
+  assert.deepEqual(n.stringArgs.find((s) => s.value === allowed), { index: n.syscall === 'mkdir' ? 0 : 1, value: allowed, truncated: false, raw: Buffer.from(allowed) });
   // JS hears of it too, as a report: the channel has it.
   const event = await h.waitFor(isEventMkdirOf(allowed), 'its notification event');
   assert.deepEqual(

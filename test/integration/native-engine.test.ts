@@ -62,7 +62,7 @@ test('native engine default continue: mkdir is notified with its path, answered 
   assert.equal(n.arch, native.AUDIT_ARCH_X86_64);
   assert.equal(typeof n.id, 'bigint');
   assert.equal(n.args.length, 6);
-  assert.deepEqual(n.strings.find((s) => s.value === target), { index: n.nr === NR_MKDIR ? 0 : 1, value: target, truncated: false });
+  assert.deepEqual(n.strings.find((s) => s.value === target), { index: n.nr === NR_MKDIR ? 0 : 1, value: target, truncated: false, raw: Buffer.from(target) });
   const answered = await h.waitFor((e) => e.type === 'answered' && e.id === n.id, 'its answer');
   assert.deepEqual(
     { by: answered.type === 'answered' && answered.by, action: answered.type === 'answered' && answered.action },
