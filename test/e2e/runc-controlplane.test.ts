@@ -5,10 +5,11 @@ import * as path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { FakeKubeApiServer } from '../cmd/fake-kube-apiserver/server';
 import { startControlPlane } from '../support/controlplane';
-import { eventually, startDataPlane } from '../support/dataplane';
+import { startDataPlane } from '../support/dataplane';
 import { run } from '../support/processes';
 import { makeBundle, runContainer, runcExec, type Bundle } from '../support/runc';
 import { scratchDir } from '../support/scratch';
+import { waitUntil } from '../support/wait';
 
 const CONTAINERD = (ns: string, pod: string, container: string) => ({
   'io.kubernetes.cri.sandbox-namespace': ns,
@@ -75,11 +76,11 @@ test('seccomp-controlplane pod identity from the cgroup and the Kubernetes API s
   const cp = await startControlPlane(t, dp.grpcSocket, ['--kubeconfig', kubeconfig, '--node-name', 'node-e2e', '--metrics-addr', '127.0.0.1:0']);
   const metrics = `http://${/"address":"([^"]+)","msg":"Prometheus metrics serving/.exec(await cp.waitFor(/"address":"[^"]+","msg":"Prometheus metrics serving/))![1]}`;
   const health = async () => (await (await fetch(`${metrics}/healthz`)).json()) as { status: string; kubernetes: string };
-  await eventually(async () => (await health()).status === 'ok', 15_000, 'the control plane to be healthy with the API server synced');
+  await waitUntil(async () => (await health()).status === 'ok', 15_000, 'the control plane to be healthy with the API server synced');
   await cp.waitFor(/"msg":"[^"]*pods? cached|synced|reachable/i, 15_000).catch(() => undefined);
 
   const one = await sleepingContainer(t, dir, dp.listenerSocket, 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}', ['mkdir', 'mkdirat'], {}, `/kubepods/besteffort/pod${uid1}/e2e-${process.pid}-1`);
-  await eventually(async () => (await runcExec(one.bundle, one.id, ['/bin/mkdir', '-p', '/tmp'])).code === 0, 10_000, 'exec to work');
+  await waitUntil(async () => (await runcExec(one.bundle, one.id, ['/bin/mkdir', '-p', '/tmp'])).code === 0, 10_000, 'exec to work');
   const found = await runcExec(one.bundle, one.id, ['/bin/mkdir', '/tmp/k']);
   assert.equal(found.code, 0, found.stderr);
   assert.ok(fs.existsSync(path.join(one.bundle.rootfs, 'tmp', 'k-kns-kpod')), `resolved from the cgroup; log:\n${cp.output().slice(-3000)}`);
@@ -102,7 +103,7 @@ test('seccomp-controlplane pod identity from the cgroup and the Kubernetes API s
   api.addPod({ name: 'kpod2', namespace: 'kns', uid: uid2, nodeName: 'node-e2e' }, { notify: false });
   await api.start();
   await cp.waitFor(/reachable again/, 30_000);
-  await eventually(() => /resolved to pod kns\/kpod2/.test(cp.output()), 15_000, 'the unresolved container to be resolved again');
+  await waitUntil(() => /resolved to pod kns\/kpod2/.test(cp.output()), 15_000, 'the unresolved container to be resolved again');
   assert.equal((await health()).status, 'ok');
   assert.match(await (await fetch(`${metrics}/metrics`)).text(), /^seccomp_agent_kubernetes_api_reachable 1$/m);
   const after = await runcExec(two.bundle, two.id, ['/bin/mkdir', '/tmp/u2']);
@@ -116,7 +117,7 @@ test('seccomp-controlplane DEFAULT_ACTION=kill-container kills that container an
   const bystander = await sleepingContainer(t, dir, dp.listenerSocket, '', ['mkdir', 'mkdirat']);
   const result = await runcExec(victim.bundle, victim.id, ['/bin/sh', '-c', 'mkdir /tmp/z; echo survived']);
   assert.doesNotMatch(result.stdout, /survived/);
-  await eventually(async () => {
+  await waitUntil(async () => {
     const state = await run('runc', ['--root', victim.bundle.stateRoot, 'state', victim.id]);
     return state.code !== 0 || /"status": "stopped"/.test(state.stdout);
   }, 10_000, 'the victim to stop');
@@ -129,7 +130,7 @@ test('seccomp-controlplane DEFAULT_ACTION=freeze-container freezes the container
   const { dir, dp } = await planes(t);
   const c = await sleepingContainer(t, dir, dp.listenerSocket, 'DEFAULT_ACTION=freeze-container', ['mkdir', 'mkdirat']);
   void runcExec(c.bundle, c.id, ['/bin/mkdir', '/tmp/frozen']);
-  await eventually(async () => /"status": "paused"/.test((await run('runc', ['--root', c.bundle.stateRoot, 'state', c.id])).stdout), 10_000, 'runc to report the container paused');
+  await waitUntil(async () => /"status": "paused"/.test((await run('runc', ['--root', c.bundle.stateRoot, 'state', c.id])).stdout), 10_000, 'runc to report the container paused');
 });
 
 test('seccomp-controlplane MOUNT_PROC: mount of proc is emulated where allowed, refused without CAP_SYS_ADMIN when asked, and sysfs is not emulated', async (t) => {
@@ -152,13 +153,13 @@ test('seccomp-controlplane killed and restarted while a workload runs: no syscal
   const workload = runcExec(c.bundle, c.id, ['/bin/sh', '-c', loop]);
   const tmp = path.join(c.bundle.rootfs, 'tmp');
   const suffixed = () => fs.readdirSync(tmp).filter((n) => n.endsWith('-sfx')).length;
-  await eventually(() => suffixed() > 20, 10_000, 'suffixed directories before the kill');
+  await waitUntil(() => suffixed() > 20, 10_000, 'suffixed directories before the kill');
   cp.child.kill('SIGKILL');
   await cp.exited;
-  await eventually(() => fs.readdirSync(tmp).some((n) => /^d\d+$/.test(n)), 10_000, 'the default action to answer the gap');
+  await waitUntil(() => fs.readdirSync(tmp).some((n) => /^d\d+$/.test(n)), 10_000, 'the default action to answer the gap');
   const restarted = await startControlPlane(t, dp.grpcSocket);
   const before = suffixed();
-  await eventually(() => suffixed() > before + 20, 10_000, 'the new control plane to decide again');
+  await waitUntil(() => suffixed() > before + 20, 10_000, 'the new control plane to decide again');
   fs.writeFileSync(path.join(c.bundle.rootfs, 'stop'), '');
   const result = await workload;
   assert.equal(result.code, 0, result.stderr);

@@ -14,6 +14,7 @@ import {
 import { ROOT, SECCOMP_RUN } from '../support/paths';
 import { start, type Started } from '../support/processes';
 import { scratchDir } from '../support/scratch';
+import { sleep, waitUntil } from '../support/wait';
 
 const addon = loadNative();
 const support = addon.emulatorTestSupport;
@@ -97,10 +98,6 @@ async function runTarget(t: TestContext, dir: string, command: string[], handler
   return { exit: await started.exited, output: started.output() };
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 function mkdirArgs(n: Notification): { path: string; dirfd: number; mode: number } {
   if (n.nr === NR_MKDIRAT) {
     return { path: n.strings[1], dirfd: Number(BigInt.asIntN(32, n.args[0])), mode: Number(n.args[2]) };
@@ -165,14 +162,6 @@ function helperChildren(): number[] {
     }
   }
   return out;
-}
-
-async function until(what: string, check: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
 }
 
 // ---- mkdir ------------------------------------------------------------------------------------
@@ -299,13 +288,13 @@ test('emulated mkdir: a stale notification id is refused without acting (answere
   let killed: ActionResult | undefined;
   const run2 = await runTarget(t, dir, ['/bin/sh', '-c', `mkdir ${dir}/killed`], async (n, fd) => {
     process.kill(n.pid, 'SIGKILL');
-    await until('the target to die', () => {
+    await waitUntil(() => {
       try {
         return /State:\s+[ZX]/.test(fs.readFileSync(`/proc/${n.pid}/status`, 'utf8'));
       } catch {
         return true; // reaped between two looks
       }
-    });
+    }, 10_000, 'the target to die');
     killed = await emu.mkdir({ notifyFd: fd, id: n.id, pid: n.pid, ...mkdirArgs(n) });
   });
   assert.notEqual(run2.exit, 0);
@@ -408,7 +397,7 @@ test('kill-container: SIGKILL through a pidfd to the init of the target pid name
   // unshare reports its child's death by signal ("sigprocmask unblock failed" for SIGKILL here).
   assert.notEqual(run.exit, 0, run.output);
   assert.doesNotMatch(run.output, /survived/, 'the container init died before it could go on');
-  await until('the container sleep to be gone', () => {
+  await waitUntil(() => {
     for (const entry of fs.readdirSync('/proc')) {
       if (!/^\d+$/.test(entry)) continue;
       try {
@@ -418,7 +407,7 @@ test('kill-container: SIGKILL through a pidfd to the init of the target pid name
       }
     }
     return true;
-  });
+  }, 10_000, 'the container sleep to be gone');
   assert.equal(bystander.child.exitCode, null, 'a process outside the container is untouched');
   assert.equal(bystander.child.signalCode, null);
 });
@@ -527,14 +516,14 @@ for (const c of CGROUP_CASES) {
         // v2 may let the answer in first; v1 interrupts the notified call at once.
         assert.ok(result.answered || result.sendErrno === ENOENT, JSON.stringify(result, bigints));
         assert.equal(result.detail, path.join(cg, c.file));
-        await until(`${c.name} to report frozen`, () => c.frozen(cg));
+        await waitUntil(() => c.frozen(cg), 10_000, `${c.name} to report frozen`);
         const before = fs.readFileSync(counter, 'utf8');
         await sleep(300);
         assert.equal(fs.readFileSync(counter, 'utf8'), before, 'no progress while frozen');
         const thawed = await emu.thaw(n.pid);
         assert.equal(thawed.outcome, 'done', JSON.stringify(thawed, bigints));
         // Watched while this loop keeps answering the target's calls; then the target is stopped.
-        progress = until('the target to make progress again', () => Number(fs.readFileSync(counter, 'utf8')) > Number(before) + 2).finally(killAll);
+        progress = waitUntil(() => Number(fs.readFileSync(counter, 'utf8')) > Number(before) + 2, 10_000, 'the target to make progress again').finally(killAll);
       },
       `echo $$ > ${path.join(cg, 'cgroup.procs')} && `,
     );
@@ -581,7 +570,7 @@ test('nshelper pool: one kept helper per mount namespace, respawned when it dies
         const helpers = helperChildren();
         assert.equal(helpers.length, 1);
         process.kill(helpers[0], 'SIGKILL');
-        await until('the pool to notice the death', () => emu.stats().died === 1);
+        await waitUntil(() => emu.stats().died === 1, 10_000, 'the pool to notice the death');
         killedHelper = true;
       }
       await handler(n, fd);
@@ -592,13 +581,13 @@ test('nshelper pool: one kept helper per mount namespace, respawned when it dies
   for (const name of ['a', 'b', 'c']) assert.equal(results.get(`/${name}`)?.errno, 0, name);
   assert.equal(emu.stats().spawned, 2, 'respawned after the death');
   emu.forget(7);
-  await until('the forgotten helper to exit', () => emu.stats().helpers === 0 && helperChildren().length === 0);
+  await waitUntil(() => emu.stats().helpers === 0 && helperChildren().length === 0, 10_000, 'the forgotten helper to exit');
   emu.close();
   closed = true;
   await sleep(50);
   assert.deepEqual(zombieChildren(), []);
   // The target's stdio pipes close shortly after its exit: wait for them, then compare.
-  await until(`the fd count to return to ${fdsBefore} (now ${addon.openFdCount()})`, () => addon.openFdCount() === fdsBefore);
+  await waitUntil(() => addon.openFdCount() === fdsBefore, 10_000, `the fd count to return to ${fdsBefore} (now ${addon.openFdCount()})`);
 });
 
 test('nshelper pool: a helper that stops answering is killed at the request timeout; the call gets failureErrno; the next one a new helper', async (t) => {
@@ -629,7 +618,7 @@ test('nshelper pool: a helper that stops answering is killed at the request time
   assert.equal(emu.stats().timedOut, 1);
   assert.equal(emu.stats().spawned, 2);
   assert.ok(!exists(path.join(root, 'b')), 'the stopped helper never acted');
-  await until('the killed helper to be reaped', () => zombieChildren().length === 0);
+  await waitUntil(() => zombieChildren().length === 0, 10_000, 'the killed helper to be reaped');
 });
 
 test('nshelper pool: spawn-per-call mode gives the same results, one helper per request', async (t) => {
@@ -647,7 +636,7 @@ test('nshelper pool: spawn-per-call mode gives the same results, one helper per 
   assert.equal(results.get('../../x')?.errno, EEXIST);
   assert.ok(exists(path.join(root, 'x')));
   assert.equal(emu.stats().spawned, 2);
-  await until('the one-shot helpers to be reaped', () => emu.stats().helpers === 0);
+  await waitUntil(() => emu.stats().helpers === 0, 10_000, 'the one-shot helpers to be reaped');
   assert.deepEqual(zombieChildren(), []);
 });
 
