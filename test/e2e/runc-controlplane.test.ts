@@ -6,10 +6,10 @@ import { test, type TestContext } from 'node:test';
 import { FakeKubeApiServer } from '../cmd/fake-kube-apiserver/server';
 import { startControlPlane } from '../support/controlplane';
 import { startDataPlane } from '../support/dataplane';
-import { run } from '../support/processes';
+import { run, stop } from '../support/processes';
 import { makeBundle, runContainer, runcExec, type Bundle } from '../support/runc';
 import { scratchDir } from '../support/scratch';
-import { waitUntil } from '../support/wait';
+import { sleep, waitUntil } from '../support/wait';
 
 const CONTAINERD = (ns: string, pod: string, container: string) => ({
   'io.kubernetes.cri.sandbox-namespace': ns,
@@ -126,11 +126,35 @@ test('seccomp-controlplane DEFAULT_ACTION=kill-container kills that container an
   assert.equal(fs.existsSync(path.join(victim.bundle.rootfs, 'tmp', 'z')), false);
 });
 
-test('seccomp-controlplane DEFAULT_ACTION=freeze-container freezes the container', async (t) => {
-  const { dir, dp } = await planes(t);
+test('seccomp-controlplane DEFAULT_ACTION=freeze-container: the mkdir stays blocked while frozen; thawed, it is decided again (frozen again), and with no control plane it completes', async (t) => {
+  const { dir, dp, cp } = await planes(t);
   const c = await sleepingContainer(t, dir, dp.listenerSocket, 'DEFAULT_ACTION=freeze-container', ['mkdir', 'mkdirat']);
-  void runcExec(c.bundle, c.id, ['/bin/mkdir', '/tmp/frozen']);
-  await waitUntil(async () => /"status": "paused"/.test((await run('runc', ['--root', c.bundle.stateRoot, 'state', c.id])).stdout), 10_000, 'runc to report the container paused');
+  const runc = (...args: string[]) => run('runc', ['--root', c.bundle.stateRoot, ...args]);
+  const paused = async () => /"status": "paused"/.test((await runc('state', c.id)).stdout);
+  const notifications = async () => (await dp.status()).counters!.notifications;
+  let finished = false;
+  const mkdir = runcExec(c.bundle, c.id, ['/bin/mkdir', '/tmp/frozen']).finally(() => (finished = true));
+  await waitUntil(paused, 10_000, 'runc to report the container paused');
+  await sleep(1000);
+  assert.equal(finished, false, 'the mkdir is still blocked a second after the container froze');
+  assert.ok(await paused(), 'and the container is still frozen');
+  assert.equal(fs.existsSync(path.join(c.bundle.rootfs, 'tmp', 'frozen')), false);
+
+  // The v1 freezer interrupted the notified mkdir (docs/emulation.md): thawed, it restarts as a
+  // new notification, which the policy decides again: frozen again, still blocked.
+  const before = await notifications();
+  assert.equal((await runc('resume', c.id)).code, 0);
+  await waitUntil(async () => (await notifications()) > before && (await paused()), 10_000, 'the restarted mkdir to freeze the container again');
+  assert.equal(finished, false, 'the mkdir is blocked again');
+
+  // With no control plane the data plane's default (continue) answers the restarted call.
+  await stop(cp.child);
+  await waitUntil(async () => (await dp.status()).controlPlane === undefined, 10_000, 'the control plane to detach');
+  assert.equal((await runc('resume', c.id)).code, 0);
+  const result = await mkdir;
+  assert.equal(result.code, 0, `the mkdir completes after the thaw: ${result.stderr}`);
+  assert.ok(fs.statSync(path.join(c.bundle.rootfs, 'tmp', 'frozen')).isDirectory());
+  assert.equal(await paused(), false);
 });
 
 test('seccomp-controlplane MOUNT_PROC: mount of proc is emulated where allowed, refused without CAP_SYS_ADMIN when asked, and sysfs is not emulated', async (t) => {

@@ -69,7 +69,7 @@ interface RunResult {
 async function runTarget(t: TestContext, dir: string, command: string[], handler: Handler, prefix = ''): Promise<RunResult> {
   const socket = path.join(dir, `agent-${Math.random().toString(36).slice(2)}.sock`);
   const received = support.receiveNotifyFd(socket, 10_000);
-  for (let i = 0; i < 200 && !fs.existsSync(socket); i++) await sleep(10);
+  await waitUntil(() => fs.existsSync(socket), 10_000, 'the emulator to listen');
   const started: Started = start(t, '/bin/sh', [
     '-c',
     `${prefix}exec "$@"`,
@@ -640,14 +640,14 @@ test('nshelper pool: spawn-per-call mode gives the same results, one helper per 
   assert.deepEqual(zombieChildren(), []);
 });
 
-// ---- round trip: kept helper vs spawn per call (figures printed; see docs/emulation.md) ---------
+// ---- benchMkdir: the bench's loop, in both helper modes (bench/emulated-mkdir.ts judges their speed) ----
 
 async function benchOnce(t: TestContext, spawnPerCall: boolean, seconds: number): Promise<{ bench: BenchResult; workload: Record<string, number> }> {
   const dir = scratchDir(t, 'emulation-bench-');
   const emu = newEmulator(t, { spawnPerCall });
   const socket = path.join(dir, 'agent.sock');
   const received = support.receiveNotifyFd(socket, 10_000);
-  for (let i = 0; i < 200 && !fs.existsSync(socket); i++) await sleep(10);
+  await waitUntil(() => fs.existsSync(socket), 10_000, 'the emulator to listen');
   const workload = start(t, SECCOMP_RUN, [
     '--socket',
     socket,
@@ -678,17 +678,12 @@ async function benchOnce(t: TestContext, spawnPerCall: boolean, seconds: number)
   return { bench, workload: JSON.parse(line ?? '{}') as Record<string, number> };
 }
 
-test('emulated mkdir round trip: kept helper beats spawn per call (figures printed)', async (t) => {
-  const kept = await benchOnce(t, false, 1);
-  const spawned = await benchOnce(t, true, 1);
-  for (const [name, r] of [['kept helper', kept], ['spawn per call', spawned]] as const) {
-    t.diagnostic(
-      `${name}: target-side mkdir p50 ${r.workload.p50Us} µs p99 ${r.workload.p99Us} µs (${r.workload.calls} calls); ` +
-        `agent-side p50 ${r.bench.p50Us.toFixed(1)} µs p99 ${r.bench.p99Us.toFixed(1)} µs; helper p50 ${r.bench.helperP50Us.toFixed(1)} µs`,
-    );
-    assert.equal(r.bench.unanswered, 0);
-    assert.ok(r.bench.n > 50, `${name}: ${r.bench.n} emulated mkdirs`);
-    assert.equal(r.workload.errors, 0);
+test('emulator benchMkdir: with a kept helper and with one spawned per call, every mkdir of a workload is emulated and answered', async (t) => {
+  for (const [name, spawnPerCall] of [['kept helper', false], ['spawn per call', true]] as const) {
+    const r = await benchOnce(t, spawnPerCall, 1);
+    assert.equal(r.bench.unanswered, 0, name);
+    assert.ok(r.bench.n > 0, `${name}: no mkdir emulated`);
+    assert.equal(r.workload.errors, 0, name);
+    assert.ok(r.bench.n >= r.workload.calls, `${name}: ${r.bench.n} emulated for ${r.workload.calls} measured calls`);
   }
-  assert.ok(kept.bench.p50Us < spawned.bench.p50Us, 'a kept helper is faster than a spawn per call');
 });
