@@ -427,6 +427,11 @@ export interface NativeAddon {
   /** Whether the old data plane closed the connection (let go of its sockets) within timeoutMs; closes conn if so. */
   handoffWaitClosed(conn: number, timeoutMs: number): boolean;
   closeFd(fd: number): void;
+  /**
+   * What the running kernel offers, found by trying it in a throwaway child (a filter with
+   * NEW_LISTENER, then NOTIF_SET_FLAGS): known at start, before any container. Blocks a few ms.
+   */
+  probeKernel(): { syncWakeUp: boolean; detail: string };
   /** Tests and bench only (see NativeEmulator). */
   Emulator: new (options?: EmulatorOptions) => NativeEmulator;
   emulatorTestSupport: EmulatorTestSupport;

@@ -8,7 +8,7 @@ import { loadNative, type NativeAddon, type NativeEmulator, type NativeEngine, t
 const ADDON = {
   Engine: true, syscallNames: true, openFdCount: true, AUDIT_ARCH_X86_64: true, sdNotify: true, fdStoreStore: true,
   fdStoreRemove: true, takeListenFds: true, handoffConnect: true, handoffReceive: true, handoffAck: true,
-  handoffWaitClosed: true, closeFd: true, Emulator: true, emulatorTestSupport: true,
+  handoffWaitClosed: true, closeFd: true, probeKernel: true, Emulator: true, emulatorTestSupport: true,
 } satisfies Record<keyof NativeAddon, true>;
 
 const ENGINE = {
