@@ -5,10 +5,11 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import { listContainers } from '../../common/dataplane-client';
-import { BENCH_WORKLOAD } from '../support/paths';
+import { BENCH_WORKLOAD, ROOT } from '../support/paths';
 import { startDataPlane } from '../support/dataplane';
 import { runUnderFilter, startUnderFilter } from '../support/workload';
 import { run } from '../support/processes';
+import { scratchDir } from '../support/scratch';
 import { startControlPlane, startTestControlPlane } from '../support/controlplane';
 import { waitUntil } from '../support/wait';
 
@@ -121,9 +122,24 @@ test('--takeover with no data plane serving starts fresh', async (t) => {
 
 test('the handoff socket is 0600 and root\'s: another user cannot take the containers', async (t) => {
   const dp = await startDataPlane(t);
-  const handoff = `${dp.dir}/grpc/handoff.sock`;
-  const probe = `const a = require(${JSON.stringify(require.resolve('../../dataplane/native'))}).loadNative();
-    try { const c = a.handoffConnect(${JSON.stringify(handoff)}); console.log(c === null ? 'none' : 'connected'); } catch (e) { console.log('refused: ' + e.message); }`;
-  const nobody = await run(process.execPath, ['-e', probe], { uid: 65534, gid: 65534 });
-  assert.match(nobody.stdout, /refused: .*Permission denied/, nobody.stdout + nobody.stderr);
+  const handoff = path.join(dp.dir, 'grpc', 'handoff.sock');
+  const stat = fs.statSync(handoff);
+  assert.deepEqual({ mode: stat.mode & 0o777, uid: stat.uid, socket: stat.isSocket() }, { mode: 0o600, uid: 0, socket: true });
+  // Only the socket's own mode may refuse: its folders (the test's own) can be traversed by anyone, and
+  // the client is the real one (the addon's handoffConnect) copied where anyone can read it, so
+  // neither a private checkout (a clone under /root) nor the scratch folder's 0700 decides.
+  for (const dir of [dp.dir, path.dirname(handoff)]) fs.chmodSync(dir, fs.statSync(dir).mode | 0o011);
+  const client = scratchDir(t, 'seccomp-agent-handoff-client-');
+  fs.chmodSync(client, 0o755);
+  const addon = path.join(client, 'seccomp_agent.node');
+  fs.copyFileSync(path.join(ROOT, 'build', 'Release', 'seccomp_agent.node'), addon);
+  fs.chmodSync(addon, 0o644);
+  const probe = `const fs = require('node:fs');
+    console.log('reachable ' + fs.statSync(${JSON.stringify(handoff)}).isSocket());
+    try { const c = require(${JSON.stringify(addon)}).handoffConnect(${JSON.stringify(handoff)}); console.log(c === null ? 'none' : 'connected'); } catch (e) { console.log('refused: ' + e.message); }`;
+  const nobody = await run(process.execPath, ['-e', probe], { uid: 65534, gid: 65534, cwd: client });
+  assert.match(nobody.stdout, /^reachable true$/m, `uid 65534 reaches the socket file: ${nobody.stdout}${nobody.stderr}`);
+  assert.match(nobody.stdout, /^refused: .*Permission denied/m, nobody.stdout + nobody.stderr);
+  assert.equal((await dp.status()).origin, 'fresh');
+  assert.equal(dp.proc.child.exitCode, null, 'the data plane serves on');
 });
