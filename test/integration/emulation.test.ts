@@ -7,17 +7,19 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
+import { loadNative } from '../../dataplane/native';
 import {
-  loadNative, type EmulatorActionResult as ActionResult, type EmulatorBenchResult as BenchResult, type EmulatorOptions,
+  loadEmulatorAddon, type EmulatorActionResult as ActionResult, type EmulatorBenchResult as BenchResult, type EmulatorOptions,
   type NativeEmulator as Emulator, type RawNotification as Notification,
-} from '../../dataplane/native';
+} from '../support/emulator-addon';
 import { ROOT, SECCOMP_RUN } from '../support/paths';
 import { start, type Started } from '../support/processes';
 import { scratchDir } from '../support/scratch';
 import { sleep, waitUntil } from '../support/wait';
 
-const addon = loadNative();
+const addon = loadEmulatorAddon();
 const support = addon.emulatorTestSupport;
+const { openFdCount } = loadNative();
 const BENCH_WORKLOAD = path.join(ROOT, 'build', 'Release', 'seccomp-bench-workload');
 const NR_MKDIR = 83;
 const NR_MKDIRAT = 258;
@@ -551,7 +553,7 @@ test('freeze-container: refuses the root cgroup (which holds the data plane too)
 test('nshelper pool: one kept helper per mount namespace, respawned when it dies, gone on forget and close, no zombie or fd leak', async (t) => {
   const dir = scratchDir(t, 'emulation-');
   const root = makeRootfs(dir);
-  const fdsBefore = addon.openFdCount();
+  const fdsBefore = openFdCount();
   const emu = new addon.Emulator();
   let closed = false;
   t.after(() => {
@@ -587,7 +589,7 @@ test('nshelper pool: one kept helper per mount namespace, respawned when it dies
   await sleep(50);
   assert.deepEqual(zombieChildren(), []);
   // The target's stdio pipes close shortly after its exit: wait for them, then compare.
-  await waitUntil(() => addon.openFdCount() === fdsBefore, 10_000, `the fd count to return to ${fdsBefore} (now ${addon.openFdCount()})`);
+  await waitUntil(() => openFdCount() === fdsBefore, 10_000, `the fd count to return to ${fdsBefore} (now ${openFdCount()})`);
 });
 
 test('nshelper pool: a helper that stops answering is killed at the request timeout; the call gets failureErrno; the next one a new helper', async (t) => {

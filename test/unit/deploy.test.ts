@@ -497,8 +497,10 @@ test('Dockerfile: the runtime image holds what the programs load at run time, bu
     assert.ok(copied.includes(item), `runtime stage copies ${item} (has ${copied.join(', ')})`);
   }
   const gyp = JSON.parse(read('binding.gyp')) as { targets: Array<{ target_name: string; type?: string }> };
-  const addon = gyp.targets.find((t) => t.type === undefined)!;
-  assert.ok(copied.includes(`build/Release/${addon.target_name}.node`), 'the addon');
+  const addons = gyp.targets.filter((t) => t.type === undefined).map((t) => t.target_name);
+  assert.deepEqual(addons.sort(), ['seccomp_agent', 'seccomp_emulator_addon']);
+  assert.ok(copied.includes('build/Release/seccomp_agent.node'), 'the addon');
+  assert.ok(!copied.some((p) => p.includes('seccomp_emulator_addon') || p === 'build' || p === 'build/Release'), 'not the test-only addon');
   for (const tool of ['seccomp-run', 'seccomp-nshelper', 'seccomp-keeper']) {
     assert.ok(gyp.targets.some((t) => t.target_name === tool && t.type === 'executable'), `${tool} is a binding.gyp executable`);
     assert.ok(copied.includes(`build/Release/${tool}`), `runtime stage copies ${tool}`);
