@@ -34,6 +34,29 @@
       ]
     },
     {
+      "target_name": "seccomp_emulator_addon",
+      "sources": [
+        "test/cmd/emulator-addon/module.cpp",
+        "test/cmd/emulator-addon/emulator_binding.cpp",
+        "native/addon/container_actions.cpp",
+        "native/addon/nshelper_pool.cpp",
+        "native/addon/target_memory.cpp"
+      ],
+      "include_dirs": [
+        "<!(node -p \"require('node-addon-api').include_dir\")",
+        "native/addon",
+        "native/common"
+      ],
+      "defines": [
+        "NAPI_VERSION=8",
+        "NAPI_DISABLE_CPP_EXCEPTIONS",
+        "NODE_ADDON_API_DISABLE_DEPRECATED"
+      ],
+      "cflags_cc": [
+        "-fno-exceptions"
+      ]
+    },
+    {
       "target_name": "seccomp-run",
       "type": "executable",
       "sources": [

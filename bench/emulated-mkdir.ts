@@ -5,13 +5,13 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { loadNative, type EmulatorBenchResult } from '../dataplane/native';
+import { loadEmulatorAddon, type EmulatorBenchResult } from '../test/support/emulator-addon';
 import { runScenario } from './scenario-process';
 import { checkTools, runWorkload, TOOLS, workloadMetrics } from './tools';
 
 runScenario(async ({ params, dir, children }) => {
   checkTools(['seccompRun', 'workload', 'nshelper']);
-  const addon = loadNative();
+  const addon = loadEmulatorAddon();
   const emulator = new addon.Emulator({ helperPath: TOOLS.nshelper, spawnPerCall: params.spawnPerCall === true });
   try {
     const socket = path.join(dir, 'emulator.sock');

@@ -122,9 +122,11 @@ export const SCENARIOS: Scenario[] = [
     about: 'Emulator.benchMkdir answers each mkdir of the workload (NOTIF_RECV, read path, helper mkdirat as the target, NOTIF_SEND); no data plane; target side p50/p99, agent side from NOTIF_RECV to result',
     script: 'emulated-mkdir',
     variants: [
-      { label: 'helper kept per mount ns', params: { threads: 1, syscall: 'mkdir', spawnPerCall: false } },
+      // Compared with the spawn-per-call row of the same run (targets.ts).
+      { label: 'helper kept per mount ns', params: { threads: 1, syscall: 'mkdir', spawnPerCall: false }, referenceVariant: 'spawn per call' },
       { label: 'spawn per call', params: { threads: 1, syscall: 'mkdir', spawnPerCall: true } },
     ],
+    reference: 'emulated-mkdir',
     columns: [
       { key: 'callsPerSec', title: 'calls/s', digits: 0 }, ...LATENCY_COLUMNS,
       { key: 'agentP50Us', title: 'agent p50 µs', digits: 1 }, { key: 'agentP99Us', title: 'agent p99 µs', digits: 1 },

@@ -89,6 +89,8 @@ export class DataPlane {
   };
   private readonly engine: NativeEngine;
   private readonly syscallNames: string[];
+  /** The kernel's seccomp features, probed once at start (the engine learns them only from a first fd). */
+  private readonly kernel: { syncWakeUp: boolean; detail: string };
   /** Syscall names of notifications in flight, for the answers Watch shows (only while watched). */
   private readonly inFlightSyscalls = new Map<string, string>();
   /** Attached sessions by engine session number: the active one and any still draining. */
@@ -118,6 +120,7 @@ export class DataPlane {
   ) {
     this.hub = new WatchHub(log);
     this.syscallNames = addon.syscallNames();
+    this.kernel = addon.probeKernel();
     this.engine = new addon.Engine({
       helperPath,
       onEvents: (events) => this.onEngineEvents(events),
@@ -169,7 +172,7 @@ export class DataPlane {
     if (!this.restoredListener) this.engine.listen(this.config.listenerSocket, this.config.socketMode);
     const stats = this.engine.stats();
     this.log.info(
-      { listener: this.config.listenerSocket, defaultAction: formatDefaultAction(this.config.defaultAction), decisionTimeoutMs: this.config.decisionTimeoutMs, syncWakeUp: stats.syncWakeUp, fdStore: stats.fdStore, fdStoreHolder: this.fdStore.holder, keeper: this.fdStore.holderPid || undefined, origin: this.origin },
+      { listener: this.config.listenerSocket, defaultAction: formatDefaultAction(this.config.defaultAction), decisionTimeoutMs: this.config.decisionTimeoutMs, syncWakeUp: this.kernel.syncWakeUp || stats.syncWakeUp, syncWakeUpProbe: this.kernel.detail, fdStore: stats.fdStore, fdStoreHolder: this.fdStore.holder, keeper: this.fdStore.holderPid || undefined, origin: this.origin },
       stats.fdStore
         ? 'data plane serving the runtime listener socket, every fd kept in the fd store; no control plane attached: the default action answers'
         : 'data plane serving the runtime listener socket (no fd store: a crash would give ENOSYS to every container); no control plane attached: the default action answers',
@@ -597,7 +600,7 @@ export class DataPlane {
       containers: this.containers.size,
       pending: stats.pending,
       counters,
-      syncWakeUp: stats.syncWakeUp,
+      syncWakeUp: this.kernel.syncWakeUp || stats.syncWakeUp,
       watchers: this.hub.size,
       // A store whose holder died keeps nothing for the next crash.
       fdStore: stats.fdStore && !this.fdStore.lost,

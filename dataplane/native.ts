@@ -370,90 +370,6 @@ export interface NativeEngine {
   stop(): void;
 }
 
-/** What an emulated action did (native/addon/container_actions.hpp ActionResult). */
-export interface EmulatorActionResult {
-  outcome: 'done' | 'stale' | 'refused' | 'failed';
-  errno: number;
-  cause: number;
-  answered: boolean;
-  sendErrno: number;
-  stage: string;
-  detail: string;
-  latencyNs: bigint;
-  helperNs: bigint;
-}
-
-/** The notification an emulated action answers: the notify fd JS holds (tests only), its id and target pid. */
-export interface EmulatorRef {
-  notifyFd: number;
-  id: bigint;
-  pid: number;
-  /** Owner tag for forget() (the engine uses the container handle). */
-  owner?: number;
-}
-
-export interface EmulatorOptions {
-  helperPath?: string;
-  spawnPerCall?: boolean;
-  maxHelpers?: number;
-  requestTimeoutMs?: number;
-  idleTimeoutMs?: number;
-  failureErrno?: number;
-}
-
-/** benchMkdir's figures, in µs from NOTIF_RECV's return to the emulator's result. */
-export interface EmulatorBenchResult {
-  n: number;
-  p50Us: number;
-  p99Us: number;
-  maxUs: number;
-  helperP50Us: number;
-  helperP99Us: number;
-  unanswered: number;
-  continued: number;
-}
-
-/**
- * The emulated actions without the engine (native/addon/emulator_binding.cpp), for tests and the
- * benchmark: the data plane never uses it (its engine calls the C++ emulator with the fds it owns).
- * `respond`: the emulator answers the notification itself with the result.
- */
-export interface NativeEmulator {
-  mkdir(a: EmulatorRef & { path: string; dirfd?: number; mode?: number; respond?: boolean }): Promise<EmulatorActionResult>;
-  mount(a: EmulatorRef & { source?: string; target: string; fstype: string; flags?: bigint; data?: string; requireCapSysAdmin?: boolean; respond?: boolean }): Promise<EmulatorActionResult>;
-  kill(a: EmulatorRef & { initPid?: number; signal?: number; answerErrno?: number }): Promise<EmulatorActionResult>;
-  freeze(a: EmulatorRef & { answerErrno?: number }): Promise<EmulatorActionResult>;
-  thaw(pid: number): Promise<EmulatorActionResult>;
-  forget(owner: number): void;
-  stats(): { helpers: number; spawned: number; died: number; timedOut: number; inFlight: number };
-  /** Answers up to `count` mkdir/mkdirat notifications of `notifyFd` through the emulator; others get CONTINUE. */
-  benchMkdir(a: { notifyFd: number; count: number; timeoutMs?: number; owner?: number }): Promise<EmulatorBenchResult>;
-  close(): void;
-}
-
-/** One NOTIF_RECV as emulatorTestSupport reads it: path-like arguments of mkdir, mkdirat and mount by index ('' elsewhere). */
-export interface RawNotification {
-  id: bigint;
-  pid: number;
-  nr: number;
-  args: bigint[];
-  strings: string[];
-  /** NOTIF_ID_VALID after the strings were read. */
-  valid: boolean;
-}
-
-/** Raw seccomp calls for tests and the benchmark only; JS holds notify fd numbers here. */
-export interface EmulatorTestSupport {
-  /** Listens on socketPath, accepts one runtime connection (listenerPath protocol), keeps its fds. */
-  receiveNotifyFd(socketPath: string, timeoutMs: number): Promise<{ fds: number[]; json: string }>;
-  /** null when nothing arrived within timeoutMs. */
-  recvNotification(fd: number, timeoutMs: number): Promise<RawNotification | null>;
-  /** NOTIF_SEND: errno -1 continues, 0 succeeds with 0; returns 0 or NOTIF_SEND's errno. */
-  answer(fd: number, id: bigint, errno: number): number;
-  /** 0 or close's errno. */
-  closeFd(fd: number): number;
-}
-
 export interface NativeAddon {
   Engine: new (options: NativeEngineOptions) => NativeEngine;
   /** x86_64 syscall names by number (sparse array). */
@@ -488,9 +404,11 @@ export interface NativeAddon {
   /** Whether the old data plane closed the connection (let go of its sockets) within timeoutMs; closes conn if so. */
   handoffWaitClosed(conn: number, timeoutMs: number): boolean;
   closeFd(fd: number): void;
-  /** Tests and bench only (see NativeEmulator). */
-  Emulator: new (options?: EmulatorOptions) => NativeEmulator;
-  emulatorTestSupport: EmulatorTestSupport;
+  /**
+   * What the running kernel offers, found by trying it in a throwaway child (a filter with
+   * NEW_LISTENER, then NOTIF_SET_FLAGS): known at start, before any container. Blocks a few ms.
+   */
+  probeKernel(): { syncWakeUp: boolean; detail: string };
 }
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -500,20 +418,21 @@ export function nshelperPath(): string {
   return path.join(ROOT, 'build', 'Release', 'seccomp-nshelper');
 }
 
-/** Loads the addon; the error lists every path tried. */
-export function loadNative(): NativeAddon {
-  const candidates = [
-    path.join(ROOT, 'build', 'Release', 'seccomp_agent.node'),
-    path.join(ROOT, 'build', 'Debug', 'seccomp_agent.node'),
-  ];
+/** Loads `file` (a .node) from build/Release, else build/Debug; the error lists every path tried. */
+export function loadBuiltAddon(file: string): unknown {
   const failures: string[] = [];
-  for (const candidate of candidates) {
+  for (const candidate of ['Release', 'Debug'].map((dir) => path.join(ROOT, 'build', dir, file))) {
     try {
       // eslint-disable-next-line @typescript-eslint/no-require-imports
-      return require(candidate) as NativeAddon;
+      return require(candidate);
     } catch (err) {
       failures.push(`${candidate}: ${(err as Error).message.split('\n')[0]}`);
     }
   }
-  throw new Error(`cannot load the native addon; tried:\n  ${failures.join('\n  ')}\nrun "npm ci" (node-gyp) to build it`);
+  throw new Error(`cannot load ${file}; tried:\n  ${failures.join('\n  ')}\nrun "npm ci" (node-gyp) to build it`);
+}
+
+/** Loads the addon; the error lists every path tried. */
+export function loadNative(): NativeAddon {
+  return loadBuiltAddon('seccomp_agent.node') as NativeAddon;
 }

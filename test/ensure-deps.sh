@@ -3,6 +3,7 @@
 # containerd (its CRI plugin and ctr), Podman, umoci and a static busybox for the end-to-end
 # tests; systemd-socket-activate (systemd), unshare/nsenter (util-linux) and kubectl
 # (kubernetes-client) for the deploy tests. Fails loudly instead of letting a test skip.
+# The unit tier needs none of them.
 set -euo pipefail
 # command (or, for a package that ships no command of its own name, a file) -> Debian package
 declare -A tools=(
@@ -30,8 +31,9 @@ dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
 if [ ${#need[@]} -gt 0 ]; then
   mapfile -t need < <(printf '%s\n' "${need[@]}" | sort -u)
   if [ "$(id -u)" != 0 ]; then
-    echo "test/ensure-deps.sh: need root to install ${need[*]} (the tests run real seccomp filters and runtimes as root)" >&2
-    exit 1
+    # Not root: test/run.js runs the unit tier only, which needs none of these.
+    echo "test/ensure-deps.sh: not root: not installing ${need[*]} (the integration and e2e tiers need them, and root)" >&2
+    exit 0
   fi
   echo "test/ensure-deps.sh: installing ${need[*]} from Debian's packages" >&2
   export DEBIAN_FRONTEND=noninteractive

@@ -17,18 +17,35 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# wait_for WHAT SECONDS COMMAND...: polls COMMAND until it succeeds; on a loaded machine this takes
+# what it takes, up to SECONDS, then the demo stops and says what it waited for.
+wait_for() {
+  local what=$1 seconds=$2; shift 2
+  local end=$((SECONDS + seconds))
+  until "$@" >/dev/null 2>&1; do
+    if [ "$SECONDS" -ge "$end" ]; then
+      echo "demo: gave up after ${seconds} s waiting for $what; logs:" >&2
+      tail -n 20 "$work"/*.log >&2 || true
+      exit 1
+    fi
+    sleep 0.1
+  done
+}
+status_has() { bin/seccompctl status --json | grep -q "$1"; }
+
 echo "== starting seccomp-keeper -- seccomp-dataplane (listener /run/seccomp-agent.socket, gRPC /run/seccomp-agent/dataplane.sock)"
 echo "   the keeper holds a copy of every fd, as in the DaemonSet: a crash of the data plane loses no container"
 bin/seccomp-keeper -- bin/seccomp-dataplane >"$work/dataplane.log" 2>&1 & pids+=($!)
-for _ in $(seq 50); do bin/seccompctl health >/dev/null 2>&1 && break; sleep 0.2; done
-bin/seccompctl health || { cat "$work/dataplane.log"; exit 1; }
+wait_for "the data plane to serve" 60 bin/seccompctl health --timeout 1
+bin/seccompctl health
 
 echo "== starting seccomp-controlplane --no-kubernetes (pod identity from the runtime's annotations)"
 bin/seccomp-controlplane --no-kubernetes >"$work/controlplane.log" 2>&1 & pids+=($!)
-for _ in $(seq 50); do bin/seccompctl status --json 2>/dev/null | grep -q '"controlPlane"' && break; sleep 0.2; done
+wait_for "the control plane to attach" 60 status_has '"controlPlane"'
 
 bin/seccompctl watch >"$work/watch.log" 2>&1 & pids+=($!)
-sleep 0.5
+# Watch sees only what happens after it subscribed: wait until the data plane counts it.
+wait_for "seccompctl watch to subscribe" 60 status_has '"watchers":[1-9]'
 
 echo "== demo workload: mkdir $work/hello under a filter that notifies mkdir and mkdirat,"
 echo "   with listenerMetadata MKDIR_TMPL=-{{.Namespace}}-{{.Pod}} and containerd pod annotations demo/web-1"
@@ -38,7 +55,7 @@ bin/seccomp-run --socket /run/seccomp-agent.socket --syscalls mkdir,mkdirat --id
   -- /bin/sh -c "mkdir '$work/hello' && echo 'workload: mkdir returned 0'"
 echo "== what exists now in $work:"
 ls "$work" | grep -v '\.log$' | sed 's/^/   /'
-sleep 0.5
+wait_for "seccompctl watch to show the answer" 30 grep -q 'answer .*demo-workload' "$work/watch.log"
 echo "== seccompctl watch saw:"
 sed 's/^/   /' "$work/watch.log"
 echo "== seccompctl status:"

@@ -2,7 +2,8 @@
 // inside a target's mount namespace, root and cwd (through the helper processes of
 // nshelper_pool.hpp), kill-container through a pidfd, freeze and thaw of the container's cgroup.
 // Pure C++ (no N-API): the engine calls this directly with the notify fd it owns; the JS binding
-// (emulator_binding.cpp) is a thin shell over it for tests and tools. See docs/emulation.md.
+// (test/cmd/emulator-addon, a test-only addon) is a thin shell over it for tests and the bench.
+// See docs/emulation.md.
 #pragma once
 #include <errno.h>
 #include <fcntl.h>

@@ -32,11 +32,19 @@ int SuffixedPath(const PathView* path, const std::string& suffix, std::string* o
   std::string p(path->data, path->length);
   if (p.empty()) return ENOENT;
   size_t end = p.find_last_not_of('/');
-  if (end == std::string::npos) return EEXIST;  // "/", "//": the root exists
+  // "/", "x/.", "x/..": not a new name, so no suffix; mkdir of the path as given gets the
+  // kernel's own answer (EEXIST, or ENOENT/ENOTDIR from the walk), as the control plane does.
+  if (end == std::string::npos) {
+    *out = std::move(p);
+    return 0;
+  }
   p.resize(end + 1);
   size_t slash = p.rfind('/');
   const std::string last = slash == std::string::npos ? p : p.substr(slash + 1);
-  if (last == "." || last == "..") return EEXIST;  // not a new name: it exists
+  if (last == "." || last == "..") {
+    *out = std::string(path->data, path->length);
+    return 0;
+  }
   p += suffix;
   if (p.size() >= PATH_MAX) return ENAMETOOLONG;
   *out = std::move(p);

@@ -3,15 +3,15 @@
 #include <napi.h>
 
 #include "engine_binding.hpp"
-#include "emulator_binding.hpp"
 #include "fd_store_binding.hpp"
 #include "handoff_binding.hpp"
+#include "kernel_probe_binding.hpp"
 
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   RegisterEngine(env, exports);
-  RegisterEmulator(env, exports);
   RegisterFdStore(env, exports);
   RegisterHandoff(env, exports);
+  RegisterKernelProbe(env, exports);
   return exports;
 }
 

@@ -10,11 +10,12 @@ import { test, type TestContext } from 'node:test';
 import { startAgent, type Agent } from '../support/agent';
 import { containerdForTest, type Containerd } from '../support/containerd';
 import type { ContainerConfig, NamespaceOption, PodSandboxConfig } from '../support/cri-client';
-import { eventually } from '../support/dataplane';
+
 import { IMAGE } from '../support/oci-image';
 import { requireRunc } from '../support/runc';
 import { scratchDir } from '../support/scratch';
 import { writeNotifyProfile } from '../support/seccomp-profile';
+import { waitUntil } from '../support/wait';
 
 const NAMESPACE = 'shop';
 // Host network: containerd 1.6 needs a CNI result with eth0 otherwise; the hostname stays empty.
@@ -58,7 +59,7 @@ async function podLifecycle(t: TestContext, containerd: Containerd, agent: Agent
   await cri.startContainer(containerId);
   t.diagnostic(`CRI StartContainer (${handler}, Localhost profile with listenerPath): ${(Number(process.hrtime.bigint() - began) / 1e6).toFixed(1)} ms`);
 
-  await eventually(() => agent.fdsOf(containerId).length === 1, 15_000, `the init fd of ${containerId}`);
+  await waitUntil(() => agent.fdsOf(containerId).length === 1, 15_000, `the init fd of ${containerId}`);
   const [init] = agent.fdsOf(containerId);
   assert.equal(init.status, 'creating');
   assert.equal(init.pid, await cri.containerPid(containerId), 'the pid the runtime sent is the container init CRI reports');
@@ -78,7 +79,7 @@ async function podLifecycle(t: TestContext, containerd: Containerd, agent: Agent
     const made = await cri.execSync(containerId, ['/bin/mkdir', `/tmp/${dir}`]);
     assert.equal(made.exitCode, 0, `mkdir /tmp/${dir}: ${made.stderr.toString()}`);
   }
-  await eventually(() => agent.fdsOf(containerId).length === 3, 15_000, `two exec fds of ${containerId}`);
+  await waitUntil(() => agent.fdsOf(containerId).length === 3, 15_000, `two exec fds of ${containerId}`);
   const execs = agent.fdsOf(containerId).slice(1);
   assert.deepEqual(execs.map((e) => e.status), ['running', 'running']);
   assert.equal(new Set([init.handle, ...execs.map((e) => e.handle)]).size, 3, 'one handle per fd');

@@ -10,9 +10,10 @@ import { FakeKubeApiServer } from '../cmd/fake-kube-apiserver/server';
 import { startAgent, type Agent } from '../support/agent';
 import { removeCgroups } from '../support/cgroups';
 import { crunExec, crunList, crunRuntime, runCrunContainer, type CrunRuntime } from '../support/crun';
-import { eventually } from '../support/dataplane';
+
 import { makeBundle, type Bundle } from '../support/runc';
 import { scratchDir } from '../support/scratch';
+import { waitUntil } from '../support/wait';
 
 const CONTAINERD = {
   'io.kubernetes.cri.sandbox-namespace': 'shop',
@@ -29,7 +30,7 @@ async function sleepingContainer(
   const bundle = makeBundle(path.join(dir, id), ['/bin/sh', '-c', 'echo started; exec sleep 600'], { listenerPath: agent.dp.listenerSocket, listenerMetadata: metadata, syscalls: ['mkdir', 'mkdirat'] }, annotations, cgroupsPath);
   const proc = runCrunContainer(crun, bundle, id);
   await proc.waitFor(/started/, 20_000);
-  await eventually(() => agent.fdsOf(id).length === 1, 10_000, `the init fd of ${id}`);
+  await waitUntil(() => agent.fdsOf(id).length === 1, 10_000, `the init fd of ${id}`);
   return { bundle, id };
 }
 
@@ -47,7 +48,7 @@ test('crun run / crun exec: ociVersion 0.2.0, each exec its own running fd with 
     const made = await crunExec(crun, id, ['/bin/mkdir', `/tmp/${name}`]);
     assert.equal(made.code, 0, made.stderr);
   }
-  await eventually(() => agent.fdsOf(id).length === 3, 10_000, 'two exec fds');
+  await waitUntil(() => agent.fdsOf(id).length === 3, 10_000, 'two exec fds');
   const execs = agent.fdsOf(id).slice(1);
   assert.deepEqual(execs.map((e) => [e.status, e.pid, e.bundle, e.ociVersion]), [['running', 0, '.', '0.2.0'], ['running', 0, '.', '0.2.0']]);
   assert.equal(new Set([init.handle, ...execs.map((e) => e.handle)]).size, 3, 'one handle per fd');
@@ -61,7 +62,7 @@ test('crun run / crun exec: ociVersion 0.2.0, each exec its own running fd with 
   const rejectedBefore = (await agent.dp.status()).counters!.ingestRejected;
   const missing = await crunExec(crun, id, ['/bin/no-such-command']);
   assert.notEqual(missing.code, 0);
-  await eventually(async () => (await agent.dp.status()).counters!.ingestRejected === rejectedBefore + 1n, 10_000, 'the fd-less connection to be refused');
+  await waitUntil(async () => (await agent.dp.status()).counters!.ingestRejected === rejectedBefore + 1n, 10_000, 'the fd-less connection to be refused');
   const again = await crunExec(crun, id, ['/bin/mkdir', '/tmp/c']);
   assert.equal(again.code, 0, again.stderr);
   assert.ok(fs.existsSync(path.join(bundle.rootfs, 'tmp', 'c-shop-web-crun-app')));
@@ -81,11 +82,11 @@ test('crun exec fds (pid 0) of a container without pod annotations resolve throu
   t.after(() => removeCgroups([podCgroup]));
   const agent = await startAgent(t, dir, ['--kubeconfig', api.writeKubeconfig(path.join(dir, 'kubeconfig')), '--node-name', 'node-e2e']);
   const { bundle, id } = await sleepingContainer(crun, agent, dir, 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}', {}, `${podCgroup}/${crypto.randomBytes(32).toString('hex')}`);
-  await eventually(async () => (await agent.controlPlaneContainers()).cgroup === 1, 15_000, 'the init to resolve through its cgroup and the pod cache');
+  await waitUntil(async () => (await agent.controlPlaneContainers()).cgroup === 1, 15_000, 'the init to resolve through its cgroup and the pod cache');
 
   const made = await crunExec(crun, id, ['/bin/mkdir', '/tmp/k']);
   assert.equal(made.code, 0, made.stderr);
-  await eventually(() => agent.fdsOf(id).length === 2, 10_000, 'the exec fd');
+  await waitUntil(() => agent.fdsOf(id).length === 2, 10_000, 'the exec fd');
   const exec = agent.fdsOf(id)[1];
   assert.deepEqual([exec.status, exec.pid], ['running', 0]);
   const tmp = path.join(bundle.rootfs, 'tmp');
@@ -102,7 +103,7 @@ test('crun exec with DEFAULT_ACTION=kill-container: the exec fd (pid 0) kills th
   const result = await crunExec(crun, victim.id, ['/bin/sh', '-c', 'mkdir /tmp/z; echo survived']);
   assert.doesNotMatch(result.stdout, /survived/);
   assert.deepEqual(agent.fdsOf(victim.id).slice(1).map((e) => [e.status, e.pid]), [['running', 0]]);
-  await eventually(async () => !(await crunList(crun)).some((c) => c.id === victim.id && c.status === 'running'), 10_000, 'the victim to stop');
+  await waitUntil(async () => !(await crunList(crun)).some((c) => c.id === victim.id && c.status === 'running'), 10_000, 'the victim to stop');
   assert.deepEqual((await crunList(crun)).filter((c) => c.status === 'running').map((c) => c.id), [bystander.id]);
   assert.equal(fs.existsSync(path.join(victim.bundle.rootfs, 'tmp', 'z')), false);
 });

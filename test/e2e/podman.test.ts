@@ -6,11 +6,12 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { startAgent, type Agent } from '../support/agent';
-import { eventually } from '../support/dataplane';
+
 import { IMAGE } from '../support/oci-image';
 import { podmanForTest, type Podman } from '../support/podman';
 import { scratchDir } from '../support/scratch';
 import { writeNotifyProfile } from '../support/seccomp-profile';
+import { waitUntil } from '../support/wait';
 
 async function containerLifecycle(t: TestContext, podman: Podman, agent: Agent, profile: string, runtime: 'runc' | 'crun'): Promise<void> {
   const pod = `web-${runtime}`;
@@ -23,7 +24,7 @@ async function containerLifecycle(t: TestContext, podman: Podman, agent: Agent, 
   t.diagnostic(`podman run --detach (${runtime}, seccomp profile with listenerPath): ${(Number(process.hrtime.bigint() - began) / 1e6).toFixed(1)} ms`);
   t.after(() => podman.podman(['rm', '--force', '--time', '0', id]));
 
-  await eventually(() => agent.fdsOf(id).length === 1, 15_000, `the init fd of ${id}`);
+  await waitUntil(() => agent.fdsOf(id).length === 1, 15_000, `the init fd of ${id}`);
   const [init] = agent.fdsOf(id);
   assert.equal(init.status, 'creating');
   assert.equal(init.pid, Number(await podman.ok(['inspect', '--format', '{{.State.Pid}}', id])));
@@ -33,7 +34,7 @@ async function containerLifecycle(t: TestContext, podman: Podman, agent: Agent, 
   assert.equal(init.annotations['io.podman.annotations.seccomp'], profile, 'Podman\'s own annotations come along');
 
   for (const dir of ['a', 'b']) await podman.ok(['exec', id, '/bin/mkdir', `/tmp/${dir}`]);
-  await eventually(() => agent.fdsOf(id).length === 3, 15_000, `two exec fds of ${id}`);
+  await waitUntil(() => agent.fdsOf(id).length === 3, 15_000, `two exec fds of ${id}`);
   const execs = agent.fdsOf(id).slice(1);
   assert.deepEqual(execs.map((e) => e.status), ['running', 'running']);
   assert.equal(new Set([init.handle, ...execs.map((e) => e.handle)]).size, 3, 'one handle per fd');

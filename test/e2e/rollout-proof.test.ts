@@ -9,16 +9,16 @@
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { createDataPlaneClient, getStatus } from '../../common/dataplane-client';
 import type { Counters } from '../../proto/gen/seccompagent/v1/dataplane';
 import { startControlPlane } from '../support/controlplane';
-import { eventually, keeperChild, startDataPlane, type RunningDataPlane } from '../support/dataplane';
+import { keeperChild, startDataPlane, type RunningDataPlane } from '../support/dataplane';
 import { SOAK_WORKLOAD } from '../support/paths';
 import { stop, type Started } from '../support/processes';
 import { makeBundle, runContainer } from '../support/runc';
 import { scratchDir } from '../support/scratch';
 import { runUnderFilter, startUnderFilter } from '../support/workload';
+import { sleep, waitUntil } from '../support/wait';
 
 interface Window {
   mono: number;
@@ -94,7 +94,7 @@ test('zero-disruption proof: 5 CP handovers, 3 CP SIGKILLs, 3 DP handoffs, 3 DP 
     await sleep(1000); // the workload runs on under the new arrangement
     phases.push({ name, start, end: monoMs() });
   };
-  const reattached = async (before: number) => eventually(() => attaches(cp) > before, 15_000, 'the control plane to attach again');
+  const reattached = async (before: number) => waitUntil(() => attaches(cp) > before, 15_000, 'the control plane to attach again');
   // After a data plane handoff or restart, the new data plane holds notifications for the control
   // plane that was attached: none of them gets the default while it comes back.
   const policyHeld = async (phase: string) => {
@@ -128,7 +128,7 @@ test('zero-disruption proof: 5 CP handovers, 3 CP SIGKILLs, 3 DP handoffs, 3 DP 
       const old = dp;
       const oldPid = keeperChild(old.proc.child.pid!);
       dp = await startDataPlane(t, ['--log-level', 'info', '--takeover'], dir, true);
-      await eventually(() => keeperChild(old.proc.child.pid!) === 0, 10_000, `data plane ${oldPid} to exit after handing over`);
+      await waitUntil(() => keeperChild(old.proc.child.pid!) === 0, 10_000, `data plane ${oldPid} to exit after handing over`);
       assert.match(old.proc.output(), /child handed over|not restarting/i);
       handoffPausesMs.push(Number(/"pauseMs":([\d.]+)/.exec(old.proc.output())?.[1] ?? NaN));
       await stop(old.proc.child); // the old pod goes away: its keeper drops its copies
@@ -141,7 +141,7 @@ test('zero-disruption proof: 5 CP handovers, 3 CP SIGKILLs, 3 DP handoffs, 3 DP 
       const before = attaches(cp);
       const victim = keeperChild(dp.proc.child.pid!);
       process.kill(victim, 'SIGKILL');
-      await eventually(async () => {
+      await waitUntil(async () => {
         const s = await getStatus(client).catch(() => null);
         return s !== null && s.pid !== victim;
       }, 15_000, 'the keeper to restart the data plane');

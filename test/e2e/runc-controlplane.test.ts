@@ -5,10 +5,11 @@ import * as path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { FakeKubeApiServer } from '../cmd/fake-kube-apiserver/server';
 import { startControlPlane } from '../support/controlplane';
-import { eventually, startDataPlane } from '../support/dataplane';
-import { run } from '../support/processes';
+import { startDataPlane } from '../support/dataplane';
+import { run, stop } from '../support/processes';
 import { runcExec, sleepingContainer } from '../support/runc';
 import { scratchDir } from '../support/scratch';
+import { sleep, waitUntil } from '../support/wait';
 
 const CONTAINERD = (ns: string, pod: string, container: string) => ({
   'io.kubernetes.cri.sandbox-namespace': ns,
@@ -63,11 +64,11 @@ test('seccomp-controlplane pod identity from the cgroup and the Kubernetes API s
   const cp = await startControlPlane(t, dp.grpcSocket, ['--kubeconfig', kubeconfig, '--node-name', 'node-e2e', '--metrics-addr', '127.0.0.1:0']);
   const metrics = `http://${/"address":"([^"]+)","msg":"Prometheus metrics serving/.exec(await cp.waitFor(/"address":"[^"]+","msg":"Prometheus metrics serving/))![1]}`;
   const health = async () => (await (await fetch(`${metrics}/healthz`)).json()) as { status: string; kubernetes: string };
-  await eventually(async () => (await health()).status === 'ok', 15_000, 'the control plane to be healthy with the API server synced');
+  await waitUntil(async () => (await health()).status === 'ok', 15_000, 'the control plane to be healthy with the API server synced');
   await cp.waitFor(/"msg":"[^"]*pods? cached|synced|reachable/i, 15_000).catch(() => undefined);
 
   const one = await sleepingContainer(t, dir, dp.listenerSocket, 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}', ['mkdir', 'mkdirat'], {}, `/kubepods/besteffort/pod${uid1}/e2e-${process.pid}-1`);
-  await eventually(async () => (await runcExec(one.bundle, one.id, ['/bin/mkdir', '-p', '/tmp'])).code === 0, 10_000, 'exec to work');
+  await waitUntil(async () => (await runcExec(one.bundle, one.id, ['/bin/mkdir', '-p', '/tmp'])).code === 0, 10_000, 'exec to work');
   const found = await runcExec(one.bundle, one.id, ['/bin/mkdir', '/tmp/k']);
   assert.equal(found.code, 0, found.stderr);
   assert.ok(fs.existsSync(path.join(one.bundle.rootfs, 'tmp', 'k-kns-kpod')), `resolved from the cgroup; log:\n${cp.output().slice(-3000)}`);
@@ -90,7 +91,7 @@ test('seccomp-controlplane pod identity from the cgroup and the Kubernetes API s
   api.addPod({ name: 'kpod2', namespace: 'kns', uid: uid2, nodeName: 'node-e2e' }, { notify: false });
   await api.start();
   await cp.waitFor(/reachable again/, 30_000);
-  await eventually(() => /resolved to pod kns\/kpod2/.test(cp.output()), 15_000, 'the unresolved container to be resolved again');
+  await waitUntil(() => /resolved to pod kns\/kpod2/.test(cp.output()), 15_000, 'the unresolved container to be resolved again');
   assert.equal((await health()).status, 'ok');
   assert.match(await (await fetch(`${metrics}/metrics`)).text(), /^seccomp_agent_kubernetes_api_reachable 1$/m);
   const after = await runcExec(two.bundle, two.id, ['/bin/mkdir', '/tmp/u2']);
@@ -104,7 +105,7 @@ test('seccomp-controlplane DEFAULT_ACTION=kill-container kills that container an
   const bystander = await sleepingContainer(t, dir, dp.listenerSocket, '', ['mkdir', 'mkdirat']);
   const result = await runcExec(victim.bundle, victim.id, ['/bin/sh', '-c', 'mkdir /tmp/z; echo survived']);
   assert.doesNotMatch(result.stdout, /survived/);
-  await eventually(async () => {
+  await waitUntil(async () => {
     const state = await run('runc', ['--root', victim.bundle.stateRoot, 'state', victim.id]);
     return state.code !== 0 || /"status": "stopped"/.test(state.stdout);
   }, 10_000, 'the victim to stop');
@@ -113,11 +114,35 @@ test('seccomp-controlplane DEFAULT_ACTION=kill-container kills that container an
   assert.equal(fs.existsSync(path.join(victim.bundle.rootfs, 'tmp', 'z')), false);
 });
 
-test('seccomp-controlplane DEFAULT_ACTION=freeze-container freezes the container', async (t) => {
-  const { dir, dp } = await planes(t);
+test('seccomp-controlplane DEFAULT_ACTION=freeze-container: the mkdir stays blocked while frozen; thawed, it is decided again (frozen again), and with no control plane it completes', async (t) => {
+  const { dir, dp, cp } = await planes(t);
   const c = await sleepingContainer(t, dir, dp.listenerSocket, 'DEFAULT_ACTION=freeze-container', ['mkdir', 'mkdirat']);
-  void runcExec(c.bundle, c.id, ['/bin/mkdir', '/tmp/frozen']);
-  await eventually(async () => /"status": "paused"/.test((await run('runc', ['--root', c.bundle.stateRoot, 'state', c.id])).stdout), 10_000, 'runc to report the container paused');
+  const runc = (...args: string[]) => run('runc', ['--root', c.bundle.stateRoot, ...args]);
+  const paused = async () => /"status": "paused"/.test((await runc('state', c.id)).stdout);
+  const notifications = async () => (await dp.status()).counters!.notifications;
+  let finished = false;
+  const mkdir = runcExec(c.bundle, c.id, ['/bin/mkdir', '/tmp/frozen']).finally(() => (finished = true));
+  await waitUntil(paused, 10_000, 'runc to report the container paused');
+  await sleep(1000);
+  assert.equal(finished, false, 'the mkdir is still blocked a second after the container froze');
+  assert.ok(await paused(), 'and the container is still frozen');
+  assert.equal(fs.existsSync(path.join(c.bundle.rootfs, 'tmp', 'frozen')), false);
+
+  // The v1 freezer interrupted the notified mkdir (docs/emulation.md): thawed, it restarts as a
+  // new notification, which the policy decides again: frozen again, still blocked.
+  const before = await notifications();
+  assert.equal((await runc('resume', c.id)).code, 0);
+  await waitUntil(async () => (await notifications()) > before && (await paused()), 10_000, 'the restarted mkdir to freeze the container again');
+  assert.equal(finished, false, 'the mkdir is blocked again');
+
+  // With no control plane the data plane's default (continue) answers the restarted call.
+  await stop(cp.child);
+  await waitUntil(async () => (await dp.status()).controlPlane === undefined, 10_000, 'the control plane to detach');
+  assert.equal((await runc('resume', c.id)).code, 0);
+  const result = await mkdir;
+  assert.equal(result.code, 0, `the mkdir completes after the thaw: ${result.stderr}`);
+  assert.ok(fs.statSync(path.join(c.bundle.rootfs, 'tmp', 'frozen')).isDirectory());
+  assert.equal(await paused(), false);
 });
 
 test('seccomp-controlplane MOUNT_PROC: mount of proc is emulated where allowed, refused without CAP_SYS_ADMIN when asked, and sysfs is not emulated', async (t) => {
@@ -140,13 +165,13 @@ test('seccomp-controlplane killed and restarted while a workload runs: no syscal
   const workload = runcExec(c.bundle, c.id, ['/bin/sh', '-c', loop]);
   const tmp = path.join(c.bundle.rootfs, 'tmp');
   const suffixed = () => fs.readdirSync(tmp).filter((n) => n.endsWith('-sfx')).length;
-  await eventually(() => suffixed() > 20, 10_000, 'suffixed directories before the kill');
+  await waitUntil(() => suffixed() > 20, 10_000, 'suffixed directories before the kill');
   cp.child.kill('SIGKILL');
   await cp.exited;
-  await eventually(() => fs.readdirSync(tmp).some((n) => /^d\d+$/.test(n)), 10_000, 'the default action to answer the gap');
+  await waitUntil(() => fs.readdirSync(tmp).some((n) => /^d\d+$/.test(n)), 10_000, 'the default action to answer the gap');
   const restarted = await startControlPlane(t, dp.grpcSocket);
   const before = suffixed();
-  await eventually(() => suffixed() > before + 20, 10_000, 'the new control plane to decide again');
+  await waitUntil(() => suffixed() > before + 20, 10_000, 'the new control plane to decide again');
   fs.writeFileSync(path.join(c.bundle.rootfs, 'stop'), '');
   const result = await workload;
   assert.equal(result.code, 0, result.stderr);

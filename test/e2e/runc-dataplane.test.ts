@@ -5,15 +5,16 @@ import * as path from 'node:path';
 import { test } from 'node:test';
 import { listContainers } from '../../common/dataplane-client';
 import { AnsweredBy } from '../../proto/gen/seccompagent/v1/dataplane';
-import { eventually, startDataPlane, watchEvents } from '../support/dataplane';
+import { startDataPlane, watchEvents } from '../support/dataplane';
 import { makeBundle, runContainer, runcExec } from '../support/runc';
 import { scratchDir } from '../support/scratch';
+import { waitUntil } from '../support/wait';
 
 test('runc + seccomp-dataplane: a busybox container notifying on mkdir is seen and answered; runc exec arrives as status running with its own fd', async (t) => {
   const dir = scratchDir(t);
   const dp = await startDataPlane(t, [], dir);
   const watch = watchEvents(t, dp.client);
-  await eventually(async () => (await dp.status()).watchers === 1, 5000, 'the watcher to register');
+  await waitUntil(async () => (await dp.status()).watchers === 1, 5000, 'the watcher to register');
   const bundle = makeBundle(
     path.join(dir, 'bundle'),
     ['/bin/sh', '-c', 'mkdir /made-by-init && echo init-done && sleep 60'],

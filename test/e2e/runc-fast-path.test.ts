@@ -7,10 +7,11 @@ import * as path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { AnsweredBy, type Container } from '../../proto/gen/seccompagent/v1/dataplane';
 import { startControlPlane } from '../support/controlplane';
-import { eventually, startDataPlane, watchEvents, type RunningDataPlane } from '../support/dataplane';
+import { startDataPlane, watchEvents, type RunningDataPlane } from '../support/dataplane';
 import { run } from '../support/processes';
 import { runcExec, sleepingContainer } from '../support/runc';
 import { scratchDir } from '../support/scratch';
+import { waitUntil } from '../support/wait';
 
 const CONTAINERD = {
   'io.kubernetes.cri.sandbox-namespace': 'shop',
@@ -26,7 +27,7 @@ function listContainers(dp: RunningDataPlane): Promise<Container[]> {
 /** Waits until every container the data plane lists has a policy in force; returns the listing. */
 async function policiesInForce(dp: RunningDataPlane, count: number): Promise<Container[]> {
   let listed: Container[] = [];
-  await eventually(async () => {
+  await waitUntil(async () => {
     listed = await listContainers(dp);
     return listed.length >= count && listed.every((c) => c.policyVersion !== '');
   }, 15_000, `${count} containers with a policy in force`);
@@ -54,9 +55,9 @@ test('fast path on runc: with the control plane SIGKILLed, MKDIR_TMPL still suff
   assert.deepEqual(listed.find((c) => c.containerId === mk.id)!.labels, { resolution: 'annotations', namespace: 'shop', pod: 'web-1', container: 'app', 'pod-uid': 'uid-web-1' });
   cp.child.kill('SIGKILL');
   await cp.exited;
-  await eventually(async () => (await dp.status()).controlPlane === undefined, 10_000, 'the data plane to see the control plane gone');
+  await waitUntil(async () => (await dp.status()).controlPlane === undefined, 10_000, 'the data plane to see the control plane gone');
   const watch = watchEvents(t, dp.client, { containerIds: [mk.id] });
-  await eventually(async () => (await dp.status()).watchers >= 1, 5_000, 'the watcher to subscribe');
+  await waitUntil(async () => (await dp.status()).watchers >= 1, 5_000, 'the watcher to subscribe');
 
   // A runc exec is a new notify fd the (dead) control plane never heard of: it inherits the policy.
   const made = await runcExec(mk.bundle, mk.id, ['/bin/mkdir', '/tmp/a']);
@@ -71,7 +72,7 @@ test('fast path on runc: with the control plane SIGKILLed, MKDIR_TMPL still suff
 
   const killed = await runcExec(victim.bundle, victim.id, ['/bin/sh', '-c', 'mkdir /tmp/z; echo survived']);
   assert.doesNotMatch(killed.stdout, /survived/);
-  await eventually(() => stopped(victim.bundle, victim.id), 10_000, 'the victim to be killed with no control plane up');
+  await waitUntil(() => stopped(victim.bundle, victim.id), 10_000, 'the victim to be killed with no control plane up');
   const counters = (await dp.status()).counters!;
   assert.equal(counters.answeredDefaultNoControlPlane, 0n, 'no container with a known policy got the default action');
   assert.ok(counters.answeredFastPath >= 2n);

@@ -4,8 +4,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import { startControlPlane } from '../support/controlplane';
-import { eventually, startDataPlane, watchEvents } from '../support/dataplane';
+import { startDataPlane, watchEvents } from '../support/dataplane';
 import { startUnderFilter } from '../support/workload';
+import { waitUntil } from '../support/wait';
 
 test('seccomp-controlplane --takeover: a successor takes over under load, the old one drains and exits, no notification gets the default', async (t) => {
   const dp = await startDataPlane(t, ['--log-level', 'info']);
@@ -15,7 +16,7 @@ test('seccomp-controlplane --takeover: a successor takes over under load, the ol
   const loop = `i=0; while [ ! -e ${stopFile} ]; do mkdir ${dp.dir}/d$i || echo FAIL $i; i=$((i+1)); done; echo made $i`;
   const workload = startUnderFilter(t, { socket: dp.listenerSocket, syscalls: ['mkdir'], id: 'busy' }, ['/bin/sh', '-c', loop]);
   const answered = async () => (await dp.status()).counters!.answeredControlPlane;
-  await eventually(async () => (await answered()) > 50n, 10_000, 'the first control plane to decide');
+  await waitUntil(async () => (await answered()) > 50n, 10_000, 'the first control plane to decide');
   let previous = first;
   for (let round = 0; round < 3; round++) {
     const successor = await startControlPlane(t, dp.grpcSocket, ['--no-kubernetes', '--takeover']);
@@ -25,7 +26,7 @@ test('seccomp-controlplane --takeover: a successor takes over under load, the ol
     assert.equal(await previous.exited, 0, previous.output());
     previous = successor;
     const before = await answered();
-    await eventually(async () => (await answered()) > before + 50n, 10_000, `successor ${round} to decide`);
+    await waitUntil(async () => (await answered()) > before + 50n, 10_000, `successor ${round} to decide`);
     assert.equal(successor.child.exitCode, null);
   }
   fs.writeFileSync(stopFile, '');

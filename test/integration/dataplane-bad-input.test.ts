@@ -5,19 +5,20 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { eventually, startDataPlane, type RunningDataPlane } from '../support/dataplane';
+import { startDataPlane, type RunningDataPlane } from '../support/dataplane';
 import { IDLE_CLIENTS, TEST_CONTROL_PLANE } from '../support/paths';
 import { run, start, stop, type Started } from '../support/processes';
 import { fdCount, runUnderFilter, startUnderFilter } from '../support/workload';
+import { waitUntil } from '../support/wait';
 
 /** After a bad client: same fd count as before, and a normal container is still served. */
 async function assertStillServing(dp: RunningDataPlane, fdsBefore: number, name: string): Promise<void> {
-  await eventually(() => fdCount(dp.proc.child.pid!) === fdsBefore, 10_000, `the data plane's fds to return to ${fdsBefore} (now ${fdCount(dp.proc.child.pid!)})`);
+  await waitUntil(() => fdCount(dp.proc.child.pid!) === fdsBefore, 10_000, `the data plane's fds to return to ${fdsBefore} (now ${fdCount(dp.proc.child.pid!)})`);
   const target = path.join(dp.dir, `ok-after-${name}`);
   const result = await runUnderFilter({ socket: dp.listenerSocket, syscalls: ['mkdir'] }, ['/bin/mkdir', target]);
   assert.equal(result.code, 0, result.stderr);
   assert.ok(fs.existsSync(target));
-  await eventually(() => fdCount(dp.proc.child.pid!) === fdsBefore, 10_000, 'fds back after the good container');
+  await waitUntil(() => fdCount(dp.proc.child.pid!) === fdsBefore, 10_000, 'fds back after the good container');
   assert.equal(dp.proc.child.exitCode, null, 'the data plane must still run');
 }
 
@@ -52,7 +53,7 @@ for (const c of RAW_CASES) {
     else assert.equal(result.code, 0, result.stderr);
     await dp.proc.waitFor(c.log);
     await assertStillServing(dp, fds, c.name.replace(/\W+/g, '-'));
-    assert.ok((await dp.status()).counters!.ingestRejected >= 1n);
+    assert.equal((await dp.status()).counters!.ingestRejected, 1n, 'the bad connection, and only it, counted as refused');
   });
 }
 
@@ -63,17 +64,21 @@ test('seccomp-dataplane ingest: a message split over many sendmsg calls is read 
   assert.equal(result.code, 0, result.stderr);
   await dp.proc.waitFor(/container chunky registered/);
   await assertStillServing(dp, fds, 'chunked');
+  assert.equal((await dp.status()).counters!.ingestRejected, 0n, 'nothing refused');
 });
 
 test('seccomp-dataplane ingest: a client that connects and sends nothing is dropped after the ingest timeout', async (t) => {
   const { dp, fds } = await baseline(t);
+  assert.equal((await dp.status()).counters!.ingestRejected, 0n);
   const silent = net.connect(dp.listenerSocket);
   t.after(() => silent.destroy());
   const closed = new Promise<void>((resolve) => silent.on('close', () => resolve()));
   silent.on('error', () => undefined);
   await closed; // the data plane hangs up on it
+  await waitUntil(async () => (await dp.status()).counters!.ingestRejected === 1n, 10_000, 'the silent connection to be counted as refused');
   await dp.proc.waitFor(/runtime connection refused: .*did not finish its message within/);
   await assertStillServing(dp, fds, 'silent');
+  assert.equal((await dp.status()).counters!.ingestRejected, 1n, 'counted once');
 });
 
 test('seccomp-dataplane decisions: an unknown id and a second decision for the same id are ignored, counted and logged', async (t) => {
@@ -90,7 +95,7 @@ test('seccomp-dataplane decisions: an unknown id and a second decision for the s
   await dp.proc.waitFor(/decision ignored: no such notification is pending/);
   // Without the control plane (and its connection), the default serves the next container.
   await stop(cp.child);
-  await eventually(async () => (await dp.status()).controlPlane === undefined, 5000, 'the control plane to detach');
+  await waitUntil(async () => (await dp.status()).controlPlane === undefined, 5000, 'the control plane to detach');
   await assertStillServing(dp, fds, 'bogus');
 });
 
@@ -99,11 +104,11 @@ test('seccomp-dataplane decisions: a decision for a container whose process died
   const cp = start(t, process.execPath, [TEST_CONTROL_PLANE, '--grpc-socket', dp.grpcSocket, '--mode', 'late:800']);
   await cp.waitFor(/attached/);
   const workload = startUnderFilter(t, { socket: dp.listenerSocket, syscalls: ['mkdir'], id: 'c-dies' }, ['/bin/mkdir', path.join(dp.dir, 'never')]);
-  await eventually(async () => (await dp.status()).pending === 1, 5000, 'the mkdir to be pending');
+  await waitUntil(async () => (await dp.status()).pending === 1, 5000, 'the mkdir to be pending');
   workload.child.kill('SIGKILL');
   await workload.exited;
   await cp.waitFor(/decided 1/);
-  await eventually(async () => {
+  await waitUntil(async () => {
     const c = (await dp.status()).counters!;
     return c.targetGone + c.decisionsLate + c.decisionsUnknown >= 1n;
   }, 5000, 'the decision to be dropped');
@@ -184,7 +189,7 @@ for (const c of IDLE_CASES) {
 
     // Counted by reason, and told in one aggregated line per 5 s, never one per connection.
     let dropped: Record<string, number> = {};
-    await eventually(async () => {
+    await waitUntil(async () => {
       dropped = droppedByReason(await metrics());
       return c.reasons.every((r) => (dropped[r] ?? 0) > 0);
     }, 10_000, `drops for ${c.reasons.join(', ')}`);

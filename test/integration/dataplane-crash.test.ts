@@ -5,9 +5,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { listContainers } from '../../common/dataplane-client';
 import { startTestControlPlane } from '../support/controlplane';
-import { eventually, keeperChild, startDataPlane } from '../support/dataplane';
+import { keeperChild, startDataPlane } from '../support/dataplane';
 import { BENCH_WORKLOAD } from '../support/paths';
 import { runUnderFilter, startUnderFilter } from '../support/workload';
+import { waitUntil } from '../support/wait';
 
 interface WorkloadReport {
   calls: number;
@@ -21,7 +22,7 @@ async function killDataPlane(keeperPid: number): Promise<number> {
   assert.ok(victim > 0, 'the keeper runs a data plane');
   process.kill(victim, 'SIGKILL');
   let next = 0;
-  await eventually(() => {
+  await waitUntil(() => {
     next = keeperChild(keeperPid);
     return next > 0 && next !== victim;
   }, 10_000, 'the keeper to restart the data plane');
@@ -34,10 +35,10 @@ test('SIGKILL of the data plane under seccomp-keeper: containers stay, a 4-threa
   assert.equal((await dp.status()).fdStore, true);
   const load = startUnderFilter(t, { socket: dp.listenerSocket, syscalls: ['getppid'], id: 'busy', metadata: 'KEY=1' },
     [BENCH_WORKLOAD, '--threads', '4', '--seconds', '6']);
-  await eventually(async () => (await dp.status()).counters!.notifications > 1000n, 10_000, 'the workload to run');
+  await waitUntil(async () => (await dp.status()).counters!.notifications > 1000n, 10_000, 'the workload to run');
   for (let round = 0; round < 2; round++) {
     const restarted = await killDataPlane(keeper);
-    await eventually(async () => (await dp.status().catch(() => null))?.pid === restarted, 15_000, 'the restarted data plane to serve');
+    await waitUntil(async () => (await dp.status().catch(() => null))?.pid === restarted, 15_000, 'the restarted data plane to serve');
     const status = await dp.status();
     assert.equal(status.origin, 'fd-store');
     const { containers } = await listContainers(dp.client);
@@ -60,9 +61,9 @@ test('after a SIGKILL, ids the dead data plane had forwarded to a control plane 
   await startTestControlPlane(t, dp.grpcSocket, 'ignore');
   const started = Date.now();
   const call = runUnderFilter({ socket: dp.listenerSocket, syscalls: ['getppid'], id: 'held' }, ['/bin/sh', '-c', 'echo ppid $PPID']);
-  await eventually(async () => (await dp.status()).pending >= 1, 10_000, 'a held notification');
+  await waitUntil(async () => (await dp.status()).pending >= 1, 10_000, 'a held notification');
   const restarted = await killDataPlane(dp.proc.child.pid!);
-  await eventually(async () => (await dp.status().catch(() => null))?.pid === restarted, 15_000, 'the restarted data plane to serve');
+  await waitUntil(async () => (await dp.status().catch(() => null))?.pid === restarted, 15_000, 'the restarted data plane to serve');
   assert.match(dp.proc.output(), /"inFlightHeld":[1-9]/);
   await startTestControlPlane(t, dp.grpcSocket, 'errno:EACCES');
   const done = await call;
@@ -77,10 +78,10 @@ test('after a SIGKILL, ids the dead data plane had forwarded to a control plane 
 test('SIGTERM of the data plane alone is a restart: the keeper starts it again with every fd', async (t) => {
   const dp = await startDataPlane(t, ['--log-level', 'info'], undefined, true);
   const idle = startUnderFilter(t, { socket: dp.listenerSocket, syscalls: ['getppid'], id: 'idle' }, ['/bin/sleep', '60']);
-  await eventually(async () => (await dp.status()).containers === 1, 10_000, 'the container');
+  await waitUntil(async () => (await dp.status()).containers === 1, 10_000, 'the container');
   const first = keeperChild(dp.proc.child.pid!);
   process.kill(first, 'SIGTERM');
-  await eventually(async () => {
+  await waitUntil(async () => {
     const s = await dp.status().catch(() => null);
     return s !== null && s.pid !== first && s.containers === 1;
   }, 15_000, 'a restarted data plane with the container');

@@ -5,11 +5,13 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import { listContainers } from '../../common/dataplane-client';
-import { BENCH_WORKLOAD } from '../support/paths';
-import { eventually, startDataPlane } from '../support/dataplane';
+import { BENCH_WORKLOAD, ROOT } from '../support/paths';
+import { startDataPlane } from '../support/dataplane';
 import { runUnderFilter, startUnderFilter } from '../support/workload';
 import { run } from '../support/processes';
+import { scratchDir } from '../support/scratch';
 import { startControlPlane, startTestControlPlane } from '../support/controlplane';
+import { waitUntil } from '../support/wait';
 
 interface WorkloadReport {
   calls: number;
@@ -23,10 +25,10 @@ const pauseOf = (log: string) => Number(/"pauseMs":([\d.]+)/.exec(log)?.[1] ?? N
 test('--takeover under a 4-thread workload: every container moves, no syscall fails, the old one exits 0', async (t) => {
   const a = await startDataPlane(t, ['--log-level', 'info']);
   const idle = startUnderFilter(t, { socket: a.listenerSocket, syscalls: ['getppid'], id: 'idle-one', metadata: 'MKDIR_TMPL=-x' }, ['/bin/sleep', '60']);
-  await eventually(async () => (await a.status()).containers === 1, 10_000, 'the idle container');
+  await waitUntil(async () => (await a.status()).containers === 1, 10_000, 'the idle container');
   const load = startUnderFilter(t, { socket: a.listenerSocket, syscalls: ['getppid'], id: 'busy' },
     [BENCH_WORKLOAD, '--threads', '4', '--seconds', '6']);
-  await eventually(async () => (await a.status()).counters!.notifications > 1000n, 10_000, 'the workload to run');
+  await waitUntil(async () => (await a.status()).counters!.notifications > 1000n, 10_000, 'the workload to run');
   // New containers keep arriving while it happens: none may be refused.
   const starts = Array.from({ length: 6 }, (_, i) => runUnderFilter({ socket: a.listenerSocket, syscalls: ['getppid'], id: `during-${i}` }, ['/bin/true']));
   const b = await startDataPlane(t, ['--log-level', 'info', '--takeover'], a.dir);
@@ -57,7 +59,7 @@ test('--takeover: notifications the old one had forwarded to a control plane go 
   const started = Date.now();
   const call = runUnderFilter({ socket: a.listenerSocket, syscalls: ['getppid'], id: 'held' }, ['/bin/sh', '-c', 'echo ppid $PPID; cat /proc/self/stat > /dev/null']);
   // getppid is what sh calls for $PPID: it waits for a control plane that never answers.
-  await eventually(async () => (await a.status()).pending >= 1, 10_000, 'a held notification');
+  await waitUntil(async () => (await a.status()).pending >= 1, 10_000, 'a held notification');
   const b = await startDataPlane(t, ['--log-level', 'info', '--takeover'], a.dir);
   // The old control plane's stream ended with the old data plane; the successor holds what it had.
   assert.match(b.proc.output(), /"inFlightHeld":[1-9]/);
@@ -75,7 +77,7 @@ test('--takeover --control-plane-grace 0: what the old one had forwarded gets th
   const a = await startDataPlane(t, ['--log-level', 'info', '--decision-timeout', '60s']);
   await startTestControlPlane(t, a.grpcSocket, 'ignore');
   const call = runUnderFilter({ socket: a.listenerSocket, syscalls: ['getppid'], id: 'held' }, ['/bin/sh', '-c', 'echo ppid $PPID']);
-  await eventually(async () => (await a.status()).pending >= 1, 10_000, 'a held notification');
+  await waitUntil(async () => (await a.status()).pending >= 1, 10_000, 'a held notification');
   const b = await startDataPlane(t, ['--log-level', 'info', '--takeover', '--control-plane-grace', '0'], a.dir);
   const done = await call;
   assert.match(done.stdout, /ppid [1-9]\d*/, 'continued by the default action: the real ppid');
@@ -97,12 +99,12 @@ test('--takeover with a control plane attached: its policy holds across the hand
     socket: a.listenerSocket, syscalls: ['mkdir', 'mkdirat'], id: 'policy', metadata: 'MKDIR_TMPL=-{{.Namespace}}',
     annotations: { 'io.kubernetes.cri.sandbox-namespace': 'held', 'io.kubernetes.cri.sandbox-name': 'p' },
   }, ['/bin/sh', '-c', loop]);
-  await eventually(() => fs.readdirSync(made).length > 20, 10_000, 'the control plane to emulate mkdir');
+  await waitUntil(() => fs.readdirSync(made).length > 20, 10_000, 'the control plane to emulate mkdir');
   const b = await startDataPlane(t, ['--log-level', 'info', '--takeover'], a.dir);
   assert.equal(await a.proc.exited, 0, a.proc.output());
-  await eventually(() => (cp.output().match(/attached to the data plane/g) ?? []).length >= 2, 10_000, 'the control plane to attach to the successor');
+  await waitUntil(() => (cp.output().match(/attached to the data plane/g) ?? []).length >= 2, 10_000, 'the control plane to attach to the successor');
   const before = fs.readdirSync(made).length;
-  await eventually(() => fs.readdirSync(made).length > before + 20, 10_000, 'the policy to go on after the handoff');
+  await waitUntil(() => fs.readdirSync(made).length > before + 20, 10_000, 'the policy to go on after the handoff');
   fs.writeFileSync(stopFile, '');
   assert.equal(await workload.exited, 0, workload.output());
   const unsuffixed = fs.readdirSync(made).filter((name) => !name.endsWith('-held'));
@@ -120,9 +122,24 @@ test('--takeover with no data plane serving starts fresh', async (t) => {
 
 test('the handoff socket is 0600 and root\'s: another user cannot take the containers', async (t) => {
   const dp = await startDataPlane(t);
-  const handoff = `${dp.dir}/grpc/handoff.sock`;
-  const probe = `const a = require(${JSON.stringify(require.resolve('../../dataplane/native'))}).loadNative();
-    try { const c = a.handoffConnect(${JSON.stringify(handoff)}); console.log(c === null ? 'none' : 'connected'); } catch (e) { console.log('refused: ' + e.message); }`;
-  const nobody = await run(process.execPath, ['-e', probe], { uid: 65534, gid: 65534 });
-  assert.match(nobody.stdout, /refused: .*Permission denied/, nobody.stdout + nobody.stderr);
+  const handoff = path.join(dp.dir, 'grpc', 'handoff.sock');
+  const stat = fs.statSync(handoff);
+  assert.deepEqual({ mode: stat.mode & 0o777, uid: stat.uid, socket: stat.isSocket() }, { mode: 0o600, uid: 0, socket: true });
+  // Only the socket's own mode may refuse: its folders (the test's own) can be traversed by anyone, and
+  // the client is the real one (the addon's handoffConnect) copied where anyone can read it, so
+  // neither a private checkout (a clone under /root) nor the scratch folder's 0700 decides.
+  for (const dir of [dp.dir, path.dirname(handoff)]) fs.chmodSync(dir, fs.statSync(dir).mode | 0o011);
+  const client = scratchDir(t, 'seccomp-agent-handoff-client-');
+  fs.chmodSync(client, 0o755);
+  const addon = path.join(client, 'seccomp_agent.node');
+  fs.copyFileSync(path.join(ROOT, 'build', 'Release', 'seccomp_agent.node'), addon);
+  fs.chmodSync(addon, 0o644);
+  const probe = `const fs = require('node:fs');
+    console.log('reachable ' + fs.statSync(${JSON.stringify(handoff)}).isSocket());
+    try { const c = require(${JSON.stringify(addon)}).handoffConnect(${JSON.stringify(handoff)}); console.log(c === null ? 'none' : 'connected'); } catch (e) { console.log('refused: ' + e.message); }`;
+  const nobody = await run(process.execPath, ['-e', probe], { uid: 65534, gid: 65534, cwd: client });
+  assert.match(nobody.stdout, /^reachable true$/m, `uid 65534 reaches the socket file: ${nobody.stdout}${nobody.stderr}`);
+  assert.match(nobody.stdout, /^refused: .*Permission denied/m, nobody.stdout + nobody.stderr);
+  assert.equal((await dp.status()).origin, 'fresh');
+  assert.equal(dp.proc.child.exitCode, null, 'the data plane serves on');
 });

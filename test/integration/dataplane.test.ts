@@ -6,16 +6,17 @@ import { test } from 'node:test';
 import { listContainers } from '../../common/dataplane-client';
 import { AnsweredBy } from '../../proto/gen/seccompagent/v1/dataplane';
 import { startTestControlPlane } from '../support/controlplane';
-import { eventually, startDataPlane, watchEvents } from '../support/dataplane';
+import { startDataPlane, watchEvents } from '../support/dataplane';
 import { TEST_CONTROL_PLANE } from '../support/paths';
 import { start } from '../support/processes';
 import { fdCount, runUnderFilter, startUnderFilter } from '../support/workload';
+import { waitUntil } from '../support/wait';
 
 
 test('seccomp-dataplane default policy: mkdir under seccomp-run is watched with its path, continued, and the directory exists', async (t) => {
   const dp = await startDataPlane(t);
   const watch = watchEvents(t, dp.client);
-  await eventually(async () => (await dp.status()).watchers === 1, 5000, 'the watcher to register');
+  await waitUntil(async () => (await dp.status()).watchers === 1, 5000, 'the watcher to register');
   const target = path.join(dp.dir, 'made-by-workload');
   const result = await runUnderFilter({ socket: dp.listenerSocket, syscalls: ['mkdir', 'mkdirat'], id: 'c-default' }, ['/bin/mkdir', target]);
   assert.equal(result.code, 0, result.stderr);
@@ -135,7 +136,7 @@ test('seccomp-dataplane fds: 200 containers come and go and the data plane holds
       runUnderFilter({ socket: dp.listenerSocket, syscalls: ['mkdir'], id: `c-${round}-${i}` }, ['/bin/mkdir', path.join(dp.dir, `d-${round}-${i}`)])
         .then((r) => assert.equal(r.code, 0, r.stderr))));
   }
-  await eventually(async () => (await dp.status()).counters!.containersRemoved === 200n, 10_000, '200 containers removed');
+  await waitUntil(async () => (await dp.status()).counters!.containersRemoved === 200n, 10_000, '200 containers removed');
   const status = await dp.status();
   assert.equal(status.containers, 0);
   assert.equal(status.counters!.containersAdded, 200n);
@@ -148,7 +149,7 @@ test('seccomp-dataplane ListContainers: lists a live container with its annotati
     socket: dp.listenerSocket, syscalls: ['mkdir'], id: 'c-listed', metadata: 'MKDIR_TMPL=-x',
     annotations: { 'io.kubernetes.pod.name': 'p1' },
   }, ['/bin/sleep', '30']);
-  await eventually(async () => (await dp.status()).containers === 1, 5000, 'the container to register');
+  await waitUntil(async () => (await dp.status()).containers === 1, 5000, 'the container to register');
   const { containers } = await listContainers(dp.client);
   assert.equal(containers.length, 1);
   assert.equal(containers[0].containerId, 'c-listed');

@@ -22,7 +22,7 @@ import {
   type NativeEvent,
   type NotificationEvent,
 } from '../../dataplane/native';
-import { containerIdOf, EngineHarness, native, until } from '../support/engine-harness';
+import { containerIdOf, EngineHarness, fdCountBackTo, native, until } from '../support/engine-harness';
 
 const EPERM = 1;
 const EACCES = 13;
@@ -135,16 +135,6 @@ function mkdirOf(dir: string) {
 
 function isEventMkdirOf(dir: string) {
   return (e: NativeEvent): e is NotificationEvent => e.type === 'notification' && e.strings.some((s) => s.value === dir);
-}
-
-async function fdCountBackTo(baseline: number, timeoutMs = 5000): Promise<number> {
-  const end = Date.now() + timeoutMs;
-  let count = native.openFdCount();
-  while (count !== baseline && Date.now() < end) {
-    await new Promise((r) => setTimeout(r, 50));
-    count = native.openFdCount();
-  }
-  return count;
 }
 
 test('decision channel hello: the right token gets Ready; a mkdir arrives as a Notification frame with its path; continue, errno and value decisions reach the workload', async (t) => {

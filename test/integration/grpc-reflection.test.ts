@@ -7,6 +7,7 @@ import { startDataPlane } from '../support/dataplane';
 import { ROOT } from '../support/paths';
 import { run, start } from '../support/processes';
 import { runUnderFilter } from '../support/workload';
+import { waitUntil } from '../support/wait';
 
 const BUF = path.join(ROOT, 'node_modules', '.bin', 'buf');
 const curlArgs = (socket: string) => ['curl', '--protocol', 'grpc', '--http2-prior-knowledge', '--unix-socket', socket];
@@ -29,7 +30,7 @@ test('seccomp-dataplane reflection: buf curl lists services and methods, describ
 test('seccomp-dataplane reflection: a streaming Watch through buf curl shows a workload\'s notification', async (t) => {
   const dp = await startDataPlane(t);
   const watch = start(t, BUF, [...curlArgs(dp.grpcSocket), 'http://localhost/seccompagent.v1.DataPlane/Watch']);
-  for (let i = 0; i < 100 && (await dp.status()).watchers === 0; i++) await new Promise((r) => setTimeout(r, 50));
+  await waitUntil(async () => (await dp.status()).watchers === 1, 10_000, 'buf curl\'s Watch to subscribe');
   const target = path.join(dp.dir, 'seen-by-buf-curl');
   const result = await runUnderFilter({ socket: dp.listenerSocket, syscalls: ['mkdir'], id: 'c-curl' }, ['/bin/mkdir', target]);
   assert.equal(result.code, 0, result.stderr);

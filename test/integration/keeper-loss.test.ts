@@ -9,11 +9,12 @@ import * as grpc from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
 import { listContainers } from '../../common/dataplane-client';
 import { FdStoreState } from '../../proto/gen/seccompagent/v1/dataplane';
-import { eventually, keeperChild, startDataPlane, type RunningDataPlane } from '../support/dataplane';
+import { keeperChild, startDataPlane, type RunningDataPlane } from '../support/dataplane';
 import { BENCH_WORKLOAD, SOAK_WORKLOAD } from '../support/paths';
 import type { Started } from '../support/processes';
 import { scratchDir } from '../support/scratch';
 import { runUnderFilter, startUnderFilter } from '../support/workload';
+import { waitUntil } from '../support/wait';
 
 /** seccomp-soak-workload's last line. */
 interface SoakFinal {
@@ -62,7 +63,7 @@ function scratchWithCleanup(t: TestContext): string {
   let dir = '';
   t.after(async () => {
     for (const { pid } of processesMentioning(dir).filter((p) => p.keeper)) process.kill(pid, 'SIGTERM');
-    await eventually(() => processesMentioning(dir).every((p) => !p.keeper || !alive(p.pid)), 10_000, 'the keepers to exit').catch(() => undefined);
+    await waitUntil(() => processesMentioning(dir).every((p) => !p.keeper || !alive(p.pid)), 10_000, 'the keepers to exit').catch(() => undefined);
     for (const { pid } of processesMentioning(dir)) {
       try {
         process.kill(pid, 'SIGKILL');
@@ -113,7 +114,7 @@ test('seccomp-keeper SIGKILLed under a serving data plane (--keeper-recovery=fal
   assert.equal(await healthOf('fd-store'), 'SERVING');
   assert.equal(await fdStoreUp(url), '1');
   const load = startUnderFilter(t, { socket: dp.listenerSocket, syscalls: ['getppid'], id: 'busy' }, [BENCH_WORKLOAD, '--threads', '2', '--seconds', '4']);
-  await eventually(async () => (await dp.status()).counters!.notifications > 200n, 10_000, 'the workload to run');
+  await waitUntil(async () => (await dp.status()).counters!.notifications > 200n, 10_000, 'the workload to run');
 
   const keeper = dp.proc.child.pid!;
   const dataplanePid = keeperChild(keeper);
@@ -132,7 +133,7 @@ test('seccomp-keeper SIGKILLed under a serving data plane (--keeper-recovery=fal
   };
   const tookMs = await Promise.all(Object.entries(probes).map(async ([what, probe]) => {
     let sent = 0;
-    await eventually(async () => {
+    await waitUntil(async () => {
       sent = Date.now();
       return probe();
     }, 5_000, `${what} to say the store is lost`);
@@ -166,21 +167,21 @@ test('seccomp-keeper SIGKILLed under load: the data plane starts a keeper again,
   // Runs until SIGTERM, counting every call and every errno (38: ENOSYS).
   const load = startUnderFilter(t, { socket: dp.listenerSocket, syscalls: ['getppid'], id: 'busy', metadata: 'KEY=1' },
     [SOAK_WORKLOAD, '--threads', '2']);
-  await eventually(async () => (await dp.status()).counters!.notifications > 200n, 10_000, 'the workload to run');
+  await waitUntil(async () => (await dp.status()).counters!.notifications > 200n, 10_000, 'the workload to run');
 
   const keeper = dp.proc.child.pid!;
   const first = keeperChild(keeper);
   process.kill(keeper, 'SIGKILL');
   const killedAt = Date.now();
   let degraded = await dp.status();
-  await eventually(async () => (degraded = await dp.status()).fdStoreStatus?.state === FdStoreState.FD_STORE_STATE_LOST, 1000, 'the status to say the store is lost');
+  await waitUntil(async () => (degraded = await dp.status()).fdStoreStatus?.state === FdStoreState.FD_STORE_STATE_LOST, 1000, 'the status to say the store is lost');
   t.diagnostic(`status said LOST ${Date.now() - killedAt} ms after the SIGKILL`);
   assert.equal(degraded.pid, first, 'said by the data plane that lost it, before any recovery');
   assert.match(degraded.fdStoreStatus!.detail, /started a new seccomp-keeper \(pid \d+\)/);
 
   // The new keeper's data plane takes over by handoff; the store is up again, in the new keeper.
   let recovered = degraded;
-  await eventually(async () => {
+  await waitUntil(async () => {
     recovered = (await dp.status().catch(() => null)) ?? recovered;
     return recovered.pid !== first && recovered.fdStoreStatus?.state === FdStoreState.FD_STORE_STATE_UP;
   }, 30_000, `a data plane under a new keeper; output:\n${dp.proc.output()}`);
@@ -195,7 +196,7 @@ test('seccomp-keeper SIGKILLed under load: the data plane starts a keeper again,
   // The next crash: the new keeper holds every fd and starts the data plane again with them.
   process.kill(recovered.pid, 'SIGKILL');
   let restarted = recovered;
-  await eventually(async () => {
+  await waitUntil(async () => {
     restarted = (await dp.status().catch(() => null)) ?? restarted;
     return restarted.pid !== recovered.pid;
   }, 20_000, 'the new keeper to restart the data plane');
@@ -203,7 +204,7 @@ test('seccomp-keeper SIGKILLed under load: the data plane starts a keeper again,
   assert.equal(restarted.fdStoreStatus?.holderPid, newKeeper);
   const { containers } = await listContainers(dp.client);
   assert.equal(containers.find((c) => c.containerId === 'busy')?.metadata, 'KEY=1', 'its record came back from the new keeper');
-  await eventually(async () => (await dp.status()).counters!.notifications > 200n, 10_000, 'the workload to be answered again');
+  await waitUntil(async () => (await dp.status()).counters!.notifications > 200n, 10_000, 'the workload to be answered again');
 
   load.child.kill('SIGTERM');
   assert.equal(await load.exited, 0, load.output().slice(-2000));

@@ -5,10 +5,10 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import type { RunRecord, Step } from '../cmd/fd-store-child/main';
-import { eventually } from '../support/dataplane';
 import { ROOT } from '../support/paths';
 import { run, start, stop, type Started } from '../support/processes';
 import { scratchDir } from '../support/scratch';
+import { sleep, waitUntil } from '../support/wait';
 
 const KEEPER = path.join(ROOT, 'build', 'Release', 'seccomp-keeper');
 const CHILD = path.join(ROOT, 'dist', 'test', 'cmd', 'fd-store-child', 'main.js');
@@ -80,13 +80,13 @@ function startKeeper(t: TestContext, plan: Step[][], extraArgs: string[] = []): 
     runs,
     logs,
     async waitRun(n) {
-      await eventually(() => runs().length > n || started.child.exitCode !== null, 15_000, `run ${n} of the child; output:\n${started.output()}`);
+      await waitUntil(() => runs().length > n || started.child.exitCode !== null, 15_000, `run ${n} of the child; output:\n${started.output()}`);
       const record = runs()[n];
       assert.ok(record, `the keeper exited before run ${n}; output:\n${started.output()}`);
       return record;
     },
     waitLog: async (msg, timeoutMs = 10_000) => {
-      await eventually(() => logs().some((l) => l.msg === msg), timeoutMs, `keeper log "${msg}"; output:\n${started.output()}`);
+      await waitUntil(() => logs().some((l) => l.msg === msg), timeoutMs, `keeper log "${msg}"; output:\n${started.output()}`);
     },
     keptFds() {
       const pid = started.child.pid!;
@@ -106,7 +106,7 @@ function startKeeper(t: TestContext, plan: Step[][], extraArgs: string[] = []): 
 
 function killed(pid: number): Promise<void> {
   process.kill(pid, 'SIGKILL');
-  return eventually(() => !fs.existsSync(`/proc/${pid}`) || /State:\s+Z/.test(readStatus(pid)), 5000, `pid ${pid} to die`);
+  return waitUntil(() => !fs.existsSync(`/proc/${pid}`) || /State:\s+Z/.test(readStatus(pid)), 5000, `pid ${pid} to die`);
 }
 
 function readStatus(pid: number): string {
@@ -175,7 +175,7 @@ test('seccomp-keeper: STOPPING=1 then exit 0 is a handover: no restart, the stor
   await k.waitRun(0);
   await k.waitLog('child handed over; not restarting it, idle until SIGTERM');
   assert.equal(k.logs().find((l) => l.msg.startsWith('child handed over'))?.closedFds, 1);
-  await new Promise((r) => setTimeout(r, 500)); // ten restart delays
+  await sleep(500); // ten restart delays
   assert.equal(k.runs().length, 1, 'not restarted');
   assert.equal(k.keeper.child.exitCode, null, 'the keeper is still running');
   assert.deepEqual(k.keptFds(), []);

@@ -15,7 +15,8 @@ import {
   type NotificationEvent,
 } from '../../dataplane/native';
 import { BENCH_WORKLOAD } from '../support/paths';
-import { EngineHarness as Harness, native } from '../support/engine-harness';
+import { EngineHarness as Harness, fdCountBackTo, native } from '../support/engine-harness';
+import { sleep, waitUntil } from '../support/wait';
 
 const NR_MKDIR = 83;
 const NR_MKDIRAT = 258;
@@ -28,17 +29,6 @@ function isMkdirOf(dir: string) {
     e.type === 'notification' &&
     (e.nr === NR_MKDIR || e.nr === NR_MKDIRAT) &&
     e.strings.some((s) => s.value === dir);
-}
-
-/** The fd count settles once the children's pipes are closed and the engine saw every hang-up. */
-async function fdCountBackTo(baseline: number, timeoutMs = 5000): Promise<number> {
-  const end = Date.now() + timeoutMs;
-  let count = native.openFdCount();
-  while (count !== baseline && Date.now() < end) {
-    await new Promise((r) => setTimeout(r, 50));
-    count = native.openFdCount();
-  }
-  return count;
 }
 
 test('native engine: syscallNames and openFdCount describe x86_64 and this process', () => {
@@ -486,19 +476,6 @@ function exists(p: string): boolean {
   }
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** Polls `check` (for states no event reports: processes, cgroups, counters). */
-async function pollUntil(what: string, check: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(20);
-  }
-}
-
 test('native engine emulated mkdir: respond {mkdir, path+"-suffix"} makes the suffixed directory, not the original; mkdir returns 0', async (t) => {
   const h = new Harness(t);
   h.attach();
@@ -526,7 +503,7 @@ test('native engine emulated mkdir: respond {mkdir, path+"-suffix"} makes the su
   assert.equal(h.engine.stats().pending, 0);
   // The kept helper leaves with the container (EPOLLHUP -> forget).
   await h.waitFor((e) => e.type === 'removed' && e.handle === n.handle, 'removed');
-  await pollUntil('the helper to exit', () => h.engine.stats().emulationHelpers === 0);
+  await waitUntil(() => h.engine.stats().emulationHelpers === 0, 10_000, 'the helper to exit');
   assert.equal(h.events.filter((e) => e.type === 'error').length, 0, JSON.stringify(h.events.filter((e) => e.type === 'error')));
 });
 
@@ -656,7 +633,7 @@ test('native engine emulated kill: respond {kill} kills the container (its pid n
   assert.equal(answered.by, 'control-plane');
   assert.equal(answered.action.kind, 'kill');
   assert.equal((answered.action as { errno: number }).errno, 0, 'killed');
-  await pollUntil('the container sleep to be gone', () => {
+  await waitUntil(() => {
     for (const entry of fs.readdirSync('/proc')) {
       if (!/^\d+$/.test(entry)) continue;
       try {
@@ -666,7 +643,7 @@ test('native engine emulated kill: respond {kill} kills the container (its pid n
       }
     }
     return true;
-  });
+  }, 10_000, 'the container sleep to be gone');
   assert.equal(bystander.exitCode, null);
   assert.equal(bystander.signalCode, null);
 });
@@ -716,7 +693,7 @@ test('native engine emulated freeze: respond {freeze} freezes the v2 cgroup; onc
   const answered = await h.waitFor(answeredFor(n.id), 'the freeze answered');
   assert.equal(answered.by, 'control-plane');
   assert.deepEqual(answered.action, { kind: 'freeze', errno: 0, value: 0n }, JSON.stringify(h.events.filter((e) => e.type === 'error')));
-  await pollUntil('the cgroup to be frozen', () => /^frozen 1$/m.test(fs.readFileSync(path.join(cg, 'cgroup.events'), 'utf8')));
+  await waitUntil(() => /^frozen 1$/m.test(fs.readFileSync(path.join(cg, 'cgroup.events'), 'utf8')), 10_000, 'the cgroup to be frozen');
   const before = fs.readFileSync(counter, 'utf8');
   await sleep(300);
   assert.equal(fs.readFileSync(counter, 'utf8'), before, 'no progress while frozen');
@@ -786,8 +763,8 @@ test('native engine emulated mkdir: the container exits while its emulation is q
   assert.equal(answered.gone, true);
   assert.equal(answered.action.kind, 'mkdir');
   assert.equal(exists(second), false);
-  await pollUntil('the helper to exit', () => h.engine.stats().emulationHelpers === 0 && children({ helper: true }).length === 0);
-  await pollUntil('no zombie', () => children({ zombie: true }).length === 0);
+  await waitUntil(() => h.engine.stats().emulationHelpers === 0 && children({ helper: true }).length === 0, 10_000, 'the helper to exit');
+  await waitUntil(() => children({ zombie: true }).length === 0, 10_000, 'no zombie');
   h.engine.stop();
   assert.equal(await fdCountBackTo(baseline), baseline);
 });

@@ -10,21 +10,12 @@ import { ContainerRegistry } from '../../controlplane/container-registry';
 import { PodCache, type PodCacheOptions } from '../../controlplane/pod-cache';
 import { FakeKubeApiServer } from '../cmd/fake-kube-apiserver/server';
 import { captureLogger, type LogLine } from '../support/log-capture';
+import { sleep, waitUntil } from '../support/wait';
 
 
 const NODE = 'node-a';
 const UID = '1b2c3d4e-5f60-4a7b-8c9d-0e1f2a3b4c5d';
 const CID = '9f2d0c5b8a7e6d4c3b2a19f8e7d6c5b4a39281f0e9d8c7b6a5f4e3d2c1b0a998';
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until(what: string, check: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}
-
 /** A stand-in server, its kubeconfig and a started cache with small timings; all cleaned up. */
 async function setup(t: TestContext, over: Partial<PodCacheOptions> = {}, serverUp = true) {
   const server = await FakeKubeApiServer.create();
@@ -76,18 +67,18 @@ test('pod cache: the watch adds, updates and removes pods; pods of other nodes n
   const { server, cache } = await setup(t);
   await cache.start();
   await cache.waitFor('synced', 5000);
-  await until('the watch to be open', () => server.openWatches === 1);
+  await waitUntil(() => server.openWatches === 1, 10_000, 'the watch to be open');
   const seen: string[] = [];
   cache.on('pod', (pod) => seen.push(`${pod.pod}:${[...pod.containers.values()].join(',')}`));
   server.addPod({ name: 'late', namespace: 'shop', uid: UID, nodeName: NODE, containers: [{ name: 'app' }] });
   server.addPod({ name: 'other', namespace: 'shop', nodeName: 'node-b' });
-  await until('the added pod', () => cache.lookup(UID) !== undefined);
+  await waitUntil(() => cache.lookup(UID) !== undefined, 10_000, 'the added pod');
   server.updatePod('shop', 'late', (pod) => {
     pod.status.containerStatuses = [{ name: 'app', containerID: `containerd://${CID}` }];
   });
-  await until('the container id', () => cache.lookup(UID)?.containers.get(CID) === 'app');
+  await waitUntil(() => cache.lookup(UID)?.containers.get(CID) === 'app', 10_000, 'the container id');
   server.removePod('shop', 'late');
-  await until('the removal', () => cache.lookup(UID) === undefined);
+  await waitUntil(() => cache.lookup(UID) === undefined, 10_000, 'the removal');
   assert.deepEqual(seen, ['late:', 'late:app']);
   assert.equal(cache.size, 0);
   const watch = server.requests.find((r) => r.query.watch === 'true');
@@ -109,7 +100,7 @@ test('pod cache: API server outage: one warning, lookups still answered; recover
   server.addPod({ name: 'known', namespace: 'shop', uid: knownUid, nodeName: NODE });
   await cache.start();
   await cache.waitFor('synced', 5000);
-  await until('the watch to be open', () => server.openWatches === 1);
+  await waitUntil(() => server.openWatches === 1, 10_000, 'the watch to be open');
 
   await server.stop();
   await cache.waitFor('unreachable', 5000);
@@ -177,25 +168,25 @@ test('pod cache: a watch the server ends continues from its resourceVersion; 410
   const { server, cache, lines } = await setup(t);
   await cache.start();
   await cache.waitFor('synced', 5000);
-  await until('the watch to be open', () => server.openWatches === 1);
+  await waitUntil(() => server.openWatches === 1, 10_000, 'the watch to be open');
   const kinds = () => server.requests.map((r) => (r.query.watch === 'true' ? `watch@${r.query.resourceVersion}` : 'list'));
   server.addPod({ name: 'web-1', namespace: 'shop', uid: UID, nodeName: NODE });
-  await until('the pod', () => cache.lookup(UID) !== undefined);
+  await waitUntil(() => cache.lookup(UID) !== undefined, 10_000, 'the pod');
   const rvAfterPod = server.listPods()[0].metadata.resourceVersion;
   // A watch that ran its course (more than a second) and ends: watch again, no list.
   await sleep(1100);
   server.endWatches();
-  await until('the second watch', () => server.openWatches === 1 && kinds().length === 3);
+  await waitUntil(() => server.openWatches === 1 && kinds().length === 3, 10_000, 'the second watch');
   assert.equal(kinds()[0], 'list');
   assert.match(kinds()[1], /^watch@\d+$/);
   assert.equal(kinds()[2], `watch@${rvAfterPod}`);
   // Compaction, then the watch ends again: the re-watch gets 410 Expired, so the cache lists.
   await sleep(1100);
   server.addPod({ name: 'web-2', namespace: 'shop', nodeName: NODE });
-  await until('the second pod', () => cache.size === 2);
+  await waitUntil(() => cache.size === 2, 10_000, 'the second pod');
   server.compact();
   server.endWatches();
-  await until('a list after the 410', () => kinds().filter((k) => k === 'list').length === 2 && server.openWatches === 1);
+  await waitUntil(() => kinds().filter((k) => k === 'list').length === 2 && server.openWatches === 1, 10_000, 'a list after the 410');
   const tail = kinds().slice(3);
   assert.match(tail[0], /^watch@\d+$/);
   assert.equal(tail[1], 'list');
@@ -214,9 +205,9 @@ test('pod cache: the resync period lists again and repairs what the watch missed
   server.removePod('shop', 'gone-unseen', { notify: false });
   await sleep(50);
   assert.equal(cache.lookup(UID), undefined, 'the watch did not see it');
-  await until('the resync', () => cache.lookup(UID) !== undefined && cache.size === 1, 3000);
+  await waitUntil(() => cache.lookup(UID) !== undefined && cache.size === 1, 3000, 'the resync');
   const lists = () => server.requests.filter((r) => r.query.watch !== 'true').length;
-  await until('another resync', () => lists() >= 3, 3000);
+  await waitUntil(() => lists() >= 3, 3000, 'another resync');
   assert.equal(cache.state, 'synced');
   assert.equal(warnings(lines).length, 0);
   assert.equal(infos(lines).length, 1, 'a resync is not news');

@@ -8,9 +8,10 @@ import { test, type TestContext } from 'node:test';
 import type { AttachResponse } from '../../proto/gen/seccompagent/v1/dataplane';
 import type { ContainerPolicy, PolicyAck, Rule } from '../../proto/gen/seccompagent/v1/policy';
 import { startControlPlane } from '../support/controlplane';
-import { eventually, keeperChild, startDataPlane, type RunningDataPlane } from '../support/dataplane';
+import { keeperChild, startDataPlane, type RunningDataPlane } from '../support/dataplane';
 import { scratchDir } from '../support/scratch';
 import { startUnderFilter } from '../support/workload';
+import { waitUntil } from '../support/wait';
 
 const EACCES = 13;
 const CONTAINERD = {
@@ -49,11 +50,11 @@ async function attachPusher(t: TestContext, dp: RunningDataPlane) {
   });
   call.on('error', () => undefined);
   call.write({ message: { $case: 'hello', hello: { name: 'policy-test', version: '0', features: ['policy.v1'], takeover: false } } });
-  await eventually(() => handles.length > 0, 10_000, 'the snapshot');
+  await waitUntil(() => handles.length > 0, 10_000, 'the snapshot');
   const push = async (policy: ContainerPolicy): Promise<PolicyAck> => {
     const before = acks.length;
     call.write({ message: { $case: 'policies', policies: { policies: [policy] } } });
-    await eventually(() => acks.length > before, 10_000, 'the ACK or NACK');
+    await waitUntil(() => acks.length > before, 10_000, 'the ACK or NACK');
     return acks[before];
   };
   return { push, handle: () => handles[0] };
@@ -65,7 +66,7 @@ test('policy push: a NACK names the rule and the reason, and the previous versio
   const dir = scratchDir(t);
   const dp = await startDataPlane(t, [], dir);
   const w = mkdirOnTrigger(t, dp, dir, {});
-  await eventually(async () => (await dp.status()).containers === 1, 10_000, 'the workload to register');
+  await waitUntil(async () => (await dp.status()).containers === 1, 10_000, 'the workload to register');
   const client = await attachPusher(t, dp);
   const handle = client.handle();
   const unknown = await client.push({ handle, version: 'bad', rules: [rule(['getppid'], { $case: 'continue', continue: {} }), rule(['nosuchcall'], { $case: 'continue', continue: {} })], labels: {} });
@@ -97,14 +98,14 @@ test('policy push: the fast path survives a data plane SIGKILL under seccomp-kee
   const cp = await startControlPlane(t, dp.grpcSocket, ['--no-kubernetes']);
   const w = mkdirOnTrigger(t, dp, dir, { metadata: 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}', annotations: CONTAINERD });
   const listed = async () => new Promise<{ policyVersion: string }[]>((resolve, reject) => dp.client.listContainers({}, (err, r) => (err ? reject(err) : resolve(r!.containers))));
-  await eventually(async () => (await listed())[0]?.policyVersion !== '' && (await listed()).length === 1, 15_000, 'the policy in force');
+  await waitUntil(async () => (await listed())[0]?.policyVersion !== '' && (await listed()).length === 1, 15_000, 'the policy in force');
   assert.deepEqual((await w.mkdir()).made, ['d0-ns-pod']);
   cp.child.kill('SIGKILL');
   await cp.exited;
 
   const first = keeperChild(dp.proc.child.pid!);
   process.kill(first, 'SIGKILL');
-  await eventually(async () => {
+  await waitUntil(async () => {
     const now = keeperChild(dp.proc.child.pid!);
     return now !== 0 && now !== first && (await dp.status().then((s) => s.pid === now, () => false));
   }, 15_000, 'the keeper to restart the data plane');

@@ -5,8 +5,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import { startControlPlane } from '../support/controlplane';
-import { eventually, startDataPlane } from '../support/dataplane';
+import { startDataPlane } from '../support/dataplane';
 import { runUnderFilter, startUnderFilter } from '../support/workload';
+import { waitUntil } from '../support/wait';
 
 /** Longest a bystander's decided syscall may take while the huge profile arrives (main: 1.2 s and more). */
 const MAX_BYSTANDER_MS = 400;
@@ -39,7 +40,7 @@ test('seccomp-controlplane listenerMetadata of 100,001 lines: one EPOLICY_TOO_LA
   assert.equal(huge.code, 0, huge.stderr);
   // Its identity line comes after its policy's warnings: the control plane is done with the profile.
   // (A plain search: a regex over main's 16 MB of warnings per output chunk takes minutes.)
-  await eventually(() => cp.output().includes('"msg":"container huge has no pod identity'), 30_000, 'the control plane to admit container huge');
+  await waitUntil(() => cp.output().includes('"msg":"container huge has no pod identity'), 30_000, 'the control plane to admit container huge');
   fs.writeFileSync(stop, '');
   await bystander.waitFor(/max_ms=/, 15_000);
   const [, n, maxMs] = /n=(\d+) max_ms=([\d.]+)/.exec(bystander.output())!;

@@ -6,7 +6,7 @@ import { startDataPlane } from '../support/dataplane';
 import { ROOT } from '../support/paths';
 import { run, start } from '../support/processes';
 import { startUnderFilter, runUnderFilter } from '../support/workload';
-import { eventually } from '../support/dataplane';
+import { waitUntil } from '../support/wait';
 
 const CTL = path.join(ROOT, 'bin', 'seccompctl');
 
@@ -16,7 +16,7 @@ test('seccompctl status and containers: readable tables, and --json for scripts'
     socket: dp.listenerSocket, syscalls: ['mkdir'], id: 'c-ctl',
     annotations: { 'io.kubernetes.cri.sandbox-namespace': 'ns1', 'io.kubernetes.cri.sandbox-name': 'pod1' },
   }, ['/bin/sleep', '30']);
-  await eventually(async () => (await dp.status()).containers === 1, 5000, 'the container');
+  await waitUntil(async () => (await dp.status()).containers === 1, 5000, 'the container');
   const status = await run(CTL, ['status', '--grpc-socket', dp.grpcSocket]);
   assert.equal(status.code, 0, status.stderr);
   assert.match(status.stdout, /^control plane\s+none: the default action answers$/m);
@@ -35,7 +35,7 @@ test('seccompctl status and containers: readable tables, and --json for scripts'
 test('seccompctl watch --container: a live line per event of that container only', async (t) => {
   const dp = await startDataPlane(t);
   const watch = start(t, CTL, ['watch', '--container', 'c-watched', '--grpc-socket', dp.grpcSocket]);
-  await eventually(async () => (await dp.status()).watchers === 1, 5000, 'the watcher');
+  await waitUntil(async () => (await dp.status()).watchers === 1, 5000, 'the watcher');
   await runUnderFilter({ socket: dp.listenerSocket, syscalls: ['mkdir'], id: 'c-other' }, ['/bin/mkdir', path.join(dp.dir, 'other')]);
   await runUnderFilter({ socket: dp.listenerSocket, syscalls: ['mkdir'], id: 'c-watched' }, ['/bin/mkdir', path.join(dp.dir, 'watched')]);
   await watch.waitFor(/notify\s+c-watched pid=\d+ mkdir "[^"]*watched"/);

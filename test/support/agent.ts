@@ -5,8 +5,9 @@ import type { TestContext } from 'node:test';
 import { listContainers } from '../../common/dataplane-client';
 import type { Container } from '../../proto/gen/seccompagent/v1/dataplane';
 import { startControlPlane } from './controlplane';
-import { eventually, startDataPlane, watchEvents, type RunningDataPlane } from './dataplane';
+import { startDataPlane, watchEvents, type RunningDataPlane } from './dataplane';
 import type { Started } from './processes';
+import { waitUntil } from './wait';
 
 export interface Agent {
   dp: RunningDataPlane;
@@ -47,15 +48,15 @@ export async function startAgent(t: TestContext, dir: string, controlPlaneArgs: 
       e.event?.$case === 'containerAdded' && e.event.containerAdded.containerId === containerId ? [e.event.containerAdded] : []),
     listsAgree: async (runtimeIds, runtime) => {
       const expected = JSON.stringify([...runtimeIds].sort());
-      await eventually(async () => JSON.stringify(initIds(await containers())) === expected, 10_000, `the data plane to list ${runtime}'s containers ${expected}`);
-      await eventually(async () => {
+      await waitUntil(async () => JSON.stringify(initIds(await containers())) === expected, 10_000, `the data plane to list ${runtime}'s containers ${expected}`);
+      await waitUntil(async () => {
         const counts = await controlPlaneContainers();
         return counts.annotations === (await containers()).length && !counts.unresolved;
       }, 10_000, 'the control plane to hold every fd, resolved from annotations');
     },
     gone: async (containerId) => {
       await watch.waitFor((e) => e.event?.$case === 'containerRemoved' && e.event.containerRemoved.containerId === containerId, 15_000);
-      await eventually(async () => (await containers()).every((c) => c.containerId !== containerId), 15_000, `every fd of ${containerId} to be gone`);
+      await waitUntil(async () => (await containers()).every((c) => c.containerId !== containerId), 15_000, `every fd of ${containerId} to be gone`);
     },
   };
 }

@@ -13,10 +13,11 @@ import type { TestContext } from 'node:test';
 import { removeCgroups } from './cgroups';
 import { CriClient } from './cri-client';
 import { writeCrunWrapper } from './crun';
-import { eventually } from './dataplane';
+
 import { unmountUnder } from './mounts';
 import { buildBusyboxImage, IMAGE, IMAGE_REPOSITORY } from './oci-image';
 import { run, start, stop, type Started } from './processes';
+import { waitUntil } from './wait';
 
 /** containerd's fixed shim socket folder (1.6 puts every shim socket in <default state>/s). */
 const SHIM_SOCKET_ROOT = '/run/containerd';
@@ -117,7 +118,7 @@ export async function startContainerd(handlers: RuntimeHandlers): Promise<Contai
     },
   };
   try {
-    await eventually(async () => {
+    await waitUntil(async () => {
       if (proc.child.exitCode !== null || proc.child.signalCode !== null) throw new Error('containerd exited at start');
       return cri.version().then(() => true, () => false);
     }, 30_000, `containerd's CRI plugin to answer on ${socket}`).catch((err: Error) => {

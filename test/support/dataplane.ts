@@ -7,6 +7,7 @@ import type { DataPlaneClient, Event, GetStatusResponse } from '../../proto/gen/
 import { DATAPLANE_MAIN, KEEPER } from './paths';
 import { start, type Started } from './processes';
 import { scratchDir } from './scratch';
+import { waitUntil } from './wait';
 
 export interface RunningDataPlane {
   proc: Started;
@@ -32,7 +33,7 @@ export async function startDataPlane(t: TestContext, extraArgs: string[] = [], d
     const pid = underKeeper ? keeperChild(proc.child.pid!) : proc.child.pid;
     return getStatus(client).then((s) => s.pid === pid, () => false);
   };
-  await eventually(servedByThis, 15_000, `the data plane to serve; output:\n${proc.output()}`);
+  await waitUntil(servedByThis, 15_000, `the data plane to serve; output:\n${proc.output()}`);
   return { proc, dir, listenerSocket, grpcSocket, client, status: () => getStatus(client) };
 }
 
@@ -68,12 +69,3 @@ export function watchEvents(t: TestContext, client: DataPlaneClient, filter: { c
   return { events, waitFor, call };
 }
 
-/** Polls `probe` until it returns true. */
-export async function eventually(probe: () => boolean | Promise<boolean>, timeoutMs = 10_000, what = 'condition'): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (Date.now() < end) {
-    if (await probe()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-}

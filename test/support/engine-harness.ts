@@ -14,8 +14,15 @@ import {
   type NotificationEvent,
 } from '../../dataplane/native';
 import { NSHELPER, SECCOMP_RUN } from './paths';
+import { waitUntil } from './wait';
 
 export const native = loadNative();
+
+/** This process's open fd count once it is back to `baseline` (the children's pipes closed, every hang-up seen), or what it is after `timeoutMs`. */
+export async function fdCountBackTo(baseline: number, timeoutMs = 10_000): Promise<number> {
+  await waitUntil(() => native.openFdCount() === baseline, timeoutMs, `the fd count to return to ${baseline}`).catch(() => undefined);
+  return native.openFdCount();
+}
 
 /** Resolves once `check` returns something other than undefined; `waiters` are woken on news. */
 export function until<T>(waiters: Set<() => void>, check: () => T | undefined, what: () => string, timeoutMs: number): Promise<T> {

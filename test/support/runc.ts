@@ -6,6 +6,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { TestContext } from 'node:test';
 import { run, start, type Started } from './processes';
+import { sleep } from './wait';
 
 export const BUSYBOX = '/bin/busybox';
 
@@ -77,7 +78,7 @@ export function runContainer(t: TestContext, bundle: Bundle, id: string): Starte
     // A frozen container (freeze-container) takes no signal until thawed.
     await run('runc', ['--root', bundle.stateRoot, 'resume', id]);
     await run('runc', ['--root', bundle.stateRoot, 'kill', id, 'KILL']);
-    await Promise.race([proc.exited, new Promise((r) => setTimeout(r, 5000))]);
+    await Promise.race([proc.exited, sleep(5000)]);
     await run('runc', ['--root', bundle.stateRoot, 'delete', '--force', id]);
     if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill('SIGKILL');
     fs.rmSync(bundle.stateRoot, { recursive: true, force: true });

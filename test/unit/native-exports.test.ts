@@ -1,15 +1,19 @@
-// dataplane/native.ts declares exactly what the addon exports: each table below must name every
+// dataplane/native.ts declares exactly what the shipped addon exports, and
+// test/support/emulator-addon.ts what the test-only one does: each table below must name every
 // member of its interface (the compiler checks, through `satisfies`), and the loaded addon must
-// export exactly those (this test checks). Loading the addon needs no root and no kernel feature.
+// export exactly those (this test checks). Loading an addon needs no root and no kernel feature.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { loadNative, type NativeAddon, type NativeEmulator, type NativeEngine, type EmulatorTestSupport } from '../../dataplane/native';
+import { loadNative, type NativeAddon, type NativeEngine } from '../../dataplane/native';
+import { loadEmulatorAddon, type EmulatorAddon, type EmulatorTestSupport, type NativeEmulator } from '../support/emulator-addon';
 
 const ADDON = {
   Engine: true, syscallNames: true, openFdCount: true, AUDIT_ARCH_X86_64: true, sdNotify: true, fdStoreStore: true,
   fdStoreRemove: true, takeListenFds: true, handoffConnect: true, handoffReceive: true, handoffAck: true,
-  handoffWaitClosed: true, closeFd: true, Emulator: true, emulatorTestSupport: true, watchProcessExit: true, unwatchProcess: true,
+  handoffWaitClosed: true, closeFd: true, probeKernel: true, watchProcessExit: true, unwatchProcess: true,
 } satisfies Record<keyof NativeAddon, true>;
+
+const TEST_ADDON = { Emulator: true, emulatorTestSupport: true } satisfies Record<keyof EmulatorAddon, true>;
 
 const ENGINE = {
   start: true, listen: true, listenFd: true, adopt: true, restore: true, listenHandoff: true, setAccepting: true,
@@ -29,10 +33,15 @@ const TEST_SUPPORT = {
 const sorted = (o: object) => Object.keys(o).sort();
 const methods = (cls: { prototype: object }) => Object.getOwnPropertyNames(cls.prototype).filter((n) => n !== 'constructor').sort();
 
-test('native.ts: the addon exports exactly what NativeAddon declares', () => {
+test('native.ts: the shipped addon exports exactly what NativeAddon declares, and no test or bench code', () => {
   const addon = loadNative();
   assert.deepEqual(sorted(addon), sorted(ADDON));
   assert.deepEqual(methods(addon.Engine), sorted(ENGINE), 'Engine methods');
+});
+
+test('emulator-addon.ts: the test-only addon exports exactly what EmulatorAddon declares', () => {
+  const addon = loadEmulatorAddon();
+  assert.deepEqual(sorted(addon), sorted(TEST_ADDON));
   assert.deepEqual(methods(addon.Emulator), sorted(EMULATOR), 'Emulator methods');
   assert.deepEqual(sorted(addon.emulatorTestSupport), sorted(TEST_SUPPORT), 'emulatorTestSupport');
 });

@@ -13,8 +13,10 @@ const BUF = path.join(ROOT, 'node_modules', '.bin', 'buf');
 const BASELINE = path.join(ROOT, 'test', 'testdata', 'proto-baseline.binpb');
 const PROTO = path.join('proto', 'seccompagent', 'v1', 'dataplane.proto');
 
-function bufBreaking(cwd: string): { status: number | null; output: string } {
-  const r = spawnSync(BUF, ['breaking', '--against', BASELINE], { cwd, encoding: 'utf8', timeout: 120_000 });
+/** buf keeps a cache under $HOME, which a user such as nobody does not have: one per test instead. */
+function bufBreaking(t: TestContext, cwd: string): { status: number | null; output: string } {
+  const env = { ...process.env, BUF_CACHE_DIR: scratchDir(t, 'seccomp-agent-buf-cache-') };
+  const r = spawnSync(BUF, ['breaking', '--against', BASELINE], { cwd, env, encoding: 'utf8', timeout: 120_000 });
   if (r.error) throw r.error;
   return { status: r.status, output: `${r.stdout}${r.stderr}` };
 }
@@ -32,15 +34,15 @@ function editedModule(t: TestContext, edit: (proto: string) => string): string {
   return dir;
 }
 
-test('proto: buf breaking against the last release finds nothing', () => {
-  const r = bufBreaking(ROOT);
+test('proto: buf breaking against the last release finds nothing', (t) => {
+  const r = bufBreaking(t, ROOT);
   assert.equal(r.status, 0, `buf breaking against ${path.relative(ROOT, BASELINE)}:\n${r.output}`);
 });
 
 test('proto: buf breaking refuses a changed field type and passes an added field', (t) => {
-  const changed = bufBreaking(editedModule(t, (p) => p.replace(/(message Container \{[^}]*?)uint64 handle = 1;/, '$1string handle = 1;')));
+  const changed = bufBreaking(t, editedModule(t, (p) => p.replace(/(message Container \{[^}]*?)uint64 handle = 1;/, '$1string handle = 1;')));
   assert.notEqual(changed.status, 0);
   assert.match(changed.output, /handle/);
-  const added = bufBreaking(editedModule(t, (p) => p.replace(/message Container \{/, 'message Container {\n  // Added by this test.\n  string test_only_added = 900;')));
+  const added = bufBreaking(t, editedModule(t, (p) => p.replace(/message Container \{/, 'message Container {\n  // Added by this test.\n  string test_only_added = 900;')));
   assert.equal(added.status, 0, added.output);
 });

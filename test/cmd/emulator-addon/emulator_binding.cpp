@@ -1,7 +1,8 @@
-// The JS face of the emulated actions (container_actions.hpp): class Emulator, whose methods
-// return Promises settled on the JS thread, plus `emulatorTestSupport`, a few raw seccomp calls
-// that only tests and the benchmark use (the data plane never hands notify fds to JS: in
-// production the engine calls the C++ Emulator directly with the fd it owns).
+// The JS face of the emulated actions (native/addon/container_actions.hpp) for tests and the
+// benchmark, in the test-only addon seccomp_emulator_addon.node (never shipped): class Emulator,
+// whose methods return Promises settled on the JS thread (benchMkdir is the bench's loop), plus
+// `emulatorTestSupport`, a few raw seccomp calls. The data plane never hands notify fds to JS:
+// in production the engine calls the C++ Emulator directly with the fd it owns.
 // Argument errors throw TypeError/RangeError; no C++ exception is involved.
 #include "emulator_binding.hpp"
 
@@ -27,6 +28,7 @@
 
 #include "container_actions.hpp"
 #include "seccomp_compat.h"
+#include "target_memory.hpp"
 
 namespace seccomp_agent {
 namespace {
@@ -157,25 +159,15 @@ uint64_t NowNs() {
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
-// Reads a NUL-terminated string from the target, page by page (a string may end just before an
-// unmapped page). Callers re-check NOTIF_ID_VALID before trusting it.
-bool ReadTargetString(pid_t pid, uint64_t addr, std::string* out) {
+// A whole path from the target (target_memory.hpp, the engine's reader): false when unreadable or
+// longer than PATH_MAX. Callers re-check NOTIF_ID_VALID before trusting it.
+bool ReadTargetPath(pid_t pid, uint64_t addr, std::string* out) {
+  char buf[kTargetPathMax];
+  TargetString read;
   out->clear();
-  char buf[4096];
-  while (out->size() < 4096) {
-    size_t chunk = 4096 - (addr & 4095);
-    iovec local = {buf, chunk}, remote = {reinterpret_cast<void*>(addr), chunk};
-    ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-    if (n <= 0) return false;
-    void* nul = memchr(buf, 0, size_t(n));
-    if (nul) {
-      out->append(buf, size_t(static_cast<char*>(nul) - buf));
-      return true;
-    }
-    out->append(buf, size_t(n));
-    addr += uint64_t(n);
-  }
-  return false;
+  if (!ReadTargetString(pid, addr, buf, &read) || read.truncated) return false;
+  out->assign(buf, read.length);
+  return true;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -461,7 +453,7 @@ class EmulatorWrap : public Napi::ObjectWrap<EmulatorWrap> {
         bool is_mkdir = n.data.nr == SYS_mkdir, is_mkdirat = n.data.nr == SYS_mkdirat;
         std::string path;
         uint64_t id = n.id;
-        if ((!is_mkdir && !is_mkdirat) || !ReadTargetString(pid_t(n.pid), n.data.args[is_mkdir ? 0 : 1], &path) ||
+        if ((!is_mkdir && !is_mkdirat) || !ReadTargetPath(pid_t(n.pid), n.data.args[is_mkdir ? 0 : 1], &path) ||
             ioctl(int(fd), SECCOMP_IOCTL_NOTIF_ID_VALID, &id) != 0) {
           seccomp_notif_resp r = {};
           r.id = n.id;
@@ -648,7 +640,7 @@ Napi::Value TestRecvNotification(const Napi::CallbackInfo& info) {
     if (n.data.nr == SYS_mount) indexes = {0, 1, 2, 4};
     std::vector<std::string> strings(6);
     for (int i : indexes) {
-      if (n.data.args[i]) ReadTargetString(pid_t(n.pid), n.data.args[i], &strings[size_t(i)]);
+      if (n.data.args[i]) ReadTargetPath(pid_t(n.pid), n.data.args[i], &strings[size_t(i)]);
     }
     uint64_t id = n.id;
     bool valid = ioctl(fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
