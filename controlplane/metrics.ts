@@ -4,6 +4,8 @@ import type { ContainerRegistry } from './container-registry';
 import type { DataPlaneLink } from './dataplane-link';
 import type { PodCache } from './pod-cache';
 import type { PolicyEngine } from './policy-engine';
+import type { PolicySet } from './policy-set';
+import type { ResourcePolicy } from './resource-policy';
 
 export interface ControlPlaneParts {
   link: DataPlaneLink;
@@ -11,6 +13,8 @@ export interface ControlPlaneParts {
   policy: PolicyEngine;
   /** null with --no-kubernetes. */
   pods: PodCache | null;
+  resources?: ResourcePolicy;
+  policySet?: PolicySet;
 }
 
 export function controlPlaneMetrics(parts: ControlPlaneParts): Registry {
@@ -57,6 +61,55 @@ export function controlPlaneMetrics(parts: ControlPlaneParts): Registry {
     registers: [registry],
     collect() {
       this.set(parts.pods?.size ?? 0);
+    },
+  });
+  new Counter({
+    name: 'seccompagent_policy_audit_total',
+    help: 'Notifications an Audit policy\'s rule would have answered (the syscall continued), by policy, rule and namespace',
+    labelNames: ['policy', 'rule', 'namespace'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [key, n] of parts.resources?.audits ?? []) {
+        const [policy, rule, namespace] = key.split('\u0000');
+        this.inc({ policy, rule, namespace }, n);
+      }
+    },
+  });
+  new Counter({
+    name: 'seccompagent_policy_answers_total',
+    help: 'Notifications answered by a rule of an Enforce policy resource, by policy, rule and action',
+    labelNames: ['policy', 'rule', 'action'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [key, n] of parts.resources?.answers ?? []) {
+        const [policy, rule, action] = key.split('\u0000');
+        this.inc({ policy, rule, action }, n);
+      }
+    },
+  });
+  new Counter({
+    name: 'seccompagent_policy_when_errors_total',
+    help: 'Evaluations of a rule\'s when that failed (no such key, not a bool): the rule did not match',
+    labelNames: ['policy', 'rule'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [key, n] of parts.resources?.evalErrors ?? []) {
+        const [policy, rule] = key.split('\u0000');
+        this.inc({ policy, rule }, n);
+      }
+    },
+  });
+  new Gauge({
+    name: 'seccompagent_policies',
+    help: 'Policy resources known, by scope and Ready',
+    labelNames: ['scope', 'ready'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const entry of parts.policySet?.values() ?? []) this.inc({ scope: entry.object.scope, ready: entry.error ? 'False' : 'True' });
     },
   });
   return registry;

@@ -36,6 +36,8 @@ export class PolicyEngine {
     private readonly registry: Pick<ContainerRegistry, 'get'>,
     private readonly unresolvedAction: NativeDefaultAction,
     private readonly log: Logger,
+    /** The policy resources (resource-policy.ts) answer first; null falls through to listenerMetadata. */
+    private readonly resources?: { decide(entry: ContainerEntry, n: Notification): Decision['action'] | null },
   ) {}
 
   private count(kind: DecisionKind): void {
@@ -44,7 +46,7 @@ export class PolicyEngine {
 
   decide(n: Notification): Decision {
     const entry = this.registry.get(n.handle);
-    const action = entry ? this.actionFor(entry, n) : this.continueUnknown(n);
+    const action = entry ? (this.resources?.decide(entry, n) ?? this.actionFor(entry, n)) : this.continueUnknown(n);
     return { handle: n.handle, id: n.id, action };
   }
 

@@ -3,6 +3,7 @@
 // each namespace's labels (for namespaceSelector). Plain data, JSON-safe, so the node checkpoint
 // stores exactly what the informers hold.
 import type { InformerKind, KubeObject } from './informer';
+import { sameStrings } from './pod-cache';
 
 export const POLICY_GROUP = 'seccompagent.dev';
 export const POLICY_VERSION = 'v1alpha1';
@@ -24,6 +25,16 @@ export interface PolicyObject {
   readonly generation: number;
   /** The spec, unvalidated (the compiler checks it: an API server without the CRD's schema may hand anything). */
   readonly spec: unknown;
+  /** status.conditions[Ready] as the API server has it (the status writer keeps its lastTransitionTime). */
+  readonly ready: ReadyCondition | null;
+}
+
+export interface ReadyCondition {
+  readonly status: string;
+  readonly reason: string;
+  readonly message: string;
+  readonly lastTransitionTime: string;
+  readonly observedGeneration?: number;
 }
 
 export interface CachedNamespace {
@@ -57,6 +68,21 @@ function policyFrom(scope: PolicyScope, object: KubeObject): PolicyObject | null
     uid: meta.uid ?? '',
     generation: typeof meta.generation === 'number' ? meta.generation : 0,
     spec: object.spec ?? null,
+    ready: readyOf(object.status),
+  });
+}
+
+function readyOf(status: unknown): ReadyCondition | null {
+  const conditions = (status as { conditions?: unknown } | undefined)?.conditions;
+  if (!Array.isArray(conditions)) return null;
+  const ready = conditions.find((c) => c && typeof c === 'object' && (c as { type?: unknown }).type === 'Ready') as Record<string, unknown> | undefined;
+  if (!ready) return null;
+  return Object.freeze({
+    status: String(ready.status ?? ''),
+    reason: String(ready.reason ?? ''),
+    message: String(ready.message ?? ''),
+    lastTransitionTime: String(ready.lastTransitionTime ?? ''),
+    ...(typeof ready.observedGeneration === 'number' ? { observedGeneration: ready.observedGeneration } : {}),
   });
 }
 
@@ -70,7 +96,7 @@ export function policyKind(scope: PolicyScope): InformerKind<PolicyObject> {
     convert: (object) => policyFrom(scope, object),
     key: policyKey,
     rawKey: (object) => (object.metadata?.name ? policyKey({ scope, namespace: scope === 'namespaced' ? String(object.metadata.namespace ?? '') : '', name: object.metadata.name }) : null),
-    same: (a, b) => a.uid === b.uid && a.generation === b.generation && JSON.stringify(a.spec) === JSON.stringify(b.spec),
+    same: (a, b) => a.uid === b.uid && a.generation === b.generation && JSON.stringify(a.spec) === JSON.stringify(b.spec) && JSON.stringify(a.ready) === JSON.stringify(b.ready),
   };
 }
 
@@ -84,5 +110,5 @@ export const namespaceKind: InformerKind<CachedNamespace> = {
   },
   key: (ns) => ns.name,
   rawKey: (object) => object.metadata?.name ?? null,
-  same: (a, b) => JSON.stringify(a.labels) === JSON.stringify(b.labels),
+  same: (a, b) => sameStrings(a.labels, b.labels),
 };
