@@ -19,6 +19,7 @@ export interface FakePod {
     uid: string;
     resourceVersion?: string;
     creationTimestamp?: string;
+    labels?: Record<string, string>;
     annotations?: Record<string, string>;
     [key: string]: unknown;
   };
@@ -35,6 +36,7 @@ export interface PodSpecInput {
   namespace?: string;
   uid?: string;
   nodeName?: string;
+  labels?: Record<string, string>;
   annotations?: Record<string, string>;
   /** Containers; `id` adds a status with "containerd://<id>" (or the runtime given). */
   containers?: Array<{ name: string; id?: string; runtime?: 'containerd' | 'cri-o' }>;
@@ -52,6 +54,7 @@ export function makePod(input: PodSpecInput): FakePod {
       namespace: input.namespace ?? 'default',
       uid: input.uid ?? randomUUID(),
       creationTimestamp: now,
+      ...(input.labels ? { labels: { ...input.labels } } : {}),
       ...(input.annotations ? { annotations: { ...input.annotations } } : {}),
     },
     spec: {
