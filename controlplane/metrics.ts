@@ -63,45 +63,9 @@ export function controlPlaneMetrics(parts: ControlPlaneParts): Registry {
       this.set(parts.pods?.size ?? 0);
     },
   });
-  new Counter({
-    name: 'seccompagent_policy_audit_total',
-    help: 'Notifications an Audit policy\'s rule would have answered (the syscall continued), by policy, rule and namespace',
-    labelNames: ['policy', 'rule', 'namespace'],
-    registers: [registry],
-    collect() {
-      this.reset();
-      for (const [key, n] of parts.resources?.audits ?? []) {
-        const [policy, rule, namespace] = key.split('\u0000');
-        this.inc({ policy, rule, namespace }, n);
-      }
-    },
-  });
-  new Counter({
-    name: 'seccompagent_policy_answers_total',
-    help: 'Notifications answered by a rule of an Enforce policy resource, by policy, rule and action',
-    labelNames: ['policy', 'rule', 'action'],
-    registers: [registry],
-    collect() {
-      this.reset();
-      for (const [key, n] of parts.resources?.answers ?? []) {
-        const [policy, rule, action] = key.split('\u0000');
-        this.inc({ policy, rule, action }, n);
-      }
-    },
-  });
-  new Counter({
-    name: 'seccompagent_policy_when_errors_total',
-    help: 'Evaluations of a rule\'s when that failed (no such key, not a bool): the rule did not match',
-    labelNames: ['policy', 'rule'],
-    registers: [registry],
-    collect() {
-      this.reset();
-      for (const [key, n] of parts.resources?.evalErrors ?? []) {
-        const [policy, rule] = key.split('\u0000');
-        this.inc({ policy, rule }, n);
-      }
-    },
-  });
+  countersFromMap(registry, 'seccompagent_policy_audit_total', 'Notifications an Audit policy\'s rule would have answered (the syscall continued), by policy, rule and namespace', ['policy', 'rule', 'namespace'], () => parts.resources?.audits);
+  countersFromMap(registry, 'seccompagent_policy_answers_total', 'Notifications answered by a rule of an Enforce policy resource, by policy, rule and action', ['policy', 'rule', 'action'], () => parts.resources?.answers);
+  countersFromMap(registry, 'seccompagent_policy_when_errors_total', 'Evaluations of a rule\'s when that failed (no such key, not a bool): the rule did not match', ['policy', 'rule'], () => parts.resources?.evalErrors);
   new Gauge({
     name: 'seccompagent_policies',
     help: 'Policy resources known, by scope and Ready',
@@ -113,6 +77,23 @@ export function controlPlaneMetrics(parts: ControlPlaneParts): Registry {
     },
   });
   return registry;
+}
+
+/** A counter read from a Map whose keys are the label values joined by NUL (resource-policy.ts). */
+function countersFromMap(registry: Registry, name: string, help: string, labelNames: string[], counts: () => ReadonlyMap<string, number> | undefined): void {
+  new Counter({
+    name,
+    help,
+    labelNames,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [key, n] of counts() ?? []) {
+        const values = key.split('\u0000');
+        this.inc(Object.fromEntries(labelNames.map((label, i) => [label, values[i] ?? ''])), n);
+      }
+    },
+  });
 }
 
 /** /healthz: 200 ok, 200 degraded (API server unreachable), 503 while not attached. */

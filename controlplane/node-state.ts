@@ -5,6 +5,7 @@
 import { AgentError } from '../common/errors';
 import type { Logger } from '../common/logger';
 import { readCheckpoint, writeCheckpoint, type CheckpointContent } from './checkpoint';
+import { DebouncedTask } from './debounced-task';
 import type { PodCache } from './pod-cache';
 import type { PolicySet } from './policy-set';
 import type { PolicySources } from './policy-sources';
@@ -13,11 +14,8 @@ const WRITE_DELAY_MS = 500;
 
 export class NodeState {
   private loaded: CheckpointContent | null = null;
-  private timer: NodeJS.Timeout | null = null;
-  private writing: Promise<void> | null = null;
-  private pendingWrite = false;
+  private readonly writer = new DebouncedTask(() => this.write(), WRITE_DELAY_MS);
   private announced = false;
-  private stopped = false;
 
   constructor(
     private readonly dir: string,
@@ -73,27 +71,11 @@ export class NodeState {
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    await this.writing;
+    await this.writer.stop();
   }
 
   private schedule(): void {
-    if (this.stopped || this.timer) return;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      if (this.writing) {
-        this.pendingWrite = true;
-        return;
-      }
-      this.writing = this.write().finally(() => {
-        this.writing = null;
-        if (this.pendingWrite) {
-          this.pendingWrite = false;
-          this.schedule();
-        }
-      });
-    }, WRITE_DELAY_MS);
+    this.writer.schedule();
   }
 
   /** Only content every informer has synced is written: a checkpoint never holds half a list. */

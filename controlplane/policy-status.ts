@@ -12,6 +12,7 @@
 // notification path, skipped when nothing changed since the last write.
 import type { Logger } from '../common/logger';
 import type { ContainerEntry } from './container-registry';
+import { DebouncedTask } from './debounced-task';
 import { describeKubeError, type KubeConnection } from './informer';
 import { POLICY_GROUP, POLICY_KINDS, POLICY_VERSION, policyKey, policyRef, type PolicyObject } from './policy-objects';
 import type { PolicyEntry, PolicySet } from './policy-set';
@@ -67,11 +68,8 @@ export function nodeReports(set: PolicySet, containers: Iterable<ContainerEntry>
 
 export class PolicyStatusWriter {
   private readonly written = new Map<string, string>();
-  private timer: NodeJS.Timeout | null = null;
+  private readonly task = new DebouncedTask(() => this.flush(), 200);
   private periodic: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
-  private again = false;
-  private stopped = false;
 
   constructor(
     private readonly connection: KubeConnection,
@@ -91,35 +89,19 @@ export class PolicyStatusWriter {
   }
 
   stop(): void {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
+    void this.task.stop();
     if (this.periodic) clearInterval(this.periodic);
   }
 
   /** Writes soon (debounced): after a policy change, and every periodMs for the container counts. */
   schedule(): void {
-    if (this.stopped || this.timer) return;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      if (this.running) {
-        this.again = true;
-        return;
-      }
-      this.running = this.flush().finally(() => {
-        this.running = null;
-        if (this.again) {
-          this.again = false;
-          this.schedule();
-        }
-      });
-    }, 200);
-    this.timer.unref();
+    this.task.schedule();
   }
 
   private async flush(): Promise<void> {
     const reports = this.reports();
     for (const entry of [...this.set.values()]) {
-      if (this.stopped) return;
+      if (this.task.isStopped) return;
       const object = entry.object;
       const ready = readyOf(entry);
       const previous = object.ready;

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
+import type { FakeKubeApiServer } from '../cmd/fake-kube-apiserver/server';
 import { eventually } from '../support/dataplane';
 import { applyPolicy, containerd, metricsText, mkdirAs, NODE, policyPlanes } from '../support/policy';
 
@@ -12,7 +13,7 @@ const WEB = containerd('shop', 'web-1', 'app');
 const DB = containerd('shop', 'db-1', 'app');
 const OTHER = containerd('blog', 'web-1', 'app');
 
-function pods(api: Parameters<Parameters<typeof policyPlanes>[1] & object>[0]): void {
+function pods(api: FakeKubeApiServer): void {
   api.addNamespace('shop', { team: 'shop' });
   api.addNamespace('blog', { team: 'blog' });
   api.addPod({ name: 'web-1', namespace: 'shop', nodeName: NODE, labels: { app: 'web' }, containers: [{ name: 'app' }] });
@@ -81,37 +82,37 @@ test('SeccompNotifyPolicy change reaches a running container within 1 s; a delet
     await workload.exited;
   };
   try {
-  await workload.waitFor(/^ok \d+$/m, 10_000);
-  const applied = Date.now();
-  applyPolicy(api, 'seccompnotifypolicies', denyEtc(dir));
-  await eventually(() => loopResults(workload.output()).some((r) => r.result === 'EPERM'), 5000, 'the policy to apply');
-  const firstDenied = loopResults(workload.output()).find((r) => r.result === 'EPERM')!;
-  assert.ok(firstDenied.atMs - applied < 1000, `applied after ${firstDenied.atMs - applied} ms`);
-  assert.ok(loopResults(workload.output()).filter((r) => r.atMs < applied).every((r) => r.result === 'ok'));
-  await cp.waitFor(/generation 1 in force/);
-  await eventually(() => loopResults(workload.output()).filter((r) => r.atMs > firstDenied.atMs).length >= 2, 5000, 'two more mkdirs');
+    await workload.waitFor(/^ok \d+$/m, 10_000);
+    const applied = Date.now();
+    applyPolicy(api, 'seccompnotifypolicies', denyEtc(dir));
+    await eventually(() => loopResults(workload.output()).some((r) => r.result === 'EPERM'), 5000, 'the policy to apply');
+    const firstDenied = loopResults(workload.output()).find((r) => r.result === 'EPERM')!;
+    assert.ok(firstDenied.atMs - applied < 1000, `applied after ${firstDenied.atMs - applied} ms`);
+    assert.ok(loopResults(workload.output()).filter((r) => r.atMs < applied).every((r) => r.result === 'ok'));
+    await cp.waitFor(/generation 1 in force/);
+    await eventually(() => loopResults(workload.output()).filter((r) => r.atMs > firstDenied.atMs).length >= 2, 5000, 'two more mkdirs');
 
-  // A change of the rule (another errno would not show; the when now never holds) reaches it too.
-  const changed = Date.now();
-  applyPolicy(api, 'seccompnotifypolicies', denyEtc(dir, 'Enforce', `paths[0].startsWith("${dir}/nowhere")`));
-  await eventually(() => loopResults(workload.output()).some((r) => r.atMs > changed && r.result === 'ok'), 5000, 'the change to apply');
-  const firstAllowed = loopResults(workload.output()).find((r) => r.atMs > changed && r.result === 'ok')!;
-  const underGeneration1 = loopResults(workload.output()).filter((r) => r.atMs >= firstDenied.atMs && r.atMs < changed);
-  assert.deepEqual(underGeneration1.map((r) => r.result), underGeneration1.map(() => 'EPERM'), 'generation 1 answers every mkdir');
-  assert.ok(firstAllowed.atMs - changed < 1000, `changed after ${firstAllowed.atMs - changed} ms`);
-  await cp.waitFor(/generation 2 in force/);
+    // A change of the rule (another errno would not show; the when now never holds) reaches it too.
+    const changed = Date.now();
+    applyPolicy(api, 'seccompnotifypolicies', denyEtc(dir, 'Enforce', `paths[0].startsWith("${dir}/nowhere")`));
+    await eventually(() => loopResults(workload.output()).some((r) => r.atMs > changed && r.result === 'ok'), 5000, 'the change to apply');
+    const firstAllowed = loopResults(workload.output()).find((r) => r.atMs > changed && r.result === 'ok')!;
+    const underGeneration1 = loopResults(workload.output()).filter((r) => r.atMs >= firstDenied.atMs && r.atMs < changed);
+    assert.deepEqual(underGeneration1.map((r) => r.result), underGeneration1.map(() => 'EPERM'), 'generation 1 answers every mkdir');
+    assert.ok(firstAllowed.atMs - changed < 1000, `changed after ${firstAllowed.atMs - changed} ms`);
+    await cp.waitFor(/generation 2 in force/);
 
-  applyPolicy(api, 'seccompnotifypolicies', denyEtc(dir));
-  await cp.waitFor(/generation 3 in force/);
-  await eventually(() => loopResults(workload.output()).slice(-1)[0]?.result === 'EPERM', 5000, 'generation 3 to deny');
-  const deleted = Date.now();
-  api.removePolicy('seccompnotifypolicies', 'deny-etc', 'shop');
-  await eventually(() => loopResults(workload.output()).some((r) => r.atMs > deleted && r.result === 'ok'), 5000, 'the deletion to apply');
-  const afterDelete = loopResults(workload.output()).find((r) => r.atMs > deleted && r.result === 'ok')!;
-  assert.ok(afterDelete.atMs - deleted < 1000, `deleted after ${afterDelete.atMs - deleted} ms`);
-  await cp.waitFor(/SeccompNotifyPolicy shop\/deny-etc deleted: it no longer applies/);
-  await eventually(() => loopResults(workload.output()).filter((r) => r.atMs > afterDelete.atMs).length >= 2, 5000, 'two more mkdirs');
-  assert.deepEqual(loopResults(workload.output()).filter((r) => r.atMs > afterDelete.atMs).map((r) => r.result), loopResults(workload.output()).filter((r) => r.atMs > afterDelete.atMs).map(() => 'ok'), 'after the deletion every mkdir is made');
+    applyPolicy(api, 'seccompnotifypolicies', denyEtc(dir));
+    await cp.waitFor(/generation 3 in force/);
+    await eventually(() => loopResults(workload.output()).slice(-1)[0]?.result === 'EPERM', 5000, 'generation 3 to deny');
+    const deleted = Date.now();
+    api.removePolicy('seccompnotifypolicies', 'deny-etc', 'shop');
+    await eventually(() => loopResults(workload.output()).some((r) => r.atMs > deleted && r.result === 'ok'), 5000, 'the deletion to apply');
+    const afterDelete = loopResults(workload.output()).find((r) => r.atMs > deleted && r.result === 'ok')!;
+    assert.ok(afterDelete.atMs - deleted < 1000, `deleted after ${afterDelete.atMs - deleted} ms`);
+    await cp.waitFor(/SeccompNotifyPolicy shop\/deny-etc deleted: it no longer applies/);
+    await eventually(() => loopResults(workload.output()).filter((r) => r.atMs > afterDelete.atMs).length >= 2, 5000, 'two more mkdirs');
+    assert.deepEqual(loopResults(workload.output()).filter((r) => r.atMs > afterDelete.atMs).map((r) => r.result), loopResults(workload.output()).filter((r) => r.atMs > afterDelete.atMs).map(() => 'ok'), 'after the deletion every mkdir is made');
   } finally {
     await stopLoop();
   }
@@ -281,8 +282,7 @@ test('seccompctl policies lists scope, mode, Ready, rules and containers here; s
   await cp.waitFor(/shop\/deny-etc generation 1 in force/);
   await cp.waitFor(/ClusterSeccompNotifyPolicy broken generation 1 not applied/);
   const { SECCOMP_RUN } = await import('../support/paths');
-  const sleeper = start(t, SECCOMP_RUN, ['--socket', dp.listenerSocket, '--syscalls', 'mkdir', '--id', 'web-sleeper', ...Object.entries(WEB).flatMap(([k, v]) => ['--annotation', `${k}=${v}`]), '--', '/bin/sleep', '30']);
-  void sleeper;
+  start(t, SECCOMP_RUN, ['--socket', dp.listenerSocket, '--syscalls', 'mkdir', '--id', 'web-sleeper', ...Object.entries(WEB).flatMap(([k, v]) => ['--annotation', `${k}=${v}`]), '--', '/bin/sleep', '30']);
   await eventually(async () => /shop\/deny-etc\s+Namespaced\s+Enforce\s+True\s+1\s+1\s+1/.test((await ctl(['policies'])).stdout), 15_000, 'policies to show the container');
   const table = (await ctl(['policies'])).stdout;
   assert.match(table, /^NAME\s+SCOPE\s+MODE\s+READY\s+RULES\s+CONTAINERS HERE\s+GENERATION$/m);
