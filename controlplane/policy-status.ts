@@ -126,7 +126,9 @@ export class PolicyStatusWriter {
     const key = `${policyKey(object)}\u0000${manager}`;
     const body = { apiVersion: `${POLICY_GROUP}/${POLICY_VERSION}`, kind: POLICY_KINDS[object.scope].kind, metadata: { name: object.name, ...(object.scope === 'namespaced' ? { namespace: object.namespace } : {}) }, status };
     const text = JSON.stringify(body);
-    if (this.written.get(key) === text || (alreadyThere && manager === FIELD_MANAGER && this.written.has(key))) return;
+    // The shared part already shows what this node would write (another node wrote it, or this
+    // one before a restart): no write, so N nodes do not send N identical applies.
+    if (this.written.get(key) === text || alreadyThere) return;
     const { kube, custom } = this.connection;
     const options = kube.setHeaderOptions('Content-Type', kube.PatchStrategy.ServerSideApply);
     const common = { group: POLICY_GROUP, version: POLICY_VERSION, plural: POLICY_KINDS[object.scope].plural, name: object.name, body, fieldManager: manager, force: true };
