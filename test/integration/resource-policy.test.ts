@@ -110,6 +110,7 @@ test('SeccompNotifyPolicy change reaches a running container within 1 s; a delet
     await eventually(() => loopResults(workload.output()).some((r) => r.atMs > deleted && r.result === 'ok'), 5000, 'the deletion to apply');
     const afterDelete = loopResults(workload.output()).find((r) => r.atMs > deleted && r.result === 'ok')!;
     assert.ok(afterDelete.atMs - deleted < 1000, `deleted after ${afterDelete.atMs - deleted} ms`);
+    t.diagnostic(`applied after ${firstDenied.atMs - applied} ms, changed after ${firstAllowed.atMs - changed} ms, deleted after ${afterDelete.atMs - deleted} ms`);
     await cp.waitFor(/SeccompNotifyPolicy shop\/deny-etc deleted: it no longer applies/);
     await eventually(() => loopResults(workload.output()).filter((r) => r.atMs > afterDelete.atMs).length >= 2, 5000, 'two more mkdirs');
     assert.deepEqual(loopResults(workload.output()).filter((r) => r.atMs > afterDelete.atMs).map((r) => r.result), loopResults(workload.output()).filter((r) => r.atMs > afterDelete.atMs).map(() => 'ok'), 'after the deletion every mkdir is made');
