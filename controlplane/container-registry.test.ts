@@ -32,7 +32,7 @@ const UID = '1b2c3d4e-5f60-4a7b-8c9d-0e1f2a3b4c5d';
 const CID = 'a'.repeat(64);
 
 function pod(containers: Record<string, string> = { [CID]: 'app' }): CachedPod {
-  return { namespace: 'shop', pod: 'web-1', uid: UID, containers: new Map(Object.entries(containers)), mirrorHash: null };
+  return { namespace: 'shop', pod: 'web-1', uid: UID, containers: new Map(Object.entries(containers)), mirrorHash: null, labels: {}, annotations: {} };
 }
 
 function info(over: Partial<ContainerInfo> = {}): ContainerInfo {

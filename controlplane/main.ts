@@ -12,10 +12,18 @@ import { ContainerRegistry, type ContainerInfo } from './container-registry';
 import { DataPlaneLink } from './dataplane-link';
 import { controlPlaneHealth, controlPlaneMetrics } from './metrics';
 import { CONTROLPLANE_OPTIONS } from './options';
+import * as path from 'node:path';
+import { startCtlServer } from './ctl-server';
+import { connectKube, type KubeConnection } from './informer';
+import { NodeState } from './node-state';
 import { PodCache } from './pod-cache';
 import { PolicyEngine } from './policy-engine';
 import { POLICY_FEATURE } from '../common/policy-feature';
 import { PolicyPusher } from './policy-pusher';
+import { PolicySet } from './policy-set';
+import { PolicySources } from './policy-sources';
+import { nodeReports, PolicyStatusWriter } from './policy-status';
+import { ResourcePolicy } from './resource-policy';
 
 const SUMMARY = 'Control plane of the seccomp notify agent: Kubernetes-aware policy for the notifications of the data plane.';
 
@@ -64,7 +72,25 @@ async function main(): Promise<void> {
   }
   let pusher: PolicyPusher | null = null;
   const registry = new ContainerRegistry({ logger: log, pods, unresolvedAction, onChange: (entry) => pusher?.markDirty(entry.handle) });
-  const policy = new PolicyEngine(registry, options.unresolvedAction, log);
+  // The policy resources (SeccompNotifyPolicy, ClusterSeccompNotifyPolicy): answer before listenerMetadata.
+  const policySet = new PolicySet(options.celCostLimit, log);
+  let sources: PolicySources | null = null;
+  const resources = new ResourcePolicy(
+    policySet,
+    {
+      podLabels: (namespace, name, uid) => (uid ? pods?.lookup(uid) : undefined) ?? pods?.byName(namespace, name),
+      namespaceLabels: (name) => sources?.namespaceLabels(name),
+    },
+    log,
+  );
+  if (pods) {
+    const bump = () => resources.identityEpoch++;
+    pods.on('pod', bump);
+    pods.informer.on('delete', bump);
+    sources = new PolicySources(policySet, { resyncPeriodMs: options.resyncPeriodMs, retryMaxMs: options.reconnectMaxMs }, log, bump);
+  }
+  const reports = () => nodeReports(policySet, registry.values(), resources);
+  const policy = new PolicyEngine(registry, options.unresolvedAction, log, resources);
   const link = new DataPlaneLink(
     { grpcSocket: options.grpcSocket, name: 'seccomp-controlplane', features: CONTROLPLANE_FEATURES, reconnectMaxMs: options.reconnectMaxMs, takeover: options.takeover, busyPollMs: options.busyPollMs },
     {
@@ -79,6 +105,7 @@ async function main(): Promise<void> {
       },
       onContainerRemoved: (removed) => {
         registry.remove(handleFromProto(removed.handle));
+        resources.forget(handleFromProto(removed.handle));
         pusher?.onContainerRemoved(handleFromProto(removed.handle));
       },
       decide: (notification) => policy.decide(notification),
@@ -90,9 +117,20 @@ async function main(): Promise<void> {
   // Before the snapshot that follows it: an older data plane gets decisions only, as before.
   link.on('welcome', (welcome: Welcome) => (pusher!.enabled = welcome.features.includes(POLICY_FEATURE)));
 
+  let statusWriter: PolicyStatusWriter | null = null;
+  let nodeState: NodeState | null = null;
   if (pods) {
     try {
-      await pods.start();
+      const connection: KubeConnection = await connectKube(options.kubeconfig);
+      if (options.stateDir !== '' && sources) {
+        nodeState = new NodeState(options.stateDir, options.nodeName, pods, sources, policySet, log);
+        nodeState.load(connection.url);
+        nodeState.start();
+      }
+      await pods.start(connection);
+      sources?.start(connection);
+      statusWriter = new PolicyStatusWriter(connection, policySet, options.nodeName, reports, log, options.statusPeriodMs);
+      statusWriter.start();
     } catch (err) {
       // No usable kubeconfig is a setup error, not an outage: say so and keep deciding without it.
       const code = err instanceof AgentError ? err.code : 'EKUBE_CONFIG';
@@ -101,7 +139,15 @@ async function main(): Promise<void> {
     }
   }
   link.start();
-  const parts = { link, registry, policy, pods };
+  const parts = { link, registry, policy, pods, resources, policySet };
+  const ctlSocket = options.ctlSocket === '' ? path.join(path.dirname(options.grpcSocket), 'controlplane.sock') : options.ctlSocket;
+  if (ctlSocket !== 'off') {
+    try {
+      await startCtlServer(ctlSocket, { registry, set: policySet, resources, reports }, log);
+    } catch (err) {
+      log.error({ err, socket: ctlSocket }, `cannot serve seccompctl policies and explain on ${ctlSocket} (${(err as Error).message}); deciding without it`);
+    }
+  }
   if (options.metricsAddr) await startMetricsServer(controlPlaneMetrics(parts), options.metricsAddr, log, () => controlPlaneHealth(parts));
   log.info({ version: VERSION, grpcSocket: options.grpcSocket, node: options.nodeName, kubernetes: pods !== null }, 'control plane started');
 
@@ -112,7 +158,8 @@ async function main(): Promise<void> {
     log.info({ signal }, `stopping on ${signal}: the data plane's default action answers until a control plane attaches again`);
     link.stop();
     registry.close();
-    void (pods?.stop() ?? Promise.resolve()).finally(() => {
+    statusWriter?.stop();
+    void Promise.all([pods?.stop(), sources?.stop(), nodeState?.stop()]).finally(() => {
       log.flush();
       process.exit(0);
     });

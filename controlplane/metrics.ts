@@ -4,6 +4,8 @@ import type { ContainerRegistry } from './container-registry';
 import type { DataPlaneLink } from './dataplane-link';
 import type { PodCache } from './pod-cache';
 import type { PolicyEngine } from './policy-engine';
+import type { PolicySet } from './policy-set';
+import type { ResourcePolicy } from './resource-policy';
 
 export interface ControlPlaneParts {
   link: DataPlaneLink;
@@ -11,6 +13,8 @@ export interface ControlPlaneParts {
   policy: PolicyEngine;
   /** null with --no-kubernetes. */
   pods: PodCache | null;
+  resources?: ResourcePolicy;
+  policySet?: PolicySet;
 }
 
 export function controlPlaneMetrics(parts: ControlPlaneParts): Registry {
@@ -59,7 +63,37 @@ export function controlPlaneMetrics(parts: ControlPlaneParts): Registry {
       this.set(parts.pods?.size ?? 0);
     },
   });
+  countersFromMap(registry, 'seccompagent_policy_audit_total', 'Notifications an Audit policy\'s rule would have answered (the syscall continued), by policy, rule and namespace', ['policy', 'rule', 'namespace'], () => parts.resources?.audits);
+  countersFromMap(registry, 'seccompagent_policy_answers_total', 'Notifications answered by a rule of an Enforce policy resource, by policy, rule and action', ['policy', 'rule', 'action'], () => parts.resources?.answers);
+  countersFromMap(registry, 'seccompagent_policy_when_errors_total', 'Evaluations of a rule\'s when that failed (no such key, not a bool): the rule did not match', ['policy', 'rule'], () => parts.resources?.evalErrors);
+  new Gauge({
+    name: 'seccompagent_policies',
+    help: 'Policy resources known, by scope and Ready',
+    labelNames: ['scope', 'ready'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const entry of parts.policySet?.values() ?? []) this.inc({ scope: entry.object.scope, ready: entry.error ? 'False' : 'True' });
+    },
+  });
   return registry;
+}
+
+/** A counter read from a Map whose keys are the label values joined by NUL (resource-policy.ts). */
+function countersFromMap(registry: Registry, name: string, help: string, labelNames: string[], counts: () => ReadonlyMap<string, number> | undefined): void {
+  new Counter({
+    name,
+    help,
+    labelNames,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [key, n] of counts() ?? []) {
+        const values = key.split('\u0000');
+        this.inc(Object.fromEntries(labelNames.map((label, i) => [label, values[i] ?? ''])), n);
+      }
+    },
+  });
 }
 
 /** /healthz: 200 ok, 200 degraded (API server unreachable), 503 while not attached. */

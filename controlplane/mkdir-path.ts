@@ -1,6 +1,7 @@
 // Where an emulated mkdir under MKDIR_TMPL goes: the path the container gave with the suffix
 // appended to its last component, byte for byte. Paths are bytes, not text: nothing here decodes
 // them, so two distinct names (`bad\xff\xfe`, `bad\xff\xfd`) never become one.
+import type { Decision, Notification } from '../proto/gen/seccompagent/v1/dataplane';
 
 /** Emulate mkdir of `path`, or answer `errno` at once. */
 export type MkdirTarget = { readonly path: Buffer } | { readonly errno: number };
@@ -36,4 +37,28 @@ export function mkdirTarget(path: Uint8Array, suffix: Uint8Array): MkdirTarget {
   const { start, end } = lastComponent(path);
   if (start === end || isDotElement(path, start, end)) return { path: Buffer.from(path) };
   return { path: Buffer.concat([path.subarray(0, end), suffix]) };
+}
+
+const ENAMETOOLONG = 36;
+const EFAULT = 14;
+/** Where mkdir and mkdirat keep their path and mode. */
+const MKDIR_ARGS: Record<string, { path: number; mode: number }> = {
+  mkdir: { path: 0, mode: 1 },
+  mkdirat: { path: 1, mode: 2 },
+};
+
+/**
+ * The decision for a mkdir/mkdirat under a suffix rule: emulated with the suffixed path, or an
+ * errno at once (a path not read: EFAULT; truncated: ENAMETOOLONG; empty: ENOENT). null for other
+ * syscalls. Shared by listenerMetadata's MKDIR_TMPL and the policy resources' mkdir action.
+ */
+export function suffixedMkdir(n: Notification, suffix: string): Decision['action'] | null {
+  const at = MKDIR_ARGS[n.syscall];
+  if (!at) return null;
+  const path = n.stringArgs.find((s) => s.index === at.path);
+  if (!path || path.truncated) return { $case: 'error', error: { errno: path ? ENAMETOOLONG : EFAULT } };
+  const target = mkdirTarget(path.raw ?? Buffer.from(path.value, 'utf8'), Buffer.from(suffix, 'utf8'));
+  if ('errno' in target) return { $case: 'error', error: { errno: target.errno } };
+  const mode = Number((n.args[at.mode] ?? 0o777n) & 0o7777n);
+  return { $case: 'mkdir', mkdir: { path: target.path.toString('utf8'), mode, pathBytes: target.path } };
 }

@@ -3,6 +3,8 @@ import * as os from 'node:os';
 import { parseDefaultAction } from '../common/default-action';
 import { parseBoolean, parseDurationMs, parseString, type OptionTable } from '../common/options';
 import { SHARED_OPTIONS } from '../common/shared-options';
+import { AgentError } from '../common/errors';
+import { DEFAULT_CEL_COST_LIMIT } from './cel-condition';
 
 export const CONTROLPLANE_OPTIONS = {
   grpcSocket: SHARED_OPTIONS.grpcSocket,
@@ -37,7 +39,28 @@ export const CONTROLPLANE_OPTIONS = {
     flag: 'takeover', env: 'SECCOMP_AGENT_TAKEOVER', default: 'false', boolean: true, parse: parseBoolean,
     description: 'Replace the control plane attached now (planned upgrade: no notification is left to the default action)',
   },
+  stateDir: {
+    flag: 'state-dir', env: 'SECCOMP_AGENT_STATE_DIR', default: '/var/lib/seccomp-agent', parse: parseString,
+    description: 'Directory of the node checkpoint (last synced pods and policies; the DaemonSet\'s hostPath); empty: none',
+  },
+  ctlSocket: {
+    flag: 'ctl-socket', env: 'SECCOMP_AGENT_CTL_SOCKET', default: '', parse: parseString,
+    description: 'Unix socket of the read-only view seccompctl policies and explain read (empty: controlplane.sock beside --grpc-socket; "off": none)',
+  },
+  celCostLimit: {
+    flag: 'cel-cost-limit', env: 'SECCOMP_AGENT_CEL_COST_LIMIT', default: String(DEFAULT_CEL_COST_LIMIT), parse: parsePositiveInteger,
+    description: 'Worst-case cost one evaluation of a policy\'s when may have (a when above it is refused: Ready=False)',
+  },
+  statusPeriodMs: {
+    flag: 'status-period', env: 'SECCOMP_AGENT_STATUS_PERIOD', default: '10s', parse: parseDurationMs,
+    description: 'How often this node\'s container counts in the policies\' status are brought up to date',
+  },
 } satisfies OptionTable;
+
+function parsePositiveInteger(text: string, flag: string): number {
+  if (!/^\d+$/.test(text.trim()) || Number(text) < 1) throw new AgentError('EBAD_OPTION', `--${flag}: "${text}" is not a positive integer`);
+  return Number(text);
+}
 
 export type ControlPlaneOptions = {
   readonly [K in keyof typeof CONTROLPLANE_OPTIONS]: ReturnType<(typeof CONTROLPLANE_OPTIONS)[K]['parse']>;

@@ -8,7 +8,7 @@ import type { FallbackAction } from '../common/default-action';
 import type { Logger } from '../common/logger';
 import type { Decision, Notification } from '../proto/gen/seccompagent/v1/dataplane';
 import type { ContainerEntry, ContainerRegistry } from './container-registry';
-import { mkdirTarget } from './mkdir-path';
+import { suffixedMkdir } from './mkdir-path';
 
 /** Decision counts by action, for metrics. */
 export type DecisionKind = 'continue' | 'error' | 'mkdir' | 'mount' | 'kill' | 'freeze' | 'unresolved';
@@ -17,8 +17,6 @@ const MKDIR_ARGS: Record<string, { path: number; mode: number }> = {
   mkdir: { path: 0, mode: 1 },
   mkdirat: { path: 1, mode: 2 },
 };
-const ENAMETOOLONG = 36;
-const EFAULT = 14;
 const EINVAL = 22;
 const NO_BYTES = Buffer.alloc(0);
 
@@ -41,6 +39,8 @@ export class PolicyEngine {
     private readonly registry: Pick<ContainerRegistry, 'get'>,
     private readonly unresolvedAction: FallbackAction,
     private readonly log: Logger,
+    /** The policy resources (resource-policy.ts) answer first; null falls through to listenerMetadata. */
+    private readonly resources?: { decide(entry: ContainerEntry, n: Notification): Decision['action'] | null },
   ) {}
 
   private count(kind: DecisionKind): void {
@@ -49,7 +49,7 @@ export class PolicyEngine {
 
   decide(n: Notification): Decision {
     const entry = this.registry.get(handleFromProto(n.handle));
-    const action = entry ? this.actionFor(entry, n) : this.continueUnknown(n);
+    const action = entry ? (this.resources?.decide(entry, n) ?? this.actionFor(entry, n)) : this.continueUnknown(n);
     return { handle: n.handle, id: n.id, action };
   }
 
@@ -62,7 +62,7 @@ export class PolicyEngine {
   private actionFor(entry: ContainerEntry, n: Notification): Decision['action'] {
     const mkdirArgs = MKDIR_ARGS[n.syscall];
     if (mkdirArgs) {
-      const action = this.mkdirAction(entry, n, mkdirArgs);
+      const action = this.mkdirAction(entry, n);
       if (action) return action;
     }
     if (n.syscall === 'mount' && entry.policy.mount) {
@@ -99,7 +99,7 @@ export class PolicyEngine {
   }
 
   /** null when the policy has no mkdir rule for this container. */
-  private mkdirAction(entry: ContainerEntry, n: Notification, args: { path: number; mode: number }): Decision['action'] | null {
+  private mkdirAction(entry: ContainerEntry, n: Notification): Decision['action'] | null {
     const plan = entry.mkdir;
     switch (plan.kind) {
       case 'none':
@@ -111,19 +111,9 @@ export class PolicyEngine {
           ? { $case: 'continue', continue: {} }
           : { $case: 'error', error: { errno: this.unresolvedAction.errno } };
       case 'suffix': {
-        const path = stringArg(n, args.path);
-        if (!path || path.truncated) {
-          this.count('error');
-          return { $case: 'error', error: { errno: path ? ENAMETOOLONG : EFAULT } };
-        }
-        const target = mkdirTarget(bytesOf(path), Buffer.from(plan.suffix, 'utf8'));
-        if ('errno' in target) {
-          this.count('error');
-          return { $case: 'error', error: { errno: target.errno } };
-        }
-        this.count('mkdir');
-        const mode = Number((n.args[args.mode] ?? 0o777n) & 0o7777n);
-        return { $case: 'mkdir', mkdir: { path: target.path.toString('utf8'), mode, pathBytes: target.path } };
+        const action = suffixedMkdir(n, plan.suffix)!;
+        this.count(action.$case === 'mkdir' ? 'mkdir' : 'error');
+        return action;
       }
     }
   }

@@ -8,6 +8,8 @@ import { helpText, parseBoolean, parseCommandLine, parseString, type OptionTable
 import { SHARED_OPTIONS } from '../../common/shared-options';
 import { Event, GetStatusResponse, ListContainersResponse } from '../../proto/gen/seccompagent/v1/dataplane';
 import { formatContainers, formatEvent, formatStatus } from './format';
+import type { Explanation, PolicyRow } from '../ctl-server';
+import { ctlSocketPath, formatExplanation, formatPolicies, getJson } from './policies';
 
 const CTL_OPTIONS = {
   grpcSocket: SHARED_OPTIONS.grpcSocket,
@@ -15,6 +17,7 @@ const CTL_OPTIONS = {
   container: { flag: 'container', default: '', parse: parseString, description: 'watch: only this container id' },
   syscall: { flag: 'syscall', default: '', parse: parseString, description: 'watch: only this syscall name' },
   timeout: { flag: 'timeout', default: '5', parse: (t: string) => Number(t), description: 'Seconds to wait for the data plane (status, containers, health)' },
+  ctlSocket: { flag: 'ctl-socket', env: 'SECCOMP_AGENT_CTL_SOCKET', default: '', parse: parseString, description: 'policies, explain: the control plane\'s socket (default: controlplane.sock beside --grpc-socket)' },
 } satisfies OptionTable;
 
 const SUMMARY = `Inspect the seccomp agent's data plane.
@@ -23,7 +26,11 @@ Commands:
   status       version, control plane, default action, counters
   containers   the containers (notify fds) served now
   watch        live events: notifications, answers, containers, control planes
-  health       exit 0 when the data plane serves (grpc.health.v1), 1 otherwise`;
+  health       exit 0 when the data plane serves (grpc.health.v1), 1 otherwise
+  policies     the policy resources the control plane knows: scope, mode, Ready, rules, containers here
+  explain CONTAINER SYSCALL [ARGS]
+               which policy and rule answer SYSCALL of CONTAINER (id, id prefix or NS/POD[/CONTAINER]);
+               numeric ARGS are raw arguments, others paths (explain c1 mkdir /etc/x 0755)`;
 
 function deadline(seconds: number): Date {
   return new Date(Date.now() + seconds * 1000);
@@ -59,11 +66,26 @@ async function main(): Promise<number> {
     process.stdout.write(`${helpText('seccompctl <command>', SUMMARY, CTL_OPTIONS)}\n`);
     return parsed.help ? 0 : 2;
   }
-  if (!['status', 'containers', 'watch', 'health'].includes(command)) {
-    throw new AgentError('EUNKNOWN_COMMAND', `unknown command "${command}": use status, containers, watch or health`);
+  if (!['status', 'containers', 'watch', 'health', 'policies', 'explain'].includes(command)) {
+    throw new AgentError('EUNKNOWN_COMMAND', `unknown command "${command}": use status, containers, watch, health, policies or explain`);
   }
   const { grpcSocket, json, timeout } = parsed.options;
   const out = (text: string) => process.stdout.write(`${text}\n`);
+  if (command === 'policies' || command === 'explain') {
+    const socket = ctlSocketPath(parsed.options.ctlSocket, grpcSocket);
+    if (command === 'policies') {
+      const { policies } = await getJson<{ policies: PolicyRow[] }>(socket, '/v1/policies', timeout);
+      out(json ? JSON.stringify(policies) : formatPolicies(policies));
+      return 0;
+    }
+    const [, container, syscall, ...args] = parsed.positional;
+    if (!container || !syscall) throw new AgentError('EUSAGE', 'usage: seccompctl explain CONTAINER SYSCALL [ARGS...]');
+    const query = new URLSearchParams({ container, syscall });
+    for (const a of [...args, ...parsed.rest]) query.append('arg', a);
+    const e = await getJson<Explanation>(socket, `/v1/explain?${query}`, timeout);
+    out(json ? JSON.stringify(e) : formatExplanation(e));
+    return 0;
+  }
   if (command === 'health') {
     try {
       const status = await health(grpcSocket, timeout);
@@ -118,6 +140,6 @@ main().then(
   (code) => process.exit(code),
   (err: Error) => {
     process.stderr.write(`seccompctl: ${err.message}\n`);
-    process.exit(err instanceof AgentError && err.code === 'EDATAPLANE_UNREACHABLE' ? 3 : 2);
+    process.exit(err instanceof AgentError && (err.code === 'EDATAPLANE_UNREACHABLE' || err.code === 'ECONTROLPLANE_UNREACHABLE') ? 3 : 2);
   },
 );

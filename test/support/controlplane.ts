@@ -11,7 +11,8 @@ export async function startTestControlPlane(t: TestContext, grpcSocket: string, 
 }
 
 export async function startControlPlane(t: TestContext, grpcSocket: string, extraArgs: string[] = ['--no-kubernetes']): Promise<Started> {
-  const proc = start(t, process.execPath, [CONTROLPLANE_MAIN, '--grpc-socket', grpcSocket, '--log-level', 'debug', '--reconnect-max', '500ms', ...extraArgs]);
+  // --state-dir '': no node checkpoint outside the test's scratch dir (test/support/policy.ts gives one).
+  const proc = start(t, process.execPath, [CONTROLPLANE_MAIN, '--grpc-socket', grpcSocket, '--log-level', 'debug', '--reconnect-max', '500ms', '--state-dir', '', ...extraArgs]);
   await proc.waitFor(/attached to the data plane/, 20_000);
   return proc;
 }

@@ -13,6 +13,8 @@ import { DaemonSet } from 'kubernetes-models/apps/v1';
 import { Namespace, Pod, ServiceAccount } from 'kubernetes-models/v1';
 import type { IContainer } from 'kubernetes-models/v1/Container';
 import { ClusterRole, ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
+import { CustomResourceDefinition } from 'kubernetes-models/apiextensions.k8s.io/v1';
+import { celEnv, CelScalar, isCelError, mapType, parse as parseCel, plan as planCel } from '@bufbuild/cel';
 import { parseCommandLine, type OptionTable } from '../../common/options';
 import { VERSION } from '../../common/version';
 import { DEFAULT_GRPC_SOCKET } from '../../common/shared-options';
@@ -42,6 +44,7 @@ const MODELS: Record<string, ModelClass> = {
   'apps/v1/DaemonSet': DaemonSet as unknown as ModelClass,
   'rbac.authorization.k8s.io/v1/ClusterRole': ClusterRole as unknown as ModelClass,
   'rbac.authorization.k8s.io/v1/ClusterRoleBinding': ClusterRoleBinding as unknown as ModelClass,
+  'apiextensions.k8s.io/v1/CustomResourceDefinition': CustomResourceDefinition as unknown as ModelClass,
 };
 
 /** Wraps `value` so every property the schema validator reads is recorded by its path. */
@@ -78,7 +81,30 @@ function validateObject(m: Manifest): void {
   new Model(m.obj as never).validate();
   const seen = new Set<string>();
   Model.prototype.validate.call(tracked(m.obj, '', seen));
-  assert.deepEqual(unreadFields(m.obj, '', seen, []), [], `${where}: fields the Kubernetes schema does not have`);
+  // The validator of the recursive JSONSchemaProps does not read through the proxy: a CRD's
+  // schemas are checked key by key against JSONSchemaProps instead (schemaKeyProblems).
+  const unread = unreadFields(m.obj, '', seen, []).filter((p) => !/^\/spec\/versions\/\d+\/schema\/openAPIV3Schema\//.test(p));
+  assert.deepEqual(unread, [], `${where}: fields the Kubernetes schema does not have`);
+  for (const version of m.obj.kind === 'CustomResourceDefinition' ? m.obj.spec.versions : []) {
+    assert.deepEqual(schemaKeyProblems(version.schema.openAPIV3Schema, version.name, []), [], `${where}: keys JSONSchemaProps does not have`);
+  }
+}
+
+/** The keys of apiextensions.k8s.io/v1 JSONSchemaProps (kubernetes-models' type). */
+const SCHEMA_KEYS = new Set(('$ref $schema additionalItems additionalProperties allOf anyOf default definitions dependencies description enum example ' +
+  'exclusiveMaximum exclusiveMinimum externalDocs format id items maxItems maxLength maxProperties maximum minItems minLength minProperties minimum ' +
+  'multipleOf not nullable oneOf pattern patternProperties properties required title type uniqueItems x-kubernetes-embedded-resource ' +
+  'x-kubernetes-int-or-string x-kubernetes-list-map-keys x-kubernetes-list-type x-kubernetes-map-type x-kubernetes-preserve-unknown-fields ' +
+  'x-kubernetes-validations').split(' '));
+const RULE_KEYS = new Set(['rule', 'message', 'messageExpression', 'reason', 'fieldPath', 'optionalOldSelf']);
+
+function schemaKeyProblems(schema: Json, at: string, out: string[]): string[] {
+  for (const key of Object.keys(schema)) if (!SCHEMA_KEYS.has(key)) out.push(`${at}: ${key}`);
+  for (const v of (schema['x-kubernetes-validations'] ?? []) as Json[]) for (const key of Object.keys(v)) if (!RULE_KEYS.has(key)) out.push(`${at} x-kubernetes-validations: ${key}`);
+  for (const [name, child] of Object.entries((schema.properties ?? {}) as Record<string, Json>)) schemaKeyProblems(child, `${at}.${name}`, out);
+  if (schema.items) schemaKeyProblems(schema.items, `${at}[]`, out);
+  if (schema.additionalProperties && typeof schema.additionalProperties === 'object') schemaKeyProblems(schema.additionalProperties, `${at}{}`, out);
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -139,8 +165,9 @@ test('deploy/kubernetes: kustomization.yaml lists exactly the manifests of the d
   assert.equal(k.obj.apiVersion, 'kustomize.config.k8s.io/v1beta1');
   assert.equal(k.obj.kind, 'Kustomization');
   const files = fs.readdirSync(path.join(ROOT, 'deploy/kubernetes')).filter((f) => /\.ya?ml$/.test(f) && f !== 'kustomization.yaml');
-  assert.deepEqual([...k.obj.resources].sort(), files.sort());
-  assert.deepEqual([...k.obj.resources].sort(), K8S_FILES.map((f) => path.basename(f)).sort());
+  // ../crds: the policy resources' definitions come with the install.
+  assert.deepEqual([...k.obj.resources].sort(), [...files, '../crds'].sort());
+  assert.deepEqual([...k.obj.resources].filter((r: string) => r !== '../crds').sort(), K8S_FILES.map((f) => path.basename(f)).sort());
 });
 
 test('deploy/kubernetes: every object is valid for the Kubernetes API, with no unknown field', () => {
@@ -164,8 +191,23 @@ test('deploy/kubernetes: namespace, service account, binding and DaemonSet name 
   assert.equal(ns.metadata.labels['pod-security.kubernetes.io/enforce'], 'privileged');
 });
 
-test('deploy/kubernetes: the ClusterRole grants get, list and watch on pods and nothing else', () => {
-  assert.deepEqual(one('ClusterRole').obj.rules, [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] }]);
+test('deploy/kubernetes: the ClusterRole grants what the control plane uses and nothing else: pods, namespaces, the policies and their status', () => {
+  assert.deepEqual(one('ClusterRole').obj.rules, [
+    { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
+    // namespaceSelector of ClusterSeccompNotifyPolicy: the informer lists and watches namespaces.
+    { apiGroups: [''], resources: ['namespaces'], verbs: ['list', 'watch'] },
+    // The policy informers list and watch; nothing gets one by name.
+    { apiGroups: ['seccompagent.dev'], resources: ['seccompnotifypolicies', 'clusterseccompnotifypolicies'], verbs: ['list', 'watch'] },
+    // Status by server-side apply, which is the patch verb; never update, create or delete.
+    { apiGroups: ['seccompagent.dev'], resources: ['seccompnotifypolicies/status', 'clusterseccompnotifypolicies/status'], verbs: ['patch'] },
+  ]);
+  for (const rule of one('ClusterRole').obj.rules) {
+    if (rule.apiGroups[0] !== 'seccompagent.dev') continue;
+    for (const resource of rule.resources as string[]) {
+      const plural = resource.split('/')[0];
+      assert.ok(crds().some((m) => m.obj.spec.names.plural === plural), `${resource}: a resource of deploy/crds`);
+    }
+  }
 });
 
 test('DaemonSet: dataplane, controlplane and the init container run one image, tagged with the package version', () => {
@@ -509,4 +551,115 @@ test('Dockerfile: the runtime image holds what the programs load at run time, bu
   // The DaemonSet's entrypoint: bin/seccomp-keeper execs the native keeper, which the build stage checks for.
   assert.match(read('bin/seccomp-keeper'), /^exec "[^\n]*\/build\/Release\/seccomp-keeper" "\$@"$/m);
   assert.match(dockerStages()[0].text, /test -x build\/Release\/seccomp-keeper/);
+});
+
+// ---------------------------------------------------------------------------------------------
+// deploy/crds: the policy resources
+
+const CRD_FILES = ['deploy/crds/seccompnotifypolicies.yaml', 'deploy/crds/clusterseccompnotifypolicies.yaml'];
+const crds = (): Manifest[] => CRD_FILES.flatMap(loadYaml);
+const crd = (kind: string): Json => {
+  const found = crds().filter((m) => m.obj.spec.names.kind === kind);
+  assert.equal(found.length, 1, `exactly one CRD for ${kind}`);
+  return found[0].obj;
+};
+const schemaOf = (kind: string): Json => crd(kind).spec.versions[0].schema.openAPIV3Schema;
+
+/** Structural (apiextensions' rules): every node has a type, below the root no metadata field is constrained, each items/properties is typed. */
+function structuralProblems(schema: Json, at: string, out: string[]): string[] {
+  if (!schema.type && !schema['x-kubernetes-int-or-string'] && !schema['x-kubernetes-preserve-unknown-fields']) out.push(`${at}: no type`);
+  for (const forbidden of ['anyOf', 'oneOf', 'allOf', 'not', '$ref']) if (schema[forbidden]) out.push(`${at}: ${forbidden} is not structural`);
+  if (schema.type === 'array' && !schema.items) out.push(`${at}: an array without items`);
+  for (const [name, child] of Object.entries((schema.properties ?? {}) as Record<string, Json>)) structuralProblems(child, `${at}.${name}`, out);
+  if (schema.items) structuralProblems(schema.items, `${at}[]`, out);
+  if (schema.additionalProperties && typeof schema.additionalProperties === 'object') structuralProblems(schema.additionalProperties, `${at}{}`, out);
+  return out;
+}
+
+/** Every x-kubernetes-validations rule with its schema path, for evaluating with CEL below. */
+function validationRules(schema: Json, at: string, out: Array<{ at: string; rule: string; message: string }>): typeof out {
+  for (const v of (schema['x-kubernetes-validations'] ?? []) as Json[]) out.push({ at, rule: v.rule, message: v.message });
+  for (const [name, child] of Object.entries((schema.properties ?? {}) as Record<string, Json>)) validationRules(child, `${at}.${name}`, out);
+  if (schema.items) validationRules(schema.items, `${at}[]`, out);
+  return out;
+}
+
+/** Evaluates the rules at `at` with `self` bound to `value`, as the API server does on create. */
+function violations(kind: string, at: string, value: unknown): string[] {
+  const env = celEnv({ variables: { self: mapType(CelScalar.STRING, CelScalar.DYN) } });
+  const toCel = (v: unknown): unknown =>
+    Array.isArray(v) ? v.map(toCel) : v !== null && typeof v === 'object' ? new Map(Object.entries(v).map(([k, x]) => [k, toCel(x)])) : typeof v === 'number' ? BigInt(v) : v;
+  const out: string[] = [];
+  for (const r of validationRules(schemaOf(kind), '', []).filter((x) => x.at === at)) {
+    const result = planCel(env, parseCel(r.rule))({ self: toCel(value) as never });
+    assert.ok(!isCelError(result), `${kind} ${at}: rule ${r.rule} failed to evaluate: ${isCelError(result) ? result.message : ''}`);
+    if (result !== true) out.push(r.message);
+  }
+  return out;
+}
+
+test('deploy/crds: both CRDs are valid CustomResourceDefinitions (kubernetes-models), with no unknown field', () => {
+  const all = crds();
+  assert.deepEqual(all.map((m) => m.obj.kind), ['CustomResourceDefinition', 'CustomResourceDefinition']);
+  for (const m of all) validateObject(m);
+  const [k] = loadYaml('deploy/crds/kustomization.yaml');
+  assert.deepEqual([...k.obj.resources].sort(), CRD_FILES.map((f) => path.basename(f)).sort());
+});
+
+test('deploy/crds: group seccompagent.dev v1alpha1; SeccompNotifyPolicy namespaced, ClusterSeccompNotifyPolicy cluster-scoped; status subresource', () => {
+  for (const [kind, plural, scope] of [['SeccompNotifyPolicy', 'seccompnotifypolicies', 'Namespaced'], ['ClusterSeccompNotifyPolicy', 'clusterseccompnotifypolicies', 'Cluster']]) {
+    const c = crd(kind);
+    assert.equal(c.metadata.name, `${plural}.seccompagent.dev`);
+    assert.equal(c.spec.group, 'seccompagent.dev');
+    assert.equal(c.spec.scope, scope);
+    assert.equal(c.spec.names.plural, plural);
+    assert.deepEqual(c.spec.versions.map((v: Json) => [v.name, v.served, v.storage]), [['v1alpha1', true, true]]);
+    assert.deepEqual(c.spec.versions[0].subresources, { status: {} });
+    assert.deepEqual(structuralProblems(schemaOf(kind), kind, []), [], `${kind}: a structural schema`);
+    const spec = schemaOf(kind).properties.spec.properties;
+    assert.equal(spec.mode.default, 'Enforce');
+    assert.deepEqual(spec.mode.enum, ['Enforce', 'Audit']);
+    assert.deepEqual(Object.keys(spec.rules.items.properties).sort(), ['allow', 'errno', 'freeze', 'kill', 'log', 'mkdir', 'mount', 'name', 'syscalls', 'when']);
+    assert.deepEqual(Object.keys(spec.selector.properties).sort(), ['namespaceSelector', 'podSelector']);
+    assert.deepEqual(spec.selector.properties.podSelector.properties.matchExpressions.items.properties.operator.enum, ['In', 'NotIn', 'Exists', 'DoesNotExist']);
+  }
+  // One schema for both, apart from the namespaceSelector rule of the namespaced kind.
+  const namespaced = structuredClone(schemaOf('SeccompNotifyPolicy'));
+  const cluster = structuredClone(schemaOf('ClusterSeccompNotifyPolicy'));
+  delete namespaced.properties.spec.properties.selector['x-kubernetes-validations'];
+  for (const s of [namespaced, cluster]) {
+    delete s.description;
+    delete s.properties.spec.properties.selector.description;
+  }
+  assert.deepEqual(namespaced, cluster);
+});
+
+test('deploy/crds: the errno enum is the errno table the control plane reads', async () => {
+  const { ERRNO_BY_NAME } = await import('../../common/errors');
+  assert.deepEqual([...schemaOf('SeccompNotifyPolicy').properties.spec.properties.rules.items.properties.errno.enum].sort(), Object.keys(ERRNO_BY_NAME).sort());
+});
+
+test('deploy/crds: CEL validation rules: exactly one action per rule, mkdir and mount only for their syscalls, namespaceSelector only on the cluster kind, selector operators', () => {
+  const rule = '.spec.rules[]';
+  for (const kind of ['SeccompNotifyPolicy', 'ClusterSeccompNotifyPolicy']) {
+    assert.deepEqual(violations(kind, rule, { syscalls: ['mkdir'], errno: 'EPERM' }), []);
+    assert.deepEqual(violations(kind, rule, { syscalls: ['mkdir'], when: 'paths[0].startsWith("/etc")', allow: {} }), []);
+    assert.deepEqual(violations(kind, rule, { syscalls: ['mkdir'] }), ['a rule has exactly one action: allow, errno, kill, freeze, mkdir, mount or log']);
+    assert.deepEqual(violations(kind, rule, { syscalls: ['mkdir'], errno: 'EPERM', kill: {} }), ['a rule has exactly one action: allow, errno, kill, freeze, mkdir, mount or log']);
+    assert.deepEqual(violations(kind, rule, { syscalls: ['mkdir', 'mkdirat'], mkdir: { suffix: '-{{.Pod}}' } }), []);
+    assert.deepEqual(violations(kind, rule, { syscalls: ['mkdir', 'unlink'], mkdir: { suffix: '-x' } }), ['the mkdir action only answers mkdir and mkdirat']);
+    assert.deepEqual(violations(kind, rule, { syscalls: ['mount'], mount: { filesystems: ['proc'] } }), []);
+    assert.deepEqual(violations(kind, rule, { syscalls: ['umount2'], mount: { filesystems: ['proc'] } }), ['the mount action only answers mount']);
+    assert.deepEqual(violations(kind, `${rule}.syscalls`, ['mkdir']), []);
+    assert.deepEqual(violations(kind, `${rule}.syscalls`, ['mkdir', '']), ['syscall names are not empty']);
+    const expr = '.spec.selector.podSelector.matchExpressions[]';
+    assert.deepEqual(violations(kind, expr, { key: 'app', operator: 'In', values: ['web'] }), []);
+    assert.deepEqual(violations(kind, expr, { key: 'app', operator: 'Exists' }), []);
+    assert.equal(violations(kind, expr, { key: 'app', operator: 'In' }).length, 1);
+    assert.equal(violations(kind, expr, { key: 'app', operator: 'Exists', values: ['x'] }).length, 1);
+  }
+  const selector = { podSelector: { matchLabels: { app: 'web' } }, namespaceSelector: { matchLabels: { team: 'a' } } };
+  assert.deepEqual(violations('ClusterSeccompNotifyPolicy', '.spec.selector', selector), []);
+  assert.deepEqual(violations('SeccompNotifyPolicy', '.spec.selector', selector), ['namespaceSelector is only for ClusterSeccompNotifyPolicy; a SeccompNotifyPolicy applies to its own namespace']);
+  assert.deepEqual(violations('SeccompNotifyPolicy', '.spec.selector', { podSelector: {} }), []);
 });

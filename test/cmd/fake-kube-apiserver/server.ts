@@ -1,7 +1,9 @@
-// A loopback stand-in for the Kubernetes API server: just the pods list and watch the control
-// plane's pod cache uses, spoken the way the real server speaks them (PodList with a
-// resourceVersion, chunked watch lines, fieldSelector, 410 Expired), plus what tests need: add,
-// change and remove pods, and stop() / start() on the same port to simulate an outage.
+// A loopback stand-in for the Kubernetes API server: the lists and watches the control plane's
+// informers use (pods, namespaces, SeccompNotifyPolicy, ClusterSeccompNotifyPolicy), spoken the
+// way the real server speaks them (lists with a resourceVersion, chunked watch lines,
+// fieldSelector, 410 Expired), the policies' status subresource (PUT, merge patch, and
+// server-side apply with one owner per field manager for the list-map fields), plus what tests
+// need: add, change and remove objects, and stop() / start() on the same port for an outage.
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -17,6 +19,7 @@ export interface FakePod {
     uid: string;
     resourceVersion?: string;
     creationTimestamp?: string;
+    labels?: Record<string, string>;
     annotations?: Record<string, string>;
     [key: string]: unknown;
   };
@@ -33,6 +36,7 @@ export interface PodSpecInput {
   namespace?: string;
   uid?: string;
   nodeName?: string;
+  labels?: Record<string, string>;
   annotations?: Record<string, string>;
   /** Containers; `id` adds a status with "containerd://<id>" (or the runtime given). */
   containers?: Array<{ name: string; id?: string; runtime?: 'containerd' | 'cri-o' }>;
@@ -50,6 +54,7 @@ export function makePod(input: PodSpecInput): FakePod {
       namespace: input.namespace ?? 'default',
       uid: input.uid ?? randomUUID(),
       creationTimestamp: now,
+      ...(input.labels ? { labels: { ...input.labels } } : {}),
       ...(input.annotations ? { annotations: { ...input.annotations } } : {}),
     },
     spec: {
@@ -78,19 +83,53 @@ export interface RequestRecord {
   query: Record<string, string>;
 }
 
+/** One status write as the server received it. */
+export interface StatusWrite {
+  resource: PolicyResource;
+  namespace: string | null;
+  name: string;
+  method: string;
+  contentType: string;
+  fieldManager: string;
+  body: Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
 type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+/** A stored object of any resource: the part every kind has. */
+interface StoredObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; uid?: string; resourceVersion?: string; generation?: number; [key: string]: unknown };
+  [key: string]: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+export type PolicyResource = 'seccompnotifypolicies' | 'clusterseccompnotifypolicies';
+type Resource = 'pods' | 'namespaces' | PolicyResource;
+
+const RESOURCES: Record<Resource, { namespaced: boolean; apiVersion: string; kind: string; listKind: string }> = {
+  pods: { namespaced: true, apiVersion: 'v1', kind: 'Pod', listKind: 'PodList' },
+  namespaces: { namespaced: false, apiVersion: 'v1', kind: 'Namespace', listKind: 'NamespaceList' },
+  seccompnotifypolicies: { namespaced: true, apiVersion: 'seccompagent.dev/v1alpha1', kind: 'SeccompNotifyPolicy', listKind: 'SeccompNotifyPolicyList' },
+  clusterseccompnotifypolicies: { namespaced: false, apiVersion: 'seccompagent.dev/v1alpha1', kind: 'ClusterSeccompNotifyPolicy', listKind: 'ClusterSeccompNotifyPolicyList' },
+};
+
+/** Status fields that are lists of maps, by their key (x-kubernetes-list-map-keys in deploy/crds). */
+const STATUS_LIST_MAPS: Record<string, string> = { conditions: 'type', nodes: 'node' };
 
 interface HistoryEntry {
   rv: number;
+  resource: Resource;
   type: EventType;
-  pod: FakePod;
-  /** The pod before a MODIFIED, to tell selectors it left or entered. */
-  previous: FakePod | null;
+  object: StoredObject;
+  /** The object before a MODIFIED, to tell selectors it left or entered. */
+  previous: StoredObject | null;
 }
 
 interface Selector {
+  resource: Resource;
   namespace: string | null;
-  matches: (pod: FakePod) => boolean;
+  matches: (object: StoredObject) => boolean;
 }
 
 interface Watcher {
@@ -98,35 +137,62 @@ interface Watcher {
   response: http.ServerResponse;
 }
 
-const FIELDS: Record<string, (pod: FakePod) => string> = {
-  'spec.nodeName': (pod) => pod.spec.nodeName ?? '',
-  'metadata.name': (pod) => pod.metadata.name,
-  'metadata.namespace': (pod) => pod.metadata.namespace,
-  'status.phase': (pod) => pod.status.phase ?? '',
+const FIELDS: Record<string, (object: StoredObject) => string> = {
+  'spec.nodeName': (o) => o.spec?.nodeName ?? '',
+  'metadata.name': (o) => o.metadata.name,
+  'metadata.namespace': (o) => o.metadata.namespace ?? '',
+  'status.phase': (o) => o.status?.phase ?? '',
 };
 
-function parseFieldSelector(text: string): ((pod: FakePod) => boolean) | string {
-  const terms: Array<(pod: FakePod) => boolean> = [];
+function parseFieldSelector(text: string): ((object: StoredObject) => boolean) | string {
+  const terms: Array<(object: StoredObject) => boolean> = [];
   for (const term of text.split(',').filter((t) => t !== '')) {
     const match = /^([^=!]+)(==|=|!=)(.*)$/.exec(term);
     if (!match) return `invalid field selector term "${term}"`;
     const get = FIELDS[match[1]];
     if (!get) return `field label not supported: ${match[1]}`;
     const [, , op, value] = match;
-    terms.push(op === '!=' ? (pod) => get(pod) !== value : (pod) => get(pod) === value);
+    terms.push(op === '!=' ? (o) => get(o) !== value : (o) => get(o) === value);
   }
-  return (pod) => terms.every((t) => t(pod));
+  return (o) => terms.every((t) => t(o));
 }
 
 function status(code: number, reason: string, message: string) {
   return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code };
 }
 
+/** A policy as tests write it: namespace (namespaced kind only), name, spec. */
+export interface PolicyInput {
+  name: string;
+  namespace?: string;
+  labels?: Record<string, string>;
+  spec: Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+/** RFC 7386 JSON merge patch. */
+function mergePatch(target: any, patch: any): any { // eslint-disable-line @typescript-eslint/no-explicit-any
+  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return structuredClone(patch);
+  const out = target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...target } : {};
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else out[k] = mergePatch(out[k], v);
+  }
+  return out;
+}
+
+/** What one field manager owns of one object's status (server-side apply, simplified). */
+interface Owned {
+  fields: Set<string>;
+  entries: Map<string, Set<string>>;
+}
+
 export class FakeKubeApiServer {
   private readonly server: http.Server;
   private readonly sockets = new Set<Socket>();
   private readonly watchers = new Set<Watcher>();
-  private readonly pods = new Map<string, FakePod>();
+  private readonly store: Record<Resource, Map<string, StoredObject>> = { pods: new Map(), namespaces: new Map(), seccompnotifypolicies: new Map(), clusterseccompnotifypolicies: new Map() };
+  /** Status ownership by object key, then field manager. */
+  private readonly owners = new Map<string, Map<string, Owned>>();
   private history: HistoryEntry[] = [];
   /** Watches from a resourceVersion older than this get 410 Expired. */
   private oldestRv = 0;
@@ -134,6 +200,7 @@ export class FakeKubeApiServer {
   private listeningPort = 0;
   private running = false;
   readonly requests: RequestRecord[] = [];
+  readonly statusWrites: StatusWrite[] = [];
 
   private constructor() {
     this.server = http.createServer((req, res) => this.handle(req, res));
@@ -166,6 +233,11 @@ export class FakeKubeApiServer {
   /** Watch streams open now. */
   get openWatches(): number {
     return this.watchers.size;
+  }
+
+  /** Watch streams open now on one resource. */
+  watchesOn(resource: Resource): number {
+    return [...this.watchers].filter((w) => w.selector.resource === resource).length;
   }
 
   /** Starts listening again, on the same port as before. */
@@ -218,43 +290,105 @@ export class FakeKubeApiServer {
     return file;
   }
 
+  private static key(object: { metadata: { name: string; namespace?: string } }): string {
+    return object.metadata.namespace ? `${object.metadata.namespace}/${object.metadata.name}` : object.metadata.name;
+  }
+
+  /** Stores an object (new resourceVersion); watchers get ADDED or MODIFIED unless notify is false. */
+  private put(resource: Resource, object: StoredObject, notify = true): StoredObject {
+    const full = structuredClone(object);
+    const key = FakeKubeApiServer.key(full);
+    const previous = this.store[resource].get(key) ?? null;
+    full.metadata.resourceVersion = String(++this.rv);
+    full.metadata.uid ??= previous?.metadata.uid ?? randomUUID();
+    full.metadata.creationTimestamp ??= previous?.metadata.creationTimestamp ?? new Date().toISOString();
+    this.store[resource].set(key, full);
+    if (notify) this.publish({ rv: this.rv, resource, type: previous ? 'MODIFIED' : 'ADDED', object: full, previous });
+    return structuredClone(full);
+  }
+
+  private delete(resource: Resource, key: string, notify = true): boolean {
+    const previous = this.store[resource].get(key);
+    if (!previous) return false;
+    this.store[resource].delete(key);
+    this.owners.delete(`${resource}/${key}`);
+    const gone = structuredClone(previous);
+    gone.metadata.resourceVersion = String(++this.rv);
+    if (notify) this.publish({ rv: this.rv, resource, type: 'DELETED', object: gone, previous: null });
+    return true;
+  }
+
   /**
    * Adds (or replaces) a pod; watchers get ADDED (or MODIFIED). `notify: false` simulates an
    * event a watcher missed: only a new list shows the change.
    */
   addPod(pod: FakePod | PodSpecInput, options: { notify?: boolean } = {}): FakePod {
     const full = 'kind' in pod ? structuredClone(pod) : makePod(pod);
-    const key = `${full.metadata.namespace}/${full.metadata.name}`;
-    const previous = this.pods.get(key) ?? null;
-    full.metadata.resourceVersion = String(++this.rv);
-    this.pods.set(key, full);
-    if (options.notify !== false) this.publish({ rv: this.rv, type: previous ? 'MODIFIED' : 'ADDED', pod: full, previous });
-    return structuredClone(full);
+    return this.put('pods', full as unknown as StoredObject, options.notify !== false) as unknown as FakePod;
   }
 
   /** Changes a stored pod (for example to add container statuses); watchers get MODIFIED. */
   updatePod(namespace: string, name: string, change: (pod: FakePod) => void): FakePod {
-    const key = `${namespace}/${name}`;
-    const previous = this.pods.get(key);
-    if (!previous) throw new Error(`no pod ${key}`);
-    const next = structuredClone(previous);
+    const previous = this.store.pods.get(`${namespace}/${name}`);
+    if (!previous) throw new Error(`no pod ${namespace}/${name}`);
+    const next = structuredClone(previous) as unknown as FakePod;
     change(next);
-    next.metadata.resourceVersion = String(++this.rv);
-    this.pods.set(key, next);
-    this.publish({ rv: this.rv, type: 'MODIFIED', pod: next, previous });
-    return structuredClone(next);
+    return this.put('pods', next as unknown as StoredObject) as unknown as FakePod;
   }
 
   /** Removes a pod; watchers get DELETED (unless `notify: false`, as for addPod). */
   removePod(namespace: string, name: string, options: { notify?: boolean } = {}): boolean {
-    const key = `${namespace}/${name}`;
-    const previous = this.pods.get(key);
-    if (!previous) return false;
-    this.pods.delete(key);
-    const gone = structuredClone(previous);
-    gone.metadata.resourceVersion = String(++this.rv);
-    if (options.notify !== false) this.publish({ rv: this.rv, type: 'DELETED', pod: gone, previous: null });
-    return true;
+    return this.delete('pods', `${namespace}/${name}`, options.notify !== false);
+  }
+
+  listPods(): FakePod[] {
+    return [...this.store.pods.values()].map((pod) => structuredClone(pod) as unknown as FakePod);
+  }
+
+  /** Adds or relabels a namespace. */
+  addNamespace(name: string, labels: Record<string, string> = {}): void {
+    const previous = this.store.namespaces.get(name);
+    this.put('namespaces', {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { ...(previous?.metadata ?? {}), name, labels: { 'kubernetes.io/metadata.name': name, ...labels } },
+      spec: { finalizers: ['kubernetes'] },
+      status: { phase: 'Active' },
+    });
+  }
+
+  removeNamespace(name: string): boolean {
+    return this.delete('namespaces', name);
+  }
+
+  /**
+   * Creates or replaces a policy's spec (kubectl apply): the generation goes up when the spec
+   * changes, the status is kept. Returns the stored object.
+   */
+  applyPolicy(resource: PolicyResource, input: PolicyInput): StoredObject {
+    const info = RESOURCES[resource];
+    const namespace = info.namespaced ? input.namespace ?? 'default' : undefined;
+    const key = namespace ? `${namespace}/${input.name}` : input.name;
+    const previous = this.store[resource].get(key);
+    const changed = !previous || JSON.stringify(previous.spec) !== JSON.stringify(input.spec);
+    const generation = (previous?.metadata.generation ?? 0) + (changed ? 1 : 0);
+    return this.put(resource, {
+      apiVersion: info.apiVersion,
+      kind: info.kind,
+      metadata: { ...(previous?.metadata ?? {}), name: input.name, ...(namespace ? { namespace } : {}), generation, ...(input.labels ? { labels: input.labels } : {}) },
+      spec: structuredClone(input.spec),
+      ...(previous?.status ? { status: previous.status } : {}),
+    });
+  }
+
+  removePolicy(resource: PolicyResource, name: string, namespace?: string): boolean {
+    return this.delete(resource, RESOURCES[resource].namespaced ? `${namespace ?? 'default'}/${name}` : name);
+  }
+
+  /** The stored policy (with its status), or undefined. */
+  getPolicy(resource: PolicyResource, name: string, namespace?: string): StoredObject | undefined {
+    const object = this.store[resource].get(RESOURCES[resource].namespaced ? `${namespace ?? 'default'}/${name}` : name);
+    return object ? structuredClone(object) : undefined;
   }
 
   /** Ends every open watch cleanly, as the server does when a watch's timeout passes. */
@@ -272,28 +406,35 @@ export class FakeKubeApiServer {
     this.oldestRv = ++this.rv;
   }
 
-  listPods(): FakePod[] {
-    return [...this.pods.values()].map((pod) => structuredClone(pod));
-  }
-
   private publish(entry: HistoryEntry): void {
     this.history.push(entry);
     for (const watcher of this.watchers) this.send(watcher, entry);
   }
 
-  /** Sends one event as a watcher with a selector sees it (a pod leaving the selector is DELETED). */
+  /** Sends one event as a watcher with a selector sees it (an object leaving the selector is DELETED). */
   private send(watcher: Watcher, entry: HistoryEntry): void {
-    const inScope = (pod: FakePod | null) =>
-      pod !== null &&
-      (watcher.selector.namespace === null || pod.metadata.namespace === watcher.selector.namespace) &&
-      watcher.selector.matches(pod);
-    const now = inScope(entry.pod);
+    if (entry.resource !== watcher.selector.resource) return;
+    const inScope = (o: StoredObject | null) =>
+      o !== null && (watcher.selector.namespace === null || o.metadata.namespace === watcher.selector.namespace) && watcher.selector.matches(o);
+    const now = inScope(entry.object);
     const before = entry.type === 'MODIFIED' ? inScope(entry.previous) : now;
     let type: EventType = entry.type;
     if (entry.type === 'MODIFIED' && now && !before) type = 'ADDED';
     else if (entry.type === 'MODIFIED' && !now && before) type = 'DELETED';
     else if (!now) return;
-    watcher.response.write(`${JSON.stringify({ type, object: entry.pod })}\n`);
+    watcher.response.write(`${JSON.stringify({ type, object: entry.object })}\n`);
+  }
+
+  /** /api/v1/[namespaces/NS/]pods, /api/v1/namespaces, /apis/seccompagent.dev/v1alpha1/[namespaces/NS/]PLURAL[/NAME[/status]]. */
+  private route(pathname: string): { resource: Resource; namespace: string | null; name: string | null; status: boolean } | null {
+    let m = /^\/api\/v1\/(?:namespaces\/([^/]+)\/)?pods$/.exec(pathname);
+    if (m) return { resource: 'pods', namespace: m[1] ? decodeURIComponent(m[1]) : null, name: null, status: false };
+    if (pathname === '/api/v1/namespaces') return { resource: 'namespaces', namespace: null, name: null, status: false };
+    m = /^\/apis\/seccompagent\.dev\/v1alpha1\/(?:namespaces\/([^/]+)\/)?(seccompnotifypolicies|clusterseccompnotifypolicies)(?:\/([^/]+)(\/status)?)?$/.exec(pathname);
+    if (!m) return null;
+    const resource = m[2] as PolicyResource;
+    if (m[1] && !RESOURCES[resource].namespaced) return null;
+    return { resource, namespace: m[1] ? decodeURIComponent(m[1]) : null, name: m[3] ? decodeURIComponent(m[3]) : null, status: m[4] !== undefined };
   }
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
@@ -304,21 +445,30 @@ export class FakeKubeApiServer {
       res.writeHead(code, { 'Content-Type': 'application/json' });
       res.end(JSON.stringify(body));
     };
-    const match = /^\/api\/v1\/(?:namespaces\/([^/]+)\/)?pods$/.exec(url.pathname);
-    if (!match) return reply(404, status(404, 'NotFound', 'the server could not find the requested resource'));
+    const route = this.route(url.pathname);
+    if (!route) return reply(404, status(404, 'NotFound', 'the server could not find the requested resource'));
+    if (route.name !== null) {
+      let text = '';
+      req.setEncoding('utf8');
+      req.on('data', (chunk: string) => (text += chunk));
+      req.on('end', () => {
+        const result = this.objectRequest(route as typeof route & { name: string }, req.method ?? '', String(req.headers['content-type'] ?? ''), query, text);
+        reply(result.code, result.body);
+      });
+      return;
+    }
     if (req.method !== 'GET') return reply(405, status(405, 'MethodNotAllowed', `${req.method} is not supported here`));
     const matches = parseFieldSelector(query.fieldSelector ?? '');
     if (typeof matches === 'string') return reply(400, status(400, 'BadRequest', matches));
-    const selector: Selector = { namespace: match[1] ? decodeURIComponent(match[1]) : null, matches };
+    const selector: Selector = { resource: route.resource, namespace: route.namespace, matches };
     const selected = () =>
-      [...this.pods.values()].filter(
-        (pod) => (selector.namespace === null || pod.metadata.namespace === selector.namespace) && matches(pod),
-      );
+      [...this.store[route.resource].values()].filter((o) => (selector.namespace === null || o.metadata.namespace === selector.namespace) && matches(o));
 
     if (query.watch !== 'true' && query.watch !== '1') {
+      const info = RESOURCES[route.resource];
       return reply(200, {
-        kind: 'PodList',
-        apiVersion: 'v1',
+        kind: info.listKind,
+        apiVersion: info.apiVersion,
         metadata: { resourceVersion: String(this.rv) },
         items: selected(),
       });
@@ -330,7 +480,7 @@ export class FakeKubeApiServer {
     const watcher: Watcher = { selector, response: res };
     if (from === '' || from === '0') {
       // "Start at most recent" with the current state as synthetic ADDED events, as the server does.
-      for (const pod of selected()) res.write(`${JSON.stringify({ type: 'ADDED', object: pod })}\n`);
+      for (const o of selected()) res.write(`${JSON.stringify({ type: 'ADDED', object: o })}\n`);
     } else {
       const since = Number(from);
       if (!Number.isInteger(since) || since < this.oldestRv) {
@@ -351,6 +501,88 @@ export class FakeKubeApiServer {
       timer.unref();
       res.on('close', () => clearTimeout(timer));
     }
+  }
+
+  /** GET of one object; PUT, merge PATCH or apply PATCH of a policy's status subresource. */
+  private objectRequest(
+    route: { resource: Resource; namespace: string | null; name: string; status: boolean },
+    method: string,
+    contentType: string,
+    query: Record<string, string>,
+    text: string,
+  ): { code: number; body: unknown } {
+    const info = RESOURCES[route.resource];
+    const key = info.namespaced ? `${route.namespace ?? ''}/${route.name}` : route.name;
+    const stored = this.store[route.resource].get(key);
+    const what = `${route.resource}.seccompagent.dev "${route.name}"`;
+    if (!stored) return { code: 404, body: status(404, 'NotFound', `${what} not found`) };
+    if (method === 'GET') return { code: 200, body: stored };
+    if (!route.status) return { code: 405, body: status(405, 'MethodNotAllowed', `${method} of the object itself is not supported by the stand-in`) };
+    let body: Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    try {
+      body = JSON.parse(text);
+    } catch (err) {
+      return { code: 400, body: status(400, 'BadRequest', `body is not JSON: ${(err as Error).message}`) };
+    }
+    const fieldManager = query.fieldManager ?? '';
+    this.statusWrites.push({ resource: route.resource as PolicyResource, namespace: route.namespace, name: route.name, method, contentType, fieldManager, body });
+    const next = structuredClone(stored);
+    if (method === 'PUT') {
+      if (body.metadata?.resourceVersion && body.metadata.resourceVersion !== stored.metadata.resourceVersion) {
+        return { code: 409, body: status(409, 'Conflict', `Operation cannot be fulfilled on ${what}: the object has been modified; please apply your changes to the latest version and try again`) };
+      }
+      next.status = structuredClone(body.status ?? {});
+    } else if (method === 'PATCH' && contentType.startsWith('application/merge-patch+json')) {
+      next.status = mergePatch(next.status ?? {}, body.status ?? {});
+    } else if (method === 'PATCH' && contentType.startsWith('application/apply-patch+yaml')) {
+      if (!fieldManager) return { code: 400, body: status(400, 'BadRequest', 'PATCH with apply-patch needs a fieldManager') };
+      next.status = this.applyStatus(`${route.resource}/${key}`, next.status ?? {}, fieldManager, body.status ?? {});
+    } else {
+      return { code: 415, body: status(415, 'UnsupportedMediaType', `${method} with ${contentType} is not supported by the stand-in`) };
+    }
+    // The status subresource never changes the spec nor the generation.
+    next.spec = stored.spec;
+    next.metadata.generation = stored.metadata.generation;
+    if (JSON.stringify(next.status) === JSON.stringify(stored.status ?? {})) return { code: 200, body: stored };
+    return { code: 200, body: this.put(route.resource, next) };
+  }
+
+  /**
+   * Server-side apply of a status, simplified to what the agents need: a manager owns the fields
+   * it sent, and in the list-map fields (conditions by type, nodes by node) the entries it sent;
+   * what it owned before and omits now is removed, what other managers own is left alone.
+   */
+  private applyStatus(objectKey: string, current: Record<string, any>, manager: string, applied: Record<string, any>): Record<string, any> { // eslint-disable-line @typescript-eslint/no-explicit-any
+    let byManager = this.owners.get(objectKey);
+    if (!byManager) this.owners.set(objectKey, (byManager = new Map()));
+    const before = byManager.get(manager) ?? { fields: new Set<string>(), entries: new Map<string, Set<string>>() };
+    const now: Owned = { fields: new Set(), entries: new Map() };
+    const out = structuredClone(current);
+    const ownedByOthers = (field: string, entry?: string) =>
+      [...byManager!].some(([m, o]) => m !== manager && (entry === undefined ? o.fields.has(field) : o.entries.get(field)?.has(entry)));
+    for (const [field, value] of Object.entries(applied)) {
+      const mapKey = STATUS_LIST_MAPS[field];
+      if (mapKey && Array.isArray(value)) {
+        const sent = new Set(value.map((e: Record<string, unknown>) => String(e[mapKey])));
+        const kept = ((out[field] ?? []) as Array<Record<string, unknown>>).filter((e) => {
+          const k = String(e[mapKey]);
+          return !sent.has(k) && !(before.entries.get(field)?.has(k) && !ownedByOthers(field, k));
+        });
+        out[field] = [...kept, ...structuredClone(value)];
+        now.entries.set(field, sent);
+      } else {
+        out[field] = structuredClone(value);
+        now.fields.add(field);
+      }
+    }
+    for (const field of before.fields) if (!(field in applied) && !ownedByOthers(field)) delete out[field];
+    for (const [field, keys] of before.entries) {
+      if (field in applied) continue;
+      const mapKey = STATUS_LIST_MAPS[field];
+      out[field] = ((out[field] ?? []) as Array<Record<string, unknown>>).filter((e) => !keys.has(String(e[mapKey])) || ownedByOthers(field, String(e[mapKey])));
+    }
+    byManager.set(manager, now);
+    return out;
   }
 }
 

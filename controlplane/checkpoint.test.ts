@@ -1,0 +1,53 @@
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { test } from 'node:test';
+import { AgentError } from '../common/errors';
+import { CHECKPOINT_FILE, readCheckpoint, writeCheckpoint, type CheckpointContent } from './checkpoint';
+
+const content: CheckpointContent = {
+  writtenAt: '2026-12-01T20:00:00.000Z',
+  node: 'node-a',
+  server: 'https://10.0.0.1:6443',
+  pods: [{ namespace: 'shop', pod: 'web-1', uid: 'u1', containers: new Map([['c1', 'app']]), mirrorHash: null, labels: { app: 'web' }, annotations: {} }],
+  namespaces: [{ name: 'shop', labels: { team: 'shop' } }],
+  policies: [{ scope: 'namespaced', namespace: 'shop', name: 'p', uid: 'pu', generation: 2, spec: { rules: [] }, ready: null }],
+  inForce: [{ scope: 'namespaced', namespace: 'shop', name: 'p', uid: 'pu', generation: 1, spec: { rules: [{ syscalls: ['mkdir'], allow: {} }] }, ready: null }],
+};
+
+function tmp(t: { after(fn: () => void): void }): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'checkpoint-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+test('checkpoint: written with mode 0600, no temporary file left, read back as written', async (t) => {
+  const dir = path.join(tmp(t), 'state');
+  assert.equal(readCheckpoint(dir), null, 'none yet');
+  await writeCheckpoint(dir, content);
+  assert.deepEqual(fs.readdirSync(dir), [CHECKPOINT_FILE]);
+  assert.equal(fs.statSync(path.join(dir, CHECKPOINT_FILE)).mode & 0o777, 0o600);
+  const back = readCheckpoint(dir)!;
+  assert.deepEqual(back, content);
+  assert.equal(back.pods[0].containers.get('c1'), 'app');
+  await writeCheckpoint(dir, { ...content, node: 'node-b' });
+  assert.equal(readCheckpoint(dir)?.node, 'node-b', 'replaced by rename');
+});
+
+test('checkpoint: truncated, altered, not JSON or of another format: ECHECKPOINT_CORRUPT, never a crash', async (t) => {
+  const dir = tmp(t);
+  await writeCheckpoint(dir, content);
+  const file = path.join(dir, CHECKPOINT_FILE);
+  const good = fs.readFileSync(file, 'utf8');
+  const cases: Array<[string, string, RegExp]> = [
+    ['truncated', good.slice(0, good.length - 7), /is not JSON/],
+    ['altered', good.replace('web-1', 'web-2'), /fails its sha256 checksum/],
+    ['empty', '', /is not JSON/],
+    ['another format', JSON.stringify({ format: 'x', body: '{}' }), /is not a seccomp-agent.controlplane-checkpoint\/v1 file/],
+  ];
+  for (const [what, text, message] of cases) {
+    fs.writeFileSync(file, text);
+    assert.throws(() => readCheckpoint(dir), (e) => e instanceof AgentError && e.code === 'ECHECKPOINT_CORRUPT' && message.test(e.message) && /refused; starting without it/.test(e.message), what);
+  }
+});

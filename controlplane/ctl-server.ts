@@ -1,0 +1,161 @@
+// The control plane's read-only view for seccompctl (policies, explain): JSON over HTTP on a Unix
+// socket (--ctl-socket, default /run/seccomp-agent/controlplane.sock, mode 0660).
+// Why a Unix socket and not the metrics port: the metrics server listens on the pod network
+// (0.0.0.0:9465 in the DaemonSet) and may be off, while these answers name pods, labels and
+// policies; the socket sits beside the data plane's in the one hostPath directory, so whoever
+// may observe the data plane (its socket's group) may ask this too, and nobody over the network.
+// Nothing here changes state; each request is answered from the in-memory caches.
+import { handleToProto } from '../common/container-handle';
+import * as fs from 'node:fs';
+import * as http from 'node:http';
+import { AgentError } from '../common/errors';
+import type { Logger } from '../common/logger';
+import type { Notification } from '../proto/gen/seccompagent/v1/dataplane';
+import type { ContainerEntry, ContainerRegistry } from './container-registry';
+import { policyRef } from './policy-objects';
+import type { PolicySet } from './policy-set';
+import { readyOf, type NodeReport } from './policy-status';
+import { describeAction, type ResourcePolicy } from './resource-policy';
+
+/** One row of `seccompctl policies`. */
+export interface PolicyRow {
+  scope: 'namespaced' | 'cluster';
+  namespace: string;
+  name: string;
+  mode: string;
+  ready: string;
+  reason: string;
+  message: string;
+  generation: number;
+  inForceGeneration: number | null;
+  rules: number;
+  containers: number;
+  conflicts: string[];
+}
+
+/** The answer of `seccompctl explain`. */
+export interface Explanation {
+  container: string;
+  identity: { namespace: string; pod: string; container: string | null } | null;
+  syscall: string;
+  args: string[];
+  /** The policy and rule that answer, or null: listenerMetadata decides. */
+  answer: { policy: string; rule: string; index: number; mode: string; action: string; when: string | null } | null;
+  audits: Array<{ policy: string; rule: string; action: string }>;
+  errors: Array<{ policy: string; rule: string; error: string }>;
+  fallback: string | null;
+}
+
+export interface CtlParts {
+  registry: ContainerRegistry;
+  set: PolicySet;
+  resources: ResourcePolicy;
+  reports: () => Map<string, NodeReport>;
+}
+
+export function policyRows(parts: CtlParts): PolicyRow[] {
+  const reports = parts.reports();
+  return [...parts.set.values()]
+    .map((entry) => {
+      const ready = readyOf(entry);
+      const spec = entry.object.spec as { mode?: string; rules?: unknown[] } | null;
+      return {
+        scope: entry.object.scope,
+        namespace: entry.object.namespace,
+        name: entry.object.name,
+        mode: entry.inForce?.mode ?? String(spec?.mode ?? 'Enforce'),
+        ready: ready.status,
+        reason: ready.reason,
+        message: ready.message,
+        generation: entry.object.generation,
+        inForceGeneration: entry.inForce?.generation ?? null,
+        rules: entry.inForce?.rules.length ?? 0,
+        containers: reports.get(entry.key)?.containers ?? 0,
+        conflicts: reports.get(entry.key)?.conflicts ?? [],
+      };
+    })
+    .sort((a, b) => (a.scope !== b.scope ? (a.scope === 'namespaced' ? -1 : 1) : `${a.namespace}/${a.name}` < `${b.namespace}/${b.name}` ? -1 : 1));
+}
+
+/** The container by id, id prefix, or NAMESPACE/POD[/CONTAINER]. Throws AgentError ENOCONTAINER. */
+export function findContainer(registry: ContainerRegistry, spec: string): ContainerEntry {
+  const all = [...registry.values()];
+  const parts = spec.split('/');
+  const matches =
+    parts.length >= 2
+      ? all.filter((e) => e.identity && e.identity.namespace === parts[0] && e.identity.pod === parts[1] && (parts.length < 3 || e.identity.container === parts[2]))
+      : all.filter((e) => e.containerId === spec || e.containerId.startsWith(spec));
+  const ids = [...new Set(matches.map((e) => e.containerId))];
+  if (ids.length === 0) throw new AgentError('ENOCONTAINER', `no container ${spec} on this node (seccompctl containers lists them)`);
+  if (ids.length > 1) throw new AgentError('ENOCONTAINER', `${spec} names ${ids.length} containers (${ids.slice(0, 4).join(', ')}): give more of the id`);
+  return matches[0];
+}
+
+/** Explains what answers SYSCALL with ARGS for a container: numbers are raw args, anything else a path. */
+export function explain(parts: CtlParts, containerSpec: string, syscall: string, args: string[]): Explanation {
+  const entry = findContainer(parts.registry, containerSpec);
+  const raw: bigint[] = [];
+  const paths = new Map<number, string>();
+  args.slice(0, 6).forEach((a, i) => {
+    if (/^(0x[0-9a-f]+|0o[0-7]+|0b[01]+|\d+)$/i.test(a)) raw.push(BigInt(a));
+    else {
+      raw.push(0n);
+      paths.set(i, a);
+    }
+  });
+  while (raw.length < 6) raw.push(0n);
+  const notification: Notification = {
+    handle: handleToProto(entry.handle),
+    id: 0n,
+    pid: entry.pid,
+    syscallNr: 0,
+    syscall,
+    arch: 0,
+    instructionPointer: 0n,
+    args: raw,
+    stringArgs: [...paths].map(([index, value]) => ({ index, value, truncated: false })),
+    containerId: entry.containerId,
+    receivedAt: undefined,
+  };
+  const result = parts.resources.evaluate(entry, syscall, raw, paths, notification);
+  const a = result.answer;
+  return {
+    container: entry.containerId,
+    identity: entry.identity ? { namespace: entry.identity.namespace, pod: entry.identity.pod, container: entry.identity.container } : null,
+    syscall,
+    args,
+    answer: a ? { policy: policyRef(a.policy.object), rule: a.rule.name, index: a.rule.index, mode: a.policy.mode, action: describeAction(a.action), when: a.rule.when?.source ?? null } : null,
+    audits: result.audits.map((x) => ({ policy: policyRef(x.policy.object), rule: x.rule.name, action: describeAction(x.action) })),
+    errors: result.errors.map((x) => ({ policy: policyRef(x.policy.object), rule: x.rule.name, error: x.error })),
+    fallback: a ? null : `no policy resource answers: the profile's listenerMetadata decides (${Object.keys(entry.policy.entries).join(', ') || 'no keys: continue'})`,
+  };
+}
+
+export async function startCtlServer(socketPath: string, parts: CtlParts, log: Logger): Promise<http.Server> {
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const reply = (code: number, body: unknown) => res.writeHead(code, { 'content-type': 'application/json' }).end(`${JSON.stringify(body)}\n`);
+    if (req.method !== 'GET') return reply(405, { code: 'EMETHOD', message: 'read-only: GET only' });
+    try {
+      if (url.pathname === '/v1/policies') return reply(200, { policies: policyRows(parts) });
+      if (url.pathname === '/v1/explain') {
+        const container = url.searchParams.get('container') ?? '';
+        const syscall = url.searchParams.get('syscall') ?? '';
+        if (!container || !syscall) return reply(400, { code: 'EUSAGE', message: 'explain needs container and syscall' });
+        return reply(200, explain(parts, container, syscall, url.searchParams.getAll('arg')));
+      }
+      return reply(404, { code: 'ENOTFOUND', message: 'try /v1/policies or /v1/explain' });
+    } catch (err) {
+      const e = err as AgentError;
+      return reply(e instanceof AgentError ? 404 : 500, { code: e.code ?? 'EINTERNAL', message: e.message });
+    }
+  });
+  fs.rmSync(socketPath, { force: true });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(socketPath, () => resolve());
+  });
+  fs.chmodSync(socketPath, 0o660);
+  log.info({ socket: socketPath }, `seccompctl policies and explain served on ${socketPath}`);
+  return server;
+}

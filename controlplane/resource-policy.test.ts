@@ -1,0 +1,66 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import pino from 'pino';
+import type { Notification } from '../proto/gen/seccompagent/v1/dataplane';
+import { DEFAULT_CEL_COST_LIMIT } from './cel-condition';
+import type { ContainerEntry } from './container-registry';
+import { parseListenerMetadata } from './listener-metadata';
+import type { PolicyObject } from './policy-objects';
+import { PolicySet } from './policy-set';
+import { ResourcePolicy } from './resource-policy';
+
+const silent = pino({ level: 'silent' });
+const entry: ContainerEntry = {
+  handle: 7, containerId: 'c1', pid: 1, annotations: {}, policy: parseListenerMetadata('').policy, cgroup: null, resolution: 'annotations',
+  identity: { namespace: 'shop', pod: 'web-1', container: 'app', podUid: null, source: 'annotations' }, mkdir: { kind: 'none' }, unresolvedReason: '',
+};
+const notification = (syscall: string, strings: Array<[number, string]>, args: bigint[] = [0n, 0o750n, 0n, 0n, 0n, 0n]): Notification => ({
+  handle: 7n, id: 1n, pid: 1, syscallNr: 0, syscall, arch: 0, instructionPointer: 0n, args, stringArgs: strings.map(([index, value]) => ({ index, value, truncated: false })), containerId: 'c1', receivedAt: undefined,
+});
+const policy = (name: string, spec: unknown, scope: 'namespaced' | 'cluster' = 'namespaced'): PolicyObject => ({ scope, namespace: scope === 'namespaced' ? 'shop' : '', name, uid: name, generation: 1, spec, ready: null });
+
+function setup(...policies: PolicyObject[]) {
+  const set = new PolicySet(DEFAULT_CEL_COST_LIMIT, silent);
+  for (const p of policies) set.update(p);
+  const resources = new ResourcePolicy(set, { podLabels: () => ({ labels: { app: 'web' }, annotations: {} }), namespaceLabels: () => ({}) }, silent);
+  return { set, resources };
+}
+
+test('resource policy: no policy answers: null (listenerMetadata decides)', () => {
+  const { resources } = setup(policy('p', { rules: [{ syscalls: ['mount'], errno: 'EPERM' }] }));
+  assert.equal(resources.decide(entry, notification('mkdir', [[0, '/x']])), null);
+});
+
+test('resource policy: Audit reports what Enforce would do and lets the next policy answer; log continues and counts', () => {
+  const { resources } = setup(
+    policy('a-audit', { mode: 'Audit', rules: [{ name: 'r', syscalls: ['mkdir'], kill: {} }] }),
+    policy('b-log', { rules: [{ name: 'l', syscalls: ['mkdir'], log: {} }] }),
+  );
+  assert.deepEqual(resources.decide(entry, notification('mkdir', [[0, '/x']])), { $case: 'continue', continue: {} });
+  assert.deepEqual([...resources.audits], [['shop/a-audit\u0000r\u0000shop', 1]]);
+  assert.deepEqual([...resources.answers], [['shop/b-log\u0000l\u0000log', 1]]);
+});
+
+test('resource policy: mkdir renders its suffix and keeps the mode; mount answers only its filesystems', () => {
+  const { resources } = setup(
+    policy('m', { rules: [{ syscalls: ['mkdirat'], mkdir: { suffix: '-{{.Namespace}}-{{.Container}}' } }, { syscalls: ['mount'], mount: { filesystems: ['proc'] } }] }),
+  );
+  assert.deepEqual(resources.decide(entry, notification('mkdirat', [[1, '/tmp/a/']], [0n, 0n, 0o750n, 0n, 0n, 0n])), { $case: 'mkdir', mkdir: { path: '/tmp/a-shop-app', mode: 0o750 } });
+  const proc = resources.decide(entry, notification('mount', [[0, 'proc'], [1, '/p'], [2, 'proc']]));
+  assert.equal(proc?.$case, 'mount');
+  assert.equal(resources.decide(entry, notification('mount', [[0, 't'], [1, '/t'], [2, 'tmpfs']])), null, 'tmpfs is not this rule\'s');
+});
+
+test('resource policy: nativeRules lists every rule of the container\'s policies in order, when-rules as ask, JSON-safe', () => {
+  const { resources } = setup(
+    policy('base', { rules: [{ syscalls: ['mkdir'], errno: 'EACCES' }] }, 'cluster'),
+    policy('ns', { mode: 'Audit', rules: [{ name: 'w', syscalls: ['mkdir'], when: 'paths[0] == "/x"', allow: {} }, { syscalls: ['mkdir'], mkdir: { suffix: '-x' } }] }),
+  );
+  const rules = resources.nativeRules(entry);
+  assert.deepEqual(JSON.parse(JSON.stringify(rules)), rules);
+  assert.deepEqual(rules.map((r) => [r.policy.name, r.rule.name, r.action, r.audit]), [
+    ['ns', 'w', { kind: 'ask' }, true],
+    ['ns', 'rules[1]', { kind: 'mkdir', suffix: '-x' }, true],
+    ['base', 'rules[0]', { kind: 'errno', errno: 13, name: 'EACCES' }, false],
+  ]);
+});

@@ -1,0 +1,313 @@
+// The decision of the policy resources for one notification of one container: the first rule, in
+// precedence order (policy-set.ts), whose syscalls name the syscall and whose `when` holds. An
+// Audit policy's rule does not answer: what Enforce would have done is counted
+// (seccompagent_policy_audit_total) and logged, and the search goes on as if the policy were
+// absent. null: no policy answers, listenerMetadata decides (policy-engine.ts).
+//
+// Synchronous and allocation-light: the selection is cached per container until a policy, a pod
+// or a namespace changes; a rule with `when` evaluates CEL (bounded by its cost estimate).
+// Rules without `when` need nothing the data plane does not have: nativeRules() lists them per
+// container in a plain serialisable form, for compiling into the data plane's rules.
+import { errnoName } from '../common/errors';
+import type { Logger } from '../common/logger';
+import type { Decision, Notification } from '../proto/gen/seccompagent/v1/dataplane';
+import { activation, type ConditionInput } from './cel-condition';
+import type { ContainerEntry } from './container-registry';
+import { renderMkdirTemplate } from './mkdir-template';
+import type { CompiledPolicy, CompiledRule, RuleAction } from './resource-compiler';
+import { policyKey, policyLabel, policyRef, type PolicyScope } from './policy-objects';
+import type { PolicySet, PolicySubject, Selection } from './policy-set';
+import { suffixedMkdir } from './mkdir-path';
+import type { ContainerHandle } from '../common/container-handle';
+
+type Action = NonNullable<Decision['action']>;
+
+/** Where a container's pod labels and its namespace's labels come from. */
+export interface IdentitySources {
+  podLabels(namespace: string, pod: string, podUid: string | null): { labels: Readonly<Record<string, string>>; annotations: Readonly<Record<string, string>> } | undefined;
+  namespaceLabels(namespace: string): Readonly<Record<string, string>> | undefined;
+}
+
+/** One answer of a rule: which policy and rule, and what it gives. */
+export interface RuleAnswer {
+  readonly policy: CompiledPolicy;
+  readonly rule: CompiledRule;
+  /** null: the rule matched but its action does not fit this call (a filesystem it does not allow). */
+  readonly action: Action;
+}
+
+export interface Evaluation {
+  /** The Enforce answer, or null (listenerMetadata decides). */
+  readonly answer: RuleAnswer | null;
+  /** What Audit policies before the answer would have done. */
+  readonly audits: readonly RuleAnswer[];
+  /** Rules whose `when` failed to evaluate (no such key, not a bool): they did not match. */
+  readonly errors: ReadonlyArray<{ readonly policy: CompiledPolicy; readonly rule: CompiledRule; readonly error: string }>;
+}
+
+/** A rule without `when`, per container, for the data plane's native rules (JSON-safe). */
+export interface NativeRuleSpec {
+  readonly policy: { readonly scope: PolicyScope; readonly namespace: string; readonly name: string; readonly generation: number };
+  readonly rule: { readonly index: number; readonly name: string };
+  readonly syscalls: readonly string[];
+  /** ask: the rule has `when`, so the control plane decides it (it keeps its place in the order). */
+  readonly action:
+    | { readonly kind: 'allow' | 'kill' | 'freeze' | 'log' | 'ask' }
+    | { readonly kind: 'errno'; readonly errno: number; readonly name: string }
+    | { readonly kind: 'mkdir'; readonly suffix: string }
+    | { readonly kind: 'mount'; readonly filesystems: readonly string[]; readonly requireCapSysAdmin: boolean };
+  /** Audit policies' rules never answer: the data plane only counts them. */
+  readonly audit: boolean;
+}
+
+const MKDIR_ARGS: Record<string, { path: number; mode: number }> = { mkdir: { path: 0, mode: 1 }, mkdirat: { path: 1, mode: 2 } };
+const EINVAL = 22;
+const MOUNT_DATA_ARG = 4;
+
+/** What Enforce gives, as words for logs and seccompctl explain: "errno EPERM", "mkdir /tmp/a-x". */
+export function describeAction(action: Action | null | undefined): string {
+  switch (action?.$case) {
+    case 'continue':
+      return 'continue';
+    case 'error':
+      return `errno ${errnoName(action.error.errno)}`;
+    case 'kill':
+      return 'kill the container';
+    case 'freeze':
+      return 'freeze the container';
+    case 'mkdir':
+      return `mkdir ${action.mkdir.path} (emulated)`;
+    case 'mount':
+      return `mount ${action.mount.fstype} on ${action.mount.target} (emulated)`;
+    default:
+      return 'none';
+  }
+}
+
+interface CachedSelection {
+  readonly epoch: string;
+  readonly subject: PolicySubject;
+  readonly selection: Selection;
+  readonly pod: ConditionInput['pod'];
+}
+
+export class ResourcePolicy {
+  /** By "policy\u0000rule\u0000namespace": seccompagent_policy_audit_total. */
+  readonly audits = new Map<string, number>();
+  /** By "policy\u0000rule\u0000action": answers of Enforce rules. */
+  readonly answers = new Map<string, number>();
+  /** By "policy\u0000rule": `when` that failed to evaluate. */
+  readonly evalErrors = new Map<string, number>();
+  private readonly selections = new Map<ContainerHandle, CachedSelection>();
+  /** Bumped when a pod or a namespace changes (policy changes bump the set's own version). */
+  identityEpoch = 0;
+  private readonly lastLogged = new Map<string, { at: number; suppressed: number }>();
+
+  constructor(
+    private readonly set: PolicySet,
+    private readonly sources: IdentitySources,
+    private readonly log: Logger,
+  ) {}
+
+  /** For PolicyEngine.decide: the action, or null for listenerMetadata to decide. */
+  decide(entry: ContainerEntry, n: Notification): Action | null {
+    if (this.set.size === 0) return null;
+    const result = this.evaluate(entry, n.syscall, n.args, pathsOf(n), n);
+    for (const audit of result.audits) this.reportAudit(audit, entry, n);
+    for (const failure of result.errors) this.countError(failure.policy, failure.rule, failure.error, entry);
+    if (!result.answer) return null;
+    const { policy, rule, action } = result.answer;
+    const key = `${policyLabel(policy.object)}\u0000${rule.name}\u0000${rule.action.kind}`;
+    this.answers.set(key, (this.answers.get(key) ?? 0) + 1);
+    if (rule.action.kind === 'log') this.reportAudit(result.answer, entry, n, 'log');
+    return action;
+  }
+
+  /** The selection for a container, cached until a policy, pod or namespace changes. */
+  selectionFor(entry: ContainerEntry): CachedSelection | null {
+    const identity = entry.identity;
+    if (!identity) return null;
+    const epoch = `${this.set.version}/${this.identityEpoch}`;
+    const cached = this.selections.get(entry.handle);
+    if (cached && cached.epoch === epoch) return cached;
+    const pod = this.sources.podLabels(identity.namespace, identity.pod, identity.podUid);
+    const subject: PolicySubject = {
+      namespace: identity.namespace,
+      pod: identity.pod,
+      container: identity.container,
+      labels: pod?.labels ?? {},
+      namespaceLabels: this.sources.namespaceLabels(identity.namespace) ?? null,
+    };
+    const fresh: CachedSelection = {
+      epoch,
+      subject,
+      selection: this.set.select(subject),
+      pod: { namespace: identity.namespace, name: identity.pod, labels: pod?.labels ?? {}, annotations: pod?.annotations ?? {} },
+    };
+    if (this.selections.size > 65_536) this.selections.clear();
+    this.selections.set(entry.handle, fresh);
+    return fresh;
+  }
+
+  /** A container the data plane closed: forget its cached selection. */
+  forget(handle: ContainerHandle): void {
+    this.selections.delete(handle);
+  }
+
+  /** The shared walk of decide() and seccompctl explain. `n` gives the mkdir/mount operands. */
+  evaluate(entry: ContainerEntry, syscall: string, args: readonly bigint[], paths: ReadonlyMap<number, string>, n: Notification | null): Evaluation {
+    const none: Evaluation = { answer: null, audits: [], errors: [] };
+    const cached = this.selectionFor(entry);
+    if (!cached || cached.selection.policies.length === 0) return none;
+    const audits: RuleAnswer[] = [];
+    const errors: Array<{ policy: CompiledPolicy; rule: CompiledRule; error: string }> = [];
+    let input: ConditionInput | null = null;
+    let bindings: ReturnType<typeof activation> | null = null;
+    for (const policy of cached.selection.policies) {
+      if (!policy.syscalls.has(syscall)) continue;
+      for (const rule of policy.rules) {
+        if (!rule.syscalls.has(syscall)) continue;
+        if (rule.when) {
+          input ??= { syscall, args, paths, pod: cached.pod, container: entry.identity?.container ?? '' };
+          bindings ??= activation(input);
+          const result = rule.when.evaluate(bindings, input);
+          if (result.error) errors.push({ policy, rule, error: result.error });
+          if (!result.matched) continue;
+        }
+        const action = this.actionOf(rule.action, entry, n);
+        if (!action) continue;
+        const answer = { policy, rule, action };
+        if (policy.mode === 'Audit') {
+          audits.push(answer);
+          break;
+        }
+        return { answer, audits, errors };
+      }
+    }
+    return { answer: null, audits, errors };
+  }
+
+  /** The rules of every policy that applies to the container, in order, for the data plane. */
+  nativeRules(entry: ContainerEntry): NativeRuleSpec[] {
+    const cached = this.selectionFor(entry);
+    if (!cached) return [];
+    const out: NativeRuleSpec[] = [];
+    for (const policy of cached.selection.policies) {
+      for (const rule of policy.rules) {
+        out.push({
+          policy: { scope: policy.object.scope, namespace: policy.object.namespace, name: policy.object.name, generation: policy.generation },
+          rule: { index: rule.index, name: rule.name },
+          syscalls: [...rule.syscalls],
+          action: rule.when ? { kind: 'ask' } : nativeAction(rule.action),
+          audit: policy.mode === 'Audit',
+        });
+      }
+    }
+    return out;
+  }
+
+  private actionOf(action: RuleAction, entry: ContainerEntry, n: Notification | null): Action | null {
+    switch (action.kind) {
+      case 'allow':
+      case 'log':
+        return { $case: 'continue', continue: {} };
+      case 'errno':
+        return { $case: 'error', error: { errno: action.errno } };
+      case 'kill':
+        return { $case: 'kill', kill: { signal: 0 } };
+      case 'freeze':
+        return { $case: 'freeze', freeze: { errno: 0 } };
+      case 'mkdir': {
+        const at = n ? MKDIR_ARGS[n.syscall] : undefined;
+        const identity = entry.identity;
+        if (!n || !at || !identity) return null;
+        let suffix: string;
+        try {
+          suffix = renderMkdirTemplate(action.suffix, identity);
+        } catch {
+          // {{.Container}} not known yet, or an unsafe suffix: the rule does not answer.
+          return null;
+        }
+        return suffixedMkdir(n, suffix) ?? null;
+      }
+      case 'mount': {
+        if (!n) return null;
+        const arg = (i: number) => n.stringArgs.find((s) => s.index === i);
+        const fstype = arg(2)?.value ?? '';
+        if (!action.filesystems.includes(fstype)) return null;
+        const data = arg(MOUNT_DATA_ARG);
+        if (data?.truncated) return { $case: 'error', error: { errno: EINVAL } };
+        return {
+          $case: 'mount',
+          mount: { source: arg(0)?.value ?? '', target: arg(1)?.value ?? '', fstype, flags: n.args[3] ?? 0n, data: data?.value ?? '', requireCapSysAdmin: action.requireCapSysAdmin },
+        };
+      }
+    }
+  }
+
+  private reportAudit(answer: RuleAnswer, entry: ContainerEntry, n: Notification, kind: 'audit' | 'log' = 'audit'): void {
+    const namespace = entry.identity?.namespace ?? '';
+    const policy = policyLabel(answer.policy.object);
+    if (kind === 'audit') {
+      const key = `${policy}\u0000${answer.rule.name}\u0000${namespace}`;
+      this.audits.set(key, (this.audits.get(key) ?? 0) + 1);
+    }
+    // At most one line per rule and container a second; the next line says how many it left out.
+    const logKey = `${policyKey(answer.policy.object)}\u0000${answer.rule.name}\u0000${entry.containerId}`;
+    const now = Date.now();
+    const last = this.lastLogged.get(logKey);
+    if (last && now - last.at < 1000) {
+      last.suppressed++;
+      return;
+    }
+    if (this.lastLogged.size > 4096) this.lastLogged.clear();
+    this.lastLogged.set(logKey, { at: now, suppressed: 0 });
+    const would = describeAction(answer.action);
+    this.log.info(
+      {
+        policy: policyRef(answer.policy.object),
+        rule: answer.rule.name,
+        mode: kind === 'audit' ? 'Audit' : 'Enforce',
+        namespace,
+        pod: entry.identity?.pod,
+        container: entry.containerId,
+        syscall: n.syscall,
+        id: String(n.id),
+        would,
+        suppressed: last?.suppressed ?? 0,
+      },
+      kind === 'audit'
+        ? `audit: ${policyRef(answer.policy.object)} rule ${answer.rule.name} would answer ${n.syscall} of container ${entry.containerId} with ${would}; it continues`
+        : `log: ${policyRef(answer.policy.object)} rule ${answer.rule.name} let ${n.syscall} of container ${entry.containerId} continue`,
+    );
+  }
+
+  private countError(policy: CompiledPolicy, rule: CompiledRule, error: string, entry: ContainerEntry): void {
+    const key = `${policyLabel(policy.object)}\u0000${rule.name}`;
+    const count = (this.evalErrors.get(key) ?? 0) + 1;
+    this.evalErrors.set(key, count);
+    if (count === 1 || count % 1000 === 0) {
+      this.log.debug({ policy: policyRef(policy.object), rule: rule.name, container: entry.containerId, error, count }, `${policyRef(policy.object)} rule ${rule.name}: when did not evaluate (${error}); the rule does not match`);
+    }
+  }
+}
+
+function nativeAction(action: RuleAction): NativeRuleSpec['action'] {
+  switch (action.kind) {
+    case 'errno':
+      return { kind: 'errno', errno: action.errno, name: action.name };
+    case 'mkdir':
+      return { kind: 'mkdir', suffix: action.suffix.source };
+    case 'mount':
+      return { kind: 'mount', filesystems: action.filesystems, requireCapSysAdmin: action.requireCapSysAdmin };
+    default:
+      return { kind: action.kind };
+  }
+}
+
+/** The paths the data plane read, by argument index (the one place that reads stringArgs for CEL). */
+export function pathsOf(n: Notification): ReadonlyMap<number, string> {
+  const paths = new Map<number, string>();
+  for (const s of n.stringArgs) paths.set(s.index, s.value);
+  return paths;
+}
