@@ -115,7 +115,7 @@ async function main(): Promise<void> {
   );
   pusher = new PolicyPusher({ registry, unresolvedAction: options.unresolvedAction, send: (policies) => link.pushPolicies(policies), log });
   // Before the snapshot that follows it: an older data plane gets decisions only, as before.
-  link.on('welcome', (welcome: Welcome) => (pusher!.enabled = welcome.features.includes(POLICY_FEATURE)));
+  link.on('welcome', (welcome: Welcome) => (pusher!.enabled = options.fastPath && welcome.features.includes(POLICY_FEATURE)));
 
   let statusWriter: PolicyStatusWriter | null = null;
   let nodeState: NodeState | null = null;

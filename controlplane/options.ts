@@ -39,6 +39,10 @@ export const CONTROLPLANE_OPTIONS = {
     flag: 'takeover', env: 'SECCOMP_AGENT_TAKEOVER', default: 'false', boolean: true, parse: parseBoolean,
     description: 'Replace the control plane attached now (planned upgrade: no notification is left to the default action)',
   },
+  fastPath: {
+    flag: 'fast-path', env: 'SECCOMP_AGENT_FAST_PATH', default: 'true', boolean: true, parse: parseBoolean,
+    description: 'Push each container\'s compiled policy to the data plane, which answers from it natively and keeps it while this process is down (false: every notification is decided here, as before policy.v1)',
+  },
   stateDir: {
     flag: 'state-dir', env: 'SECCOMP_AGENT_STATE_DIR', default: '/var/lib/seccomp-agent', parse: parseString,
     description: 'Directory of the node checkpoint (last synced pods and policies; the DaemonSet\'s hostPath); empty: none',

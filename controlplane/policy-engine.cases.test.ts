@@ -31,15 +31,6 @@ function notification(handle: number, syscall: string, args: bigint[], strings: 
   });
 }
 
-test('policy engine: MKDIR_TMPL emulates mkdir and mkdirat with the suffix on the last component and the mode masked', () => {
-  const { engine } = engineWith(['MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}']);
-  const mkdir = engine.decide(notification(1, 'mkdir', [0x1000n, 0o40755n], [[0, '/tmp/data/']]));
-  assert.deepEqual(mkdir, { handle: 1n, id: 77n, action: { $case: 'mkdir', mkdir: { path: '/tmp/data-shop-web-1', mode: 0o755 } } });
-  const mkdirat = engine.decide(notification(1, 'mkdirat', [3n, 0x1000n, 0o700n], [[1, 'rel/dir']]));
-  assert.deepEqual(mkdirat.action, { $case: 'mkdir', mkdir: { path: 'rel/dir-shop-web-1', mode: 0o700 } });
-  assert.deepEqual([...engine.counts], [['mkdir', 2]]);
-});
-
 test('policy engine: a mkdir path that was not read gets EFAULT, a truncated one ENAMETOOLONG; never the unsuffixed path', () => {
   const { engine } = engineWith(['MKDIR_TMPL=-{{.Namespace}}']);
   assert.deepEqual(engine.decide(notification(1, 'mkdir', [0n, 0o755n])).action, { $case: 'error', error: { errno: EFAULT } });
@@ -55,17 +46,6 @@ test('policy engine: a template whose identity is unknown gets --unresolved-acti
   const refusing = engineWith(['', 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}'], { kind: 'error', errno: EPERM }).engine;
   assert.deepEqual(refusing.decide(n).action, { $case: 'error', error: { errno: EPERM } });
   assert.deepEqual([...refusing.counts], [['unresolved', 1]]);
-});
-
-test('policy engine: mounts of an allowed filesystem are emulated with their arguments; others follow DEFAULT_ACTION', () => {
-  const { engine } = engineWith(['MOUNT_PROC=true\nMOUNT_NEED_CAP_ADMIN=true', 'MOUNT_PROC=true\nDEFAULT_ACTION=kill-container']);
-  const proc = engine.decide(notification(1, 'mount', [1n, 2n, 3n, 6n, 0n], [[0, 'proc'], [1, '/proc'], [2, 'proc']]));
-  assert.deepEqual(proc.action, { $case: 'mount', mount: { source: 'proc', target: '/proc', fstype: 'proc', flags: 6n, data: '', requireCapSysAdmin: true } });
-  const sysfs = engine.decide(notification(1, 'mount', [1n, 2n, 3n, 0n, 0n], [[0, 'sysfs'], [1, '/sys'], [2, 'sysfs']]));
-  assert.deepEqual(sysfs.action, { $case: 'continue', continue: {} }, 'no DEFAULT_ACTION: continue');
-  const killed = engine.decide(notification(2, 'mount', [1n, 2n, 3n, 0n, 0n], [[0, 'tmpfs'], [1, '/mnt'], [2, 'tmpfs']]));
-  assert.deepEqual(killed.action, { $case: 'kill', kill: { signal: 0 } });
-  assert.deepEqual(Object.fromEntries(engine.counts), { mount: 1, continue: 1, kill: 1 });
 });
 
 test('policy engine: DEFAULT_ACTION kills or freezes for syscalls without a rule; mkdir without MKDIR_TMPL follows it too', () => {
