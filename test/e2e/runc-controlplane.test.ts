@@ -115,7 +115,7 @@ test('seccomp-controlplane DEFAULT_ACTION=kill-container kills that container an
 });
 
 test('seccomp-controlplane DEFAULT_ACTION=freeze-container: the mkdir stays blocked while frozen; thawed, it is decided again (frozen again), and with no control plane it completes', async (t) => {
-  const { dir, dp, cp } = await planes(t);
+  const { dir, dp, cp } = await planes(t, ['--no-kubernetes', '--fast-path=false']); // decided by the control plane alone
   const c = await sleepingContainer(t, dir, dp.listenerSocket, 'DEFAULT_ACTION=freeze-container', ['mkdir', 'mkdirat']);
   const runc = (...args: string[]) => run('runc', ['--root', c.bundle.stateRoot, ...args]);
   const paused = async () => /"status": "paused"/.test((await runc('state', c.id)).stdout);
@@ -159,7 +159,7 @@ test('seccomp-controlplane MOUNT_PROC: mount of proc is emulated where allowed, 
 });
 
 test('seccomp-controlplane killed and restarted while a workload runs: no syscall fails, the default answers the gap, the new one resumes', async (t) => {
-  const { dir, dp, cp } = await planes(t);
+  const { dir, dp, cp } = await planes(t, ['--no-kubernetes', '--fast-path=false']); // the gap is the point here (test/e2e/runc-fast-path closes it)
   const c = await sleepingContainer(t, dir, dp.listenerSocket, 'MKDIR_TMPL=-sfx', ['mkdir', 'mkdirat'], CONTAINERD('n', 'p', 'c'));
   const loop = 'i=0; while [ ! -e /stop ]; do mkdir /tmp/d$i || echo FAIL $i; i=$((i+1)); done; echo made $i';
   const workload = runcExec(c.bundle, c.id, ['/bin/sh', '-c', loop]);
@@ -169,7 +169,7 @@ test('seccomp-controlplane killed and restarted while a workload runs: no syscal
   cp.child.kill('SIGKILL');
   await cp.exited;
   await waitUntil(() => fs.readdirSync(tmp).some((n) => /^d\d+$/.test(n)), 10_000, 'the default action to answer the gap');
-  const restarted = await startControlPlane(t, dp.grpcSocket);
+  const restarted = await startControlPlane(t, dp.grpcSocket, ['--no-kubernetes', '--fast-path=false']);
   const before = suffixed();
   await waitUntil(() => suffixed() > before + 20, 10_000, 'the new control plane to decide again');
   fs.writeFileSync(path.join(c.bundle.rootfs, 'stop'), '');
