@@ -45,7 +45,7 @@ test('resource policy: mkdir renders its suffix and keeps the mode; mount answer
   const { resources } = setup(
     policy('m', { rules: [{ syscalls: ['mkdirat'], mkdir: { suffix: '-{{.Namespace}}-{{.Container}}' } }, { syscalls: ['mount'], mount: { filesystems: ['proc'] } }] }),
   );
-  assert.deepEqual(resources.decide(entry, notification('mkdirat', [[1, '/tmp/a/']], [0n, 0n, 0o750n, 0n, 0n, 0n])), { $case: 'mkdir', mkdir: { path: '/tmp/a-shop-app', mode: 0o750 } });
+  assert.deepEqual(resources.decide(entry, notification('mkdirat', [[1, '/tmp/a/']], [0n, 0n, 0o750n, 0n, 0n, 0n])), { $case: 'mkdir', mkdir: { path: '/tmp/a-shop-app', mode: 0o750, pathBytes: Buffer.from('/tmp/a-shop-app') } });
   const proc = resources.decide(entry, notification('mount', [[0, 'proc'], [1, '/p'], [2, 'proc']]));
   assert.equal(proc?.$case, 'mount');
   assert.equal(resources.decide(entry, notification('mount', [[0, 't'], [1, '/t'], [2, 'tmpfs']])), null, 'tmpfs is not this rule\'s');

@@ -40,6 +40,6 @@ test('decisions: an answer reports its kind, errno and value; a gone target is T
 
 test('decisions: the data plane offers one feature per decision kind, and converts each (defaults filled in)', () => {
   const kinds = ['continue', 'error', 'value', 'mkdir', 'mount', 'kill', 'freeze'];
-  assert.deepEqual(DATAPLANE_FEATURES, kinds.map((k) => `decision.${k}`));
+  assert.deepEqual(DATAPLANE_FEATURES, [...kinds.map((k) => `decision.${k}`), 'policy.v1']);
   for (const k of kinds) assert.ok(decide({ $case: k, [k]: {} } as never), k);
 });
