@@ -116,7 +116,8 @@ test('kubectl kustomize builds the install and the node-by-node overlay; they di
   };
   const base = build('deploy/kubernetes');
   const overlay = build(path.dirname(NODE_BY_NODE));
-  assert.deepEqual(base.map((o) => o.kind).sort(), kube().map((m) => m.obj.kind).sort());
+  // deploy/kubernetes takes ../crds: the two policy resource definitions come with the install.
+  assert.deepEqual(base.map((o) => o.kind).sort(), [...kube().map((m) => m.obj.kind), 'CustomResourceDefinition', 'CustomResourceDefinition'].sort());
   const ds = (objs: Json[]) => objs.find((o) => o.kind === 'DaemonSet')!;
   assert.deepEqual(ds(base).spec.updateStrategy.type, 'RollingUpdate');
   assert.deepEqual(ds(overlay).spec.updateStrategy, { type: 'OnDelete' });

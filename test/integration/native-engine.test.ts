@@ -441,7 +441,7 @@ function answeredFor(id: bigint) {
 /** A minimal busybox root (Debian's busybox-static): /bin, /tmp (1777), /proc. */
 function makeRootfs(dir: string): string {
   const root = path.join(dir, 'rootfs');
-  for (const d of ['bin', 'tmp', 'proc']) fs.mkdirSync(path.join(root, d), { recursive: true });
+  for (const d of ['bin', 'tmp', 'proc', 'mnt']) fs.mkdirSync(path.join(root, d), { recursive: true });
   fs.chmodSync(path.join(root, 'tmp'), 0o1777);
   fs.copyFileSync('/bin/busybox', path.join(root, 'bin', 'busybox'));
   fs.chmodSync(path.join(root, 'bin', 'busybox'), 0o755);
@@ -593,18 +593,19 @@ test('native engine emulated mount: respond {mount} mounts proc in the target na
   h.onEvent = (e) => {
     if (e.type !== 'notification' || !e.forwarded) return;
     const [source, target, fstype] = e.strings.map((s) => s.value);
-    // unshare's own propagation change (no fstype) runs as it would without the agent.
-    if (e.nr !== NR_MOUNT || fstype !== 'proc') return void h.engine.respond(e.handle, e.id, { kind: 'continue' }, 1);
+    // unshare's own propagation change (no fstype) and the target's own /proc (whose masks an
+    // emulated proc copies) run as they would without the agent.
+    if (e.nr !== NR_MOUNT || fstype !== 'proc' || target !== '/mnt') return void h.engine.respond(e.handle, e.id, { kind: 'continue' }, 1);
     mountId = e.id;
     const decision = { kind: 'mount' as const, source, target, fstype, flags: e.args[3], data: '', requireCapSysAdmin: true };
     assert.equal(h.engine.respond(e.handle, e.id, decision, 1).status, 'accepted');
   };
-  const script = 'mount -t proc -o nosuid,nodev proc /proc && cat /proc/1/comm && cat /proc/mounts';
+  const script = 'mount -t proc proc /proc && mount -t proc -o nosuid,nodev proc /mnt && cat /mnt/1/comm && cat /proc/mounts';
   const result = await h.run(['--syscalls', 'mount'], ['unshare', '-m', '-p', '-f', '--propagation', 'private', 'chroot', root, '/bin/sh', '-c', script]).exit;
   assert.equal(result.code, 0, result.stderr);
   assert.match(result.stdout, /^sh$/m, 'pid 1 of the mounted proc is the container init');
-  assert.match(result.stdout, /^proc \/proc proc rw,nosuid,nodev/m);
-  assert.deepEqual(fs.readdirSync(path.join(root, 'proc')), [], 'the host sees no mount on the rootfs');
+  assert.match(result.stdout, /^proc \/mnt proc rw,nosuid,nodev,noexec/m);
+  assert.deepEqual(fs.readdirSync(path.join(root, 'mnt')), [], 'the host sees no mount on the rootfs');
   assert.ok(mountId !== undefined);
   const answered = await h.waitFor(answeredFor(mountId), 'its answered event');
   assert.deepEqual(answered.action, { kind: 'mount', errno: 0, value: 0n });
