@@ -19,7 +19,7 @@ import { NodeState } from './node-state';
 import { PodCache } from './pod-cache';
 import { PolicyEngine } from './policy-engine';
 import { POLICY_FEATURE } from '../common/policy-feature';
-import { PolicyPusher } from './policy-pusher';
+import { askRulesFor, PolicyPusher } from './policy-pusher';
 import { PolicySet } from './policy-set';
 import { PolicySources } from './policy-sources';
 import { nodeReports, PolicyStatusWriter } from './policy-status';
@@ -84,7 +84,10 @@ async function main(): Promise<void> {
     log,
   );
   if (pods) {
-    const bump = () => resources.identityEpoch++;
+    const bump = () => {
+      resources.identityEpoch++;
+      pusher?.markAllDirty();
+    };
     pods.on('pod', bump);
     pods.informer.on('delete', bump);
     sources = new PolicySources(policySet, { resyncPeriodMs: options.resyncPeriodMs, retryMaxMs: options.reconnectMaxMs }, log, bump);
@@ -113,7 +116,12 @@ async function main(): Promise<void> {
     },
     log,
   );
-  pusher = new PolicyPusher({ registry, unresolvedAction: options.unresolvedAction, send: (policies) => link.pushPolicies(policies), log });
+  pusher = new PolicyPusher({
+    registry, unresolvedAction: options.unresolvedAction, send: (policies) => link.pushPolicies(policies), log,
+    rulesBefore: (entry) => askRulesFor(resources.nativeRules(entry)),
+  });
+  // A policy resource or a pod's labels changed: each container's compiled policy may differ.
+  policySet.on('changed', () => pusher?.markAllDirty());
   // Before the snapshot that follows it: an older data plane gets decisions only, as before.
   link.on('welcome', (welcome: Welcome) => (pusher!.enabled = options.fastPath && welcome.features.includes(POLICY_FEATURE)));
 

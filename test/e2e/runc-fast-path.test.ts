@@ -73,6 +73,7 @@ test('fast path on runc: with the control plane SIGKILLed, MKDIR_TMPL still suff
   const killed = await runcExec(victim.bundle, victim.id, ['/bin/sh', '-c', 'mkdir /tmp/z; echo survived']);
   assert.doesNotMatch(killed.stdout, /survived/);
   await waitUntil(() => stopped(victim.bundle, victim.id), 10_000, 'the victim to be killed with no control plane up');
+  await waitUntil(async () => (await dp.status()).counters!.answeredFastPath >= 2n, 5_000, 'the fast-path answers to be counted');
   const counters = (await dp.status()).counters!;
   assert.equal(counters.answeredDefaultNoControlPlane, 0n, 'no container with a known policy got the default action');
   assert.ok(counters.answeredFastPath >= 2n);
