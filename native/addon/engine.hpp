@@ -240,8 +240,9 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // JS thread: starts the emulator and the action worker when the rules of `set` need them.
   void EnsureExecutorsFor(const RuleSet& set);
   // Under mu_: a rule's emulation handed to its executor, journaled until it reports.
+  // `views`: the event's path arguments as AnswerFromRules matched them.
   void DispatchRuleEmulationLocked(Container* container, const Notification& n, const Rule& rule, int index,
-                                   const Event& event, NotifyBuffers* buffers);
+                                   const Event& event, const PathView* views, NotifyBuffers* buffers);
   // Any thread: a fast-path answer given at once (continue, errno, value, or an emulation refused up front).
   void AnswerByRule(Container* container, const Notification& n, const Answer& answer, int index, EmulatedKind kind,
                     const Event& event, size_t blob, NotifyBuffers* buffers);

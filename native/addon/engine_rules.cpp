@@ -169,10 +169,10 @@ bool Engine::AnswerFromRules(Container* container, const Notification& n, const 
   }
   if (detailed_events_.load(std::memory_order_relaxed)) queue_->Push(event, strings_, blob, false);
   if (mu_held) {
-    DispatchRuleEmulationLocked(container, n, rule, index, event, buffers);
+    DispatchRuleEmulationLocked(container, n, rule, index, event, views, buffers);
   } else {
     std::lock_guard<std::mutex> lock(mu_);
-    DispatchRuleEmulationLocked(container, n, rule, index, event, buffers);
+    DispatchRuleEmulationLocked(container, n, rule, index, event, views, buffers);
   }
   return true;
 }
@@ -208,13 +208,8 @@ void Engine::AnswerByRule(Container* container, const Notification& n, const Ans
 
 // Under mu_.
 void Engine::DispatchRuleEmulationLocked(Container* container, const Notification& n, const Rule& rule, int index,
-                                         const Event& event, NotifyBuffers* buffers) {
+                                         const Event& event, const PathView* views, NotifyBuffers* buffers) {
   const EmulatedKind kind = KindOf(rule.kind);
-  PathView views[6];
-  for (uint8_t k = 0; k < event.string_count; ++k) {
-    const StringArg& s = event.strings[k];
-    views[k] = PathView{s.index, strings_ + s.text.offset, s.text.length, s.truncated};
-  }
   const size_t count = event.string_count;
   // What only the rule's own arguments can refuse, answered at once as the kernel would.
   MkdirArgs mkdir;
