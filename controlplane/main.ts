@@ -19,7 +19,8 @@ import { NodeState } from './node-state';
 import { PodCache } from './pod-cache';
 import { PolicyEngine } from './policy-engine';
 import { POLICY_FEATURE } from '../common/policy-feature';
-import { askRulesFor, PolicyPusher } from './policy-pusher';
+import { PolicyPusher } from './policy-pusher';
+import { resourceRules } from './policy-compiler';
 import { PolicySet } from './policy-set';
 import { PolicySources } from './policy-sources';
 import { nodeReports, PolicyStatusWriter } from './policy-status';
@@ -118,7 +119,7 @@ async function main(): Promise<void> {
   );
   pusher = new PolicyPusher({
     registry, unresolvedAction: options.unresolvedAction, send: (policies) => link.pushPolicies(policies), log,
-    rulesBefore: (entry) => askRulesFor(resources.nativeRules(entry)),
+    rulesBefore: (entry) => resourceRules(resources.nativeRules(entry), entry),
   });
   // A policy resource or a pod's labels changed: each container's compiled policy may differ.
   policySet.on('changed', () => pusher?.markAllDirty());

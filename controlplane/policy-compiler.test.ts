@@ -58,3 +58,30 @@ test('policy compiler: labels carry the identity; the version is a digest of rul
   assert.notEqual(compileContainerPolicy(entryFor('MKDIR_TMPL=-y'), CONTINUE).version, a.version);
   assert.notEqual(compileContainerPolicy(entryFor('MKDIR_TMPL=-x', { ...CONTAINERD, 'io.kubernetes.cri.sandbox-name': 'web-2' }), CONTINUE).version, a.version);
 });
+
+test('policy compiler: resource rules without when compile to native answers in precedence order; when, Audit, log and an unknown mkdir suffix stay ask rules', async () => {
+  const { resourceRules } = await import('./policy-compiler');
+  const entry = entryFor('');
+  const policy = (name: string, scope: 'namespaced' | 'cluster' = 'namespaced') => ({ scope, namespace: scope === 'namespaced' ? 'shop' : '', name, generation: 1 });
+  const spec = (name: string, rule: string, syscalls: string[], action: import('./resource-policy').NativeRuleSpec['action'], audit = false, scope: 'namespaced' | 'cluster' = 'namespaced') =>
+    ({ policy: policy(name, scope), rule: { index: 0, name: rule }, syscalls, action, audit });
+  const rules = resourceRules([
+    spec('ns', 'w', ['mkdir'], { kind: 'ask' }),
+    spec('ns', 'deny', ['mkdirat'], { kind: 'errno', errno: 13, name: 'EACCES' }),
+    spec('ns', 'sfx', ['mkdir'], { kind: 'mkdir', suffix: '-{{.Namespace}}' }),
+    spec('audit', 'a', ['rmdir'], { kind: 'kill' }, true),
+    spec('ns', 'l', ['unlink'], { kind: 'log' }),
+    spec('base', 'm', ['mount'], { kind: 'mount', filesystems: ['proc', 'tmpfs'], requireCapSysAdmin: true }, false, 'cluster'),
+    spec('base', 'ok', ['chmod'], { kind: 'allow' }, false, 'cluster'),
+  ], entry);
+  assert.deepEqual(rules.map((r) => [r.syscalls.join(','), r.action?.action?.$case]), [
+    ['mkdir', 'ask'], ['mkdirat', 'error'], ['mkdir', 'mkdir'], ['rmdir', 'ask'], ['unlink', 'ask'], ['mount', 'mount'], ['mount', 'mount'], ['chmod', 'continue'],
+  ]);
+  assert.equal(rules[1].origin, 'SeccompNotifyPolicy shop/ns rule deny');
+  const sfx = rules[2].action!.action;
+  assert.equal(sfx?.$case === 'mkdir' && Buffer.from(sfx.mkdir.suffix).toString(), '-shop');
+  assert.deepEqual(rules.slice(5, 7).map((r) => Buffer.from(r.paths[0].value).toString()), ['proc', 'tmpfs']);
+  // {{.Container}} of a container whose name is not known: the control plane decides.
+  const unnamed = entryFor('', { 'io.kubernetes.cri.sandbox-namespace': 'shop', 'io.kubernetes.cri.sandbox-name': 'web-1' });
+  assert.equal(resourceRules([spec('ns', 'sfx', ['mkdir'], { kind: 'mkdir', suffix: '-{{.Container}}' })], unnamed)[0].action?.action?.$case, 'ask');
+});

@@ -7,6 +7,9 @@ import type { FallbackAction } from '../common/default-action';
 import { ContainerPolicy, type Rule, type RuleAction } from '../proto/gen/seccompagent/v1/policy';
 import { handleToProto } from '../common/container-handle';
 import type { ContainerEntry } from './container-registry';
+import { parseMkdirTemplate, renderMkdirTemplate } from './mkdir-template';
+import { policyRef } from './policy-objects';
+import type { NativeRuleSpec } from './resource-policy';
 
 /** Label keys the control plane writes (opaque to the data plane). */
 export const LABEL = {
@@ -27,6 +30,78 @@ function rule(syscalls: string[], action: RuleAction['action'], origin: string, 
 
 function unresolvedAction(action: FallbackAction): RuleAction['action'] {
   return action.kind === 'continue' ? { $case: 'continue', continue: {} } : { $case: 'error', error: { errno: action.errno } };
+}
+
+/** One mount rule per filesystem type (the type is argument 2, compared as bytes). */
+function mountRules(filesystems: readonly string[], requireCapSysAdmin: boolean, origin: (fstype: string) => string): Rule[] {
+  return filesystems.map((fstype) =>
+    rule(['mount'], { $case: 'mount', mount: { requireCapSysAdmin } }, origin(fstype), [
+      { index: MOUNT_FSTYPE_ARG, op: 1 /* PATH_OP_EQUAL */, value: Buffer.from(fstype) },
+    ]),
+  );
+}
+
+const ASK: RuleAction['action'] = { $case: 'ask', ask: {} };
+/** Rule.origin is at most 256 bytes. */
+const ORIGIN_MAX = 256;
+
+function originOf(spec: NativeRuleSpec, how: string): string {
+  const text = `${policyRef(spec.policy)} rule ${spec.rule.name}${how}`;
+  return Buffer.byteLength(text) <= ORIGIN_MAX ? text : Buffer.from(text).subarray(0, ORIGIN_MAX - 3).toString('utf8').replace(/\uFFFD*$/, '') + '...';
+}
+
+/**
+ * The policy resources' rules for one container, in precedence order (policy-set.ts: namespaced
+ * policies, then cluster-scoped ones; first rule first), placed before its listenerMetadata rules.
+ * A rule without `when` in an Enforce policy compiles to the data plane's own rule: it answers
+ * natively, also while no control plane is attached. What needs the control plane stays an ask
+ * rule in its place (so every later rule for that syscall is decided there too):
+ *   - a rule with `when` (CEL is evaluated in the control plane);
+ *   - every rule of an Audit policy, and `log` rules: what Enforce would have done is reported
+ *     (Watch event, seccompagent_policy_audit_total), which a native answer cannot do; the
+ *     syscall continues either way, so while no control plane is attached the default (continue)
+ *     gives the same answer and only the report is missing (docs/policy.md);
+ *   - a mkdir suffix that cannot be rendered for this container yet (its name is not known).
+ */
+export function resourceRules(specs: readonly NativeRuleSpec[], entry: ContainerEntry): Rule[] {
+  const rules: Rule[] = [];
+  for (const spec of specs) {
+    const syscalls = [...spec.syscalls];
+    const action = spec.action;
+    if (spec.audit || action.kind === 'ask' || action.kind === 'log') {
+      const why = spec.audit ? ' (Audit)' : action.kind === 'log' ? ' (log)' : ' (when)';
+      rules.push(rule(syscalls, ASK, originOf(spec, `${why}: decided by the control plane`)));
+      continue;
+    }
+    switch (action.kind) {
+      case 'allow':
+        rules.push(rule(syscalls, { $case: 'continue', continue: {} }, originOf(spec, '')));
+        break;
+      case 'errno':
+        rules.push(rule(syscalls, { $case: 'error', error: { errno: action.errno } }, originOf(spec, '')));
+        break;
+      case 'kill':
+        rules.push(rule(syscalls, { $case: 'kill', kill: {} }, originOf(spec, '')));
+        break;
+      case 'freeze':
+        rules.push(rule(syscalls, { $case: 'freeze', freeze: { errno: 0 } }, originOf(spec, '')));
+        break;
+      case 'mkdir': {
+        let suffix: string | null = null;
+        try {
+          if (entry.identity) suffix = renderMkdirTemplate(parseMkdirTemplate(action.suffix), entry.identity);
+        } catch {
+          suffix = null; // {{.Container}} not known yet: the control plane decides, as it does for this rule
+        }
+        rules.push(suffix === null ? rule(syscalls, ASK, originOf(spec, ' (mkdir suffix not known yet): decided by the control plane')) : rule(syscalls, { $case: 'mkdir', mkdir: { suffix: Buffer.from(suffix) } }, originOf(spec, '')));
+        break;
+      }
+      case 'mount':
+        rules.push(...mountRules(action.filesystems, action.requireCapSysAdmin, (fstype) => originOf(spec, ` mount of ${fstype}`)));
+        break;
+    }
+  }
+  return rules;
 }
 
 /** The labels that say who the container is, kept by the data plane across restarts. */
@@ -52,13 +127,7 @@ export function listenerMetadataRules(entry: ContainerEntry, unresolved: Fallbac
     rules.push(rule(MKDIR_SYSCALLS, unresolvedAction(unresolved), `listenerMetadata MKDIR_TMPL, not applied (${plan.kind}): --unresolved-action`));
   }
   const mount = entry.policy.mount;
-  for (const fstype of mount?.filesystems ?? []) {
-    rules.push(
-      rule(['mount'], { $case: 'mount', mount: { requireCapSysAdmin: mount!.needCapAdmin } }, `listenerMetadata mount of ${fstype}`, [
-        { index: MOUNT_FSTYPE_ARG, op: 1 /* PATH_OP_EQUAL */, value: Buffer.from(fstype) },
-      ]),
-    );
-  }
+  if (mount) rules.push(...mountRules(mount.filesystems, mount.needCapAdmin, (fstype) => `listenerMetadata mount of ${fstype}`));
   // Every other notified syscall: DEFAULT_ACTION, else continue. Ending with a rule for every
   // syscall keeps such a container off the control plane's path altogether.
   switch (entry.policy.defaultAction) {

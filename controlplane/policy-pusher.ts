@@ -10,7 +10,6 @@ import type { Container } from '../proto/gen/seccompagent/v1/dataplane';
 import type { ContainerPolicy, PolicyAck, Rule } from '../proto/gen/seccompagent/v1/policy';
 import type { ContainerEntry, ContainerRegistry } from './container-registry';
 import { compileContainerPolicy } from './policy-compiler';
-import type { NativeRuleSpec } from './resource-policy';
 
 export interface PolicyPusherOptions {
   registry: Pick<ContainerRegistry, 'get' | 'values'>;
@@ -112,15 +111,4 @@ export class PolicyPusher {
       );
     }
   }
-}
-
-/**
- * The policy resources' rules that select a container, placed before its listenerMetadata rules
- * as "ask" rules for their syscalls: the control plane keeps deciding those (CEL conditions,
- * precedence, audit) while every other syscall is answered natively.
- */
-export function askRulesFor(specs: readonly NativeRuleSpec[]): Rule[] {
-  const syscalls = [...new Set(specs.flatMap((s) => s.syscalls))].sort();
-  if (syscalls.length === 0) return [];
-  return [{ syscalls, args: [], paths: [], action: { action: { $case: 'ask', ask: {} } }, origin: 'policy resources: decided by the control plane' }];
 }

@@ -306,3 +306,31 @@ test('seccompctl policies lists scope, mode, Ready, rules and containers here; s
   assert.equal(down.code, 3);
   assert.match(down.stderr, /cannot reach the control plane at/);
 });
+
+test('SeccompNotifyPolicy rule without when answers natively: with seccomp-controlplane SIGKILLed, a running app=web container\'s mkdir still gets EPERM (fast path event)', async (t) => {
+  const planes = await policyPlanes(t, pods);
+  const { dir, api, dp, cp } = planes;
+  applyPolicy(api, 'seccompnotifypolicies', {
+    name: 'no-mkdir', namespace: 'shop',
+    spec: { selector: { podSelector: { matchLabels: { app: 'web' } } }, rules: [{ name: 'deny', syscalls: ['mkdir'], errno: 'EPERM' }] },
+  });
+  await cp.waitFor(/SeccompNotifyPolicy shop\/no-mkdir generation 1 in force/, 10_000);
+  const go = path.join(dir, 'go');
+  const target = path.join(dir, 'offline');
+  const { startUnderFilter } = await import('../support/workload');
+  const workload = startUnderFilter(t, { socket: dp.listenerSocket, syscalls: ['mkdir'], annotations: WEB }, ['/bin/sh', '-c', `while [ ! -e '${go}' ]; do sleep 0.05; done; mkdir '${target}' 2>&1; echo "rc=$?"`]);
+  const { watchEvents } = await import('../support/dataplane');
+  const watch = watchEvents(t, dp.client, { syscalls: ['mkdir'] });
+  // The container's compiled policy holds the native errno rule (not an ask rule).
+  const { listContainers } = await import('../../common/dataplane-client');
+  await waitUntil(async () => (await listContainers(dp.client)).containers.some((c) => c.labels.pod === 'web-1' && c.policyRules > 0 && dp.proc.output().includes(`policy ${c.policyVersion} in force`)), 10_000, 'the policy to be in force for the container');
+  cp.child.kill('SIGKILL');
+  await cp.exited;
+  fs.writeFileSync(go, '');
+  await workload.waitFor(/rc=\d+/, 10_000);
+  assert.match(workload.output(), /Operation not permitted/);
+  assert.equal(fs.existsSync(target), false);
+  const answer = await watch.waitFor((e) => e.event?.$case === 'answer' && e.event.answer.syscall === 'mkdir');
+  assert.equal(answer.event?.$case === 'answer' && answer.event.answer.answeredBy, 5 /* ANSWERED_BY_FAST_PATH */);
+  assert.equal(answer.event?.$case === 'answer' && answer.event.answer.errno, 1);
+});
