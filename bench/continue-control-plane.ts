@@ -28,7 +28,7 @@ function main(): void {
       onSnapshot: () => undefined,
       onContainerAdded: () => undefined,
       onContainerRemoved: () => undefined,
-      decide: (n) => ({ handle: n.handle, id: n.id, action: { $case: 'continue', continue: {} } }),
+      decide: (n) => ({ handle: n.handle, id: n.id, action: { $case: 'continue', continue: {} }, findings: [] }),
     },
     createLogger('bench-continue', 'warn'),
   );

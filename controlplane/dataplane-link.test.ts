@@ -89,8 +89,8 @@ function recordingPolicy() {
     decide: (n) => {
       decided.push({ id: n.id, knownThen: known.has(Number(n.handle)) });
       return n.syscall === 'mkdir'
-        ? { handle: n.handle, id: n.id, action: { $case: 'mkdir', mkdir: { path: '/made', mode: 0o755 } } }
-        : { handle: n.handle, id: n.id, action: { $case: 'continue', continue: {} } };
+        ? { handle: n.handle, id: n.id, action: { $case: 'mkdir', mkdir: { path: '/made', mode: 0o755 } }, findings: [] }
+        : { handle: n.handle, id: n.id, action: { $case: 'continue', continue: {} }, findings: [] };
     },
   };
   return { handlers, decided };

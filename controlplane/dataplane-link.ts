@@ -53,8 +53,9 @@ const UNKNOWN_HANDLE_WAIT_MS = 500;
 /** First retry after a lost data plane: a data plane handoff or restart rebinds its socket within tens of ms. */
 const INITIAL_BACKOFF_MS = 10;
 
-/** A simple decision travels on the channel; emulations go over gRPC. */
+/** A simple decision travels on the channel; emulations, and decisions with findings, go over gRPC. */
 function channelForm(decision: Decision): ChannelDecision | null {
+  if (decision.findings.length > 0) return null;
   const action = decision.action;
   const base = { handle: handleFromProto(decision.handle), id: decision.id, errno: 0, value: 0n };
   switch (action?.$case) {

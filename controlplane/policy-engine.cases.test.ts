@@ -57,7 +57,7 @@ test('policy engine: DEFAULT_ACTION kills or freezes for syscalls without a rule
 
 test('policy engine: a notification for a handle the registry does not know continues, and says so at debug level', () => {
   const { engine, lines } = engineWith(['DEFAULT_ACTION=kill-container']);
-  assert.deepEqual(engine.decide(notification(9, 'mkdir', [0n, 0n])), { handle: 9n, id: 77n, action: { $case: 'continue', continue: {} } });
+  assert.deepEqual(engine.decide(notification(9, 'mkdir', [0n, 0n])), { handle: 9n, id: 77n, action: { $case: 'continue', continue: {} }, findings: [] });
   assert.ok(lines.some((l) => l.handle === 9 && /does not know yet/.test(l.msg)));
 });
 

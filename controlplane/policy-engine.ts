@@ -6,7 +6,7 @@
 import { handleFromProto } from '../common/container-handle';
 import type { FallbackAction } from '../common/default-action';
 import type { Logger } from '../common/logger';
-import type { Decision, Notification } from '../proto/gen/seccompagent/v1/dataplane';
+import type { Decision, Notification, PolicyFinding } from '../proto/gen/seccompagent/v1/dataplane';
 import type { ContainerEntry, ContainerRegistry } from './container-registry';
 import { suffixedMkdir } from './mkdir-path';
 
@@ -40,7 +40,7 @@ export class PolicyEngine {
     private readonly unresolvedAction: FallbackAction,
     private readonly log: Logger,
     /** The policy resources (resource-policy.ts) answer first; null falls through to listenerMetadata. */
-    private readonly resources?: { decide(entry: ContainerEntry, n: Notification): Decision['action'] | null },
+    private readonly resources?: { decide(entry: ContainerEntry, n: Notification, findings?: PolicyFinding[]): Decision['action'] | null },
   ) {}
 
   private count(kind: DecisionKind): void {
@@ -49,8 +49,9 @@ export class PolicyEngine {
 
   decide(n: Notification): Decision {
     const entry = this.registry.get(handleFromProto(n.handle));
-    const action = entry ? (this.resources?.decide(entry, n) ?? this.actionFor(entry, n)) : this.continueUnknown(n);
-    return { handle: n.handle, id: n.id, action };
+    const findings: PolicyFinding[] = [];
+    const action = entry ? (this.resources?.decide(entry, n, findings) ?? this.actionFor(entry, n)) : this.continueUnknown(n);
+    return { handle: n.handle, id: n.id, action, findings };
   }
 
   private continueUnknown(n: Notification): Decision['action'] {

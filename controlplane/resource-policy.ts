@@ -10,7 +10,8 @@
 // container in a plain serialisable form, for compiling into the data plane's rules.
 import { errnoName } from '../common/errors';
 import type { Logger } from '../common/logger';
-import type { Decision, Notification } from '../proto/gen/seccompagent/v1/dataplane';
+import type { Decision, Notification, PolicyFinding } from '../proto/gen/seccompagent/v1/dataplane';
+import { answerKindOf } from '../common/answer-labels';
 import { activation, type ConditionInput } from './cel-condition';
 import type { ContainerEntry } from './container-registry';
 import { renderMkdirTemplate } from './mkdir-template';
@@ -109,17 +110,27 @@ export class ResourcePolicy {
     private readonly log: Logger,
   ) {}
 
-  /** For PolicyEngine.decide: the action, or null for listenerMetadata to decide. */
-  decide(entry: ContainerEntry, n: Notification): Action | null {
+  /**
+   * For PolicyEngine.decide: the action, or null for listenerMetadata to decide. What Audit
+   * policies would have done, and what `log` rules let continue, go into `findings` (the
+   * decision carries them to the data plane's Answer event).
+   */
+  decide(entry: ContainerEntry, n: Notification, findings?: PolicyFinding[]): Action | null {
     if (this.set.size === 0) return null;
     const result = this.evaluate(entry, n.syscall, n.args, pathsOf(n), n);
-    for (const audit of result.audits) this.reportAudit(audit, entry, n);
+    for (const audit of result.audits) {
+      this.reportAudit(audit, entry, n);
+      findings?.push(findingOf(audit, 'Audit'));
+    }
     for (const failure of result.errors) this.countError(failure.policy, failure.rule, failure.error, entry);
     if (!result.answer) return null;
     const { policy, rule, action } = result.answer;
     const key = `${policyLabel(policy.object)}\u0000${rule.name}\u0000${rule.action.kind}`;
     this.answers.set(key, (this.answers.get(key) ?? 0) + 1);
-    if (rule.action.kind === 'log') this.reportAudit(result.answer, entry, n, 'log');
+    if (rule.action.kind === 'log') {
+      this.reportAudit(result.answer, entry, n, 'log');
+      findings?.push(findingOf(result.answer, 'Log'));
+    }
     return action;
   }
 
@@ -290,6 +301,19 @@ export class ResourcePolicy {
       this.log.debug({ policy: policyRef(policy.object), rule: rule.name, container: entry.containerId, error, count }, `${policyRef(policy.object)} rule ${rule.name}: when did not evaluate (${error}); the rule does not match`);
     }
   }
+}
+
+/** A rule's verdict as the API carries it (Decision.findings, Answer.findings). */
+function findingOf(answer: RuleAnswer, mode: 'Audit' | 'Log'): PolicyFinding {
+  const action = answer.action;
+  return {
+    policy: policyRef(answer.policy.object),
+    rule: answer.rule.name,
+    mode,
+    action: describeAction(action),
+    kind: answerKindOf(action.$case),
+    errno: action.$case === 'error' ? action.error.errno : 0,
+  };
 }
 
 function nativeAction(action: RuleAction): NativeRuleSpec['action'] {

@@ -10,6 +10,7 @@ import type {
   Decision,
   DecisionRejected,
   Hello,
+  Hold,
   Notification,
   Welcome,
 } from '../proto/gen/seccompagent/v1/dataplane';
@@ -21,6 +22,8 @@ export interface AttachSessionHooks {
   onDecisions(session: AttachSession, decisions: Decision[]): void;
   /** Container policies pushed (policy.v1); the answers go back with sendPolicyAcks. */
   onPolicies(session: AttachSession, policies: ContainerPolicy[]): void;
+  /** Notifications the control plane answers later on purpose (hold.v1). */
+  onHolds?(session: AttachSession, holds: Hold[]): void;
   /** Called once when the stream ends, for whatever reason. */
   onEnded(session: AttachSession, reason: string): void;
 }
@@ -78,6 +81,7 @@ export class AttachSession {
     }
     if (message?.$case === 'decisions') this.hooks.onDecisions(this, message.decisions.decisions);
     else if (message?.$case === 'policies') this.hooks.onPolicies(this, message.policies.policies);
+    else if (message?.$case === 'holds') this.hooks.onHolds?.(this, message.holds.holds);
     else if (message?.$case === 'hello') this.fail(status.INVALID_ARGUMENT, 'Hello sent twice in one Attach', 'protocol-error');
   }
 

@@ -7,7 +7,8 @@ import { answeredByLabel } from '../common/answer-labels';
 import { handleFromProto, handleToProto, type ContainerHandle } from '../common/container-handle';
 import { CHANNEL_FEATURE } from '../common/decision-channel';
 import { defaultActionToProto, formatDefaultAction } from '../common/default-action';
-import { durationFromMs, durationFromNs } from '../common/duration';
+import { durationFromMs, durationFromNs, durationToMs } from '../common/duration';
+import { HOLD_FEATURE, MAX_HOLD_MS } from '../common/hold-feature';
 import { errnoName } from '../common/errors';
 import type { Logger } from '../common/logger';
 import { VERSION } from '../common/version';
@@ -22,6 +23,7 @@ import {
 } from '../proto/gen/seccompagent/v1/dataplane';
 import { ContainerPolicy, type PolicyAck } from '../proto/gen/seccompagent/v1/policy';
 import { AttachSession } from './attach-session';
+import type { Hold, PolicyFinding } from '../proto/gen/seccompagent/v1/dataplane';
 import { DATAPLANE_FEATURES, outcomeOf, toNativeDecision, type AnswerOutcome } from './decisions';
 import { ContainerTable } from './container-table';
 import { decodeContainerRecord, encodeContainerRecord } from './container-record';
@@ -93,6 +95,8 @@ export class DataPlane {
   private readonly kernel: { syncWakeUp: boolean; detail: string };
   /** Syscall names of notifications in flight, for the answers Watch shows (only while watched). */
   private readonly inFlightSyscalls = new Map<string, string>();
+  /** Findings of control-plane decisions being emulated (mkdir, mount...), for their answer event. */
+  private readonly emulatedFindings = new Map<string, PolicyFinding[]>();
   /** Attached sessions by engine session number: the active one and any still draining. */
   private readonly sessions = new Map<number, AttachSession>();
   private nextSessionNumber = 1;
@@ -312,6 +316,7 @@ export class DataPlane {
     // target, which then exited); what the kernel failed with the fd is forgotten then.
     setTimeout(() => {
       for (const key of this.inFlightSyscalls.keys()) if (key.startsWith(`${handle}:`)) this.inFlightSyscalls.delete(key);
+      for (const key of this.emulatedFindings.keys()) if (key.startsWith(`${handle}:`)) this.emulatedFindings.delete(key);
     }, 2000).unref();
     const container = this.containers.remove(handle);
     const containerId = container?.containerId ?? '';
@@ -380,12 +385,15 @@ export class DataPlane {
         `emulated ${event.action.kind} returned ${errnoName(event.action.errno)}`,
       );
     }
-    this.recordAnswer(event.handle, event.id, containerId, syscall, by, outcomeOf(event.action, event.gone), event.latencyNs, event.rule);
+    const findings = this.emulatedFindings.get(key);
+    if (findings) this.emulatedFindings.delete(key);
+    this.recordAnswer(event.handle, event.id, containerId, syscall, by, outcomeOf(event.action, event.gone), event.latencyNs, event.rule, findings);
   }
 
   private recordAnswer(
     handle: ContainerHandle, id: bigint, containerId: string, syscall: string, by: AnsweredBy, outcome: AnswerOutcome, latencyNs: bigint,
     rule = -1,
+    findings: PolicyFinding[] = [],
   ): void {
     if (outcome.kind === AnswerKind.ANSWER_KIND_TARGET_GONE) this.counters.targetGone++;
     else this.counters[answeredByLabel(by)!.counter]++;
@@ -394,7 +402,7 @@ export class DataPlane {
     this.hub.publish({
       $case: 'answer',
       answer: { handle: handleToProto(handle), id, containerId, syscall, answeredBy: by, ...outcome, latency: durationFromNs(latencyNs),
-        ruleIndex: rule >= 0 ? rule : 0, policyVersion: rule >= 0 ? (this.containers.recent(handle)?.policyVersion ?? '') : '' },
+        ruleIndex: rule >= 0 ? rule : 0, policyVersion: rule >= 0 ? (this.containers.recent(handle)?.policyVersion ?? '') : '', findings },
     }, { containerId, syscall });
   }
 
@@ -429,7 +437,7 @@ export class DataPlane {
       dataplaneVersion: VERSION,
       decisionTimeout: durationFromMs(this.config.decisionTimeoutMs),
       defaultAction: defaultActionToProto(this.config.defaultAction),
-      features: [...DATAPLANE_FEATURES, CHANNEL_FEATURE],
+      features: [...DATAPLANE_FEATURES, CHANNEL_FEATURE, HOLD_FEATURE],
       decisionChannel: channel ? { socketPath: this.config.channelSocket, token } : undefined,
     });
     session.sendSnapshot(this.containers.list());
@@ -460,6 +468,21 @@ export class DataPlane {
       } catch (err) {
         this.log.error({ err, session: session.id }, 'internal error while applying a decision; the default action answers at the deadline');
       }
+    }
+  }
+
+  /** Holds (hold.v1): each named notification waits past its usual deadline for the decision that follows. */
+  onHolds(session: AttachSession, holds: Hold[]): void {
+    for (const hold of holds) {
+      const handle = handleFromProto(hold.handle);
+      const ms = Math.min(MAX_HOLD_MS, Math.max(0, durationToMs(hold.duration)));
+      const result = this.engine.extendDeadline(handle, hold.id, ms, session.number);
+      if (result === 'ok') {
+        this.log.debug({ session: session.id, container: this.containers.containerIdOf(handle), handle, id: String(hold.id), holdMs: ms }, `control plane holds notification ${hold.id} for ${ms} ms: its deadline moves to then plus ${this.config.decisionTimeoutMs} ms`);
+        continue;
+      }
+      this.counters.decisionsUnknown++;
+      this.log.debug({ session: session.id, handle, id: String(hold.id), reason: result }, 'hold ignored: no such notification is pending for this session');
     }
   }
 
@@ -540,9 +563,13 @@ export class DataPlane {
       return;
     }
     if (result.status === 'unknown' || result.status === 'late') return this.rejectUnknown(session, decision, result.status === 'late');
-    if (result.status === 'accepted') return; // emulating: its answered event follows
+    if (result.status === 'accepted') {
+      // Emulating: its answered event follows, with these findings.
+      if (decision.findings.length > 0 && this.hub.active) this.emulatedFindings.set(inFlightKey(handle, decision.id), decision.findings);
+      return;
+    }
     this.inFlightSyscalls.delete(inFlightKey(handle, decision.id));
-    this.recordAnswer(handle, decision.id, containerId, syscall, AnsweredBy.ANSWERED_BY_CONTROL_PLANE, outcomeOf(nativeDecision, result.status === 'gone'), result.latencyNs);
+    this.recordAnswer(handle, decision.id, containerId, syscall, AnsweredBy.ANSWERED_BY_CONTROL_PLANE, outcomeOf(nativeDecision, result.status === 'gone'), result.latencyNs, -1, decision.findings);
   }
 
   private rejectUnknown(session: AttachSession, decision: Decision, late: boolean): void {

@@ -4,10 +4,11 @@ import type { Decision } from '../proto/gen/seccompagent/v1/dataplane';
 import { toNativeDecision } from './decisions';
 
 const latin1 = (s: string) => Buffer.from(s, 'latin1');
-const mkdir = (m: { path: string; pathBytes?: Buffer }): Decision => ({ handle: 1n, id: 1n, action: { $case: 'mkdir', mkdir: { mode: 0o755, ...m } } });
+const mkdir = (m: { path: string; pathBytes?: Buffer }): Decision => ({ handle: 1n, id: 1n, action: { $case: 'mkdir', mkdir: { mode: 0o755, ...m } }, findings: [] });
 const mount = (m: Partial<Extract<Decision['action'], { $case: 'mount' }>['mount']>): Decision => ({
   handle: 1n, id: 1n,
   action: { $case: 'mount', mount: { source: 'none', target: '/t', fstype: 'tmpfs', flags: 0n, data: '', requireCapSysAdmin: false, ...m } },
+  findings: [],
 });
 
 test('data plane decisions: an emulated mkdir uses path_bytes exactly when set, else the path text as UTF-8', () => {

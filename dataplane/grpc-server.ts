@@ -115,6 +115,7 @@ function implementation(dataplane: DataPlane): DataPlaneServer {
         onHello: (session) => dataplane.onHello(session),
         onDecisions: (session, decisions) => dataplane.onDecisions(session, decisions),
         onPolicies: (session, policies) => dataplane.onPolicies(session, policies),
+        onHolds: (session, holds) => dataplane.onHolds(session, holds),
         onEnded: (session, reason) => dataplane.onSessionEnded(session, reason),
       });
     },

@@ -365,6 +365,11 @@ export interface NativeEngine {
    * `session` is required (TypeError without it).
    */
   respond(handle: ContainerHandle, id: bigint, decision: NativeDecision, session: number): RespondResult;
+  /**
+   * A hold (HoldBatch): the deadline of a notification `session` owns moves to now + holdMs (0 to
+   * 60000) + the decision timeout; nothing is answered. 'late' / 'unknown' as respond().
+   */
+  extendDeadline(handle: ContainerHandle, id: bigint, holdMs: number, session: number): 'ok' | 'late' | 'unknown';
   stats(): NativeStats;
   /** Stops the thread and closes every fd it owns. Idempotent. */
   stop(): void;

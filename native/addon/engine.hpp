@@ -190,6 +190,9 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // JS thread. Answers a notification `session` owns (0: whatever its owner); kUnknown when it is
   // not pending or another session owns it.
   RespondStatus Respond(uint32_t handle, uint64_t id, const Answer& answer, uint64_t session, uint64_t* latency_ns);
+  // JS thread. The control plane answers (handle, id) later on purpose (a Hold): its deadline moves
+  // to now + hold_ns + the decision timeout. kUnknown / kLate as Respond (nothing is answered).
+  RespondStatus ExtendDeadline(uint32_t handle, uint64_t id, uint64_t hold_ns, uint64_t session);
   // JS thread. Takes the notification out of the pending table (its deadline no longer applies)
   // and hands it to the emulator (mkdir, mount: a helper process) or the action worker (kill,
   // freeze): neither blocks this thread. The result arrives as an 'answered' event, by

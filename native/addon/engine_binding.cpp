@@ -271,6 +271,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
                            InstanceMethod<&EngineWrap::JsSetDefaultAction>("setDefaultAction"),
                            InstanceMethod<&EngineWrap::JsSetDecisionTimeout>("setDecisionTimeout"),
                            InstanceMethod<&EngineWrap::JsRespond>("respond"),
+                           InstanceMethod<&EngineWrap::JsExtendDeadline>("extendDeadline"),
                            InstanceMethod<&EngineWrap::JsStats>("stats"),
                            InstanceMethod<&EngineWrap::JsRestore>("restore"),
                            InstanceMethod<&EngineWrap::JsListenHandoff>("listenHandoff"),
@@ -578,6 +579,37 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     }
     engine_->SetDecisionTimeoutNs(static_cast<uint64_t>(ms * 1e6));
     return env.Undefined();
+  }
+
+  // JS thread. extendDeadline(handle, id: bigint, holdMs, session): 'ok' | 'late' | 'unknown'.
+  Napi::Value JsExtendDeadline(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    uint32_t handle;
+    if (!ParseUint32(env, info[0], "handle", &handle)) return env.Undefined();
+    if (!info[1].IsBigInt()) {
+      ThrowType(env, "extendDeadline: id must be a bigint");
+      return env.Undefined();
+    }
+    bool lossless = false;
+    const uint64_t id = info[1].As<Napi::BigInt>().Uint64Value(&lossless);
+    if (!lossless) {
+      ThrowRange(env, "extendDeadline: id must be an unsigned 64-bit bigint");
+      return env.Undefined();
+    }
+    if (info.Length() < 3 || !info[2].IsNumber()) {
+      ThrowType(env, "extendDeadline(handle, id, holdMs, session): holdMs must be a number");
+      return env.Undefined();
+    }
+    const double ms = info[2].As<Napi::Number>().DoubleValue();
+    if (!std::isfinite(ms) || ms < 0 || ms > 60000) {
+      ThrowRange(env, "extendDeadline: holdMs must be 0 to 60000");
+      return env.Undefined();
+    }
+    uint64_t session = 0;
+    if (!ParseSession(env, info[3], "extendDeadline(handle, id, holdMs, session)", 1, &session)) return env.Undefined();
+    const Engine::RespondStatus status = engine_->ExtendDeadline(handle, id, static_cast<uint64_t>(ms * 1e6), session);
+    return Napi::String::New(env, status == Engine::RespondStatus::kOk ? "ok" : status == Engine::RespondStatus::kLate ? "late" : "unknown");
   }
 
   Napi::Value JsRespond(const Napi::CallbackInfo& info) {

@@ -230,6 +230,16 @@ void Engine::ApplyDecisions(ChannelConn* conn, uint64_t session, const decision_
 }
 
 // JS thread.
+Engine::RespondStatus Engine::ExtendDeadline(uint32_t handle, uint64_t id, uint64_t hold_ns, uint64_t session) {
+  if (handed_over_) return RespondStatus::kUnknown;
+  std::lock_guard<std::mutex> lock(mu_);
+  const PendingEntry* entry = nullptr;
+  const DecisionReason reason = CheckPending(pending_, handle, id, session, &entry);
+  if (reason != DecisionReason::kOk) return reason == DecisionReason::kLate ? RespondStatus::kLate : RespondStatus::kUnknown;
+  pending_.Extend(handle, id, MonotonicNs() + hold_ns + decision_timeout_ns_.load(std::memory_order_relaxed));
+  return RespondStatus::kOk;
+}
+
 Engine::RespondStatus Engine::Respond(uint32_t handle, uint64_t id, const Answer& answer, uint64_t session,
                                       uint64_t* latency_ns) {
   *latency_ns = 0;

@@ -40,6 +40,13 @@ const PendingEntry* PendingTable::Find(uint32_t handle, uint64_t id) const {
   return it == entries_.end() ? nullptr : &it->second;
 }
 
+bool PendingTable::Extend(uint32_t handle, uint64_t id, uint64_t deadline_ns) {
+  auto it = entries_.find(PendingKey{handle, id});
+  if (it == entries_.end()) return false;
+  if (deadline_ns > it->second.deadline_ns) it->second.deadline_ns = deadline_ns;
+  return true;
+}
+
 bool PendingTable::AnsweredLate(uint32_t handle, uint64_t id) const {
   for (const PendingKey& key : late_) {
     if (key.handle == handle && key.id == id) return true;
@@ -129,7 +136,13 @@ void PendingTable::ExpireDue(uint64_t now_ns, const Answer& answer, NotifyBuffer
     const Deadline d = deadlines_.top();
     deadlines_.pop();
     auto it = entries_.find(d.key);
-    if (it == entries_.end() || it->second.deadline_ns != d.at) continue;  // answered already
+    if (it == entries_.end()) continue;  // answered already
+    if (it->second.deadline_ns != d.at) {
+      // Extended (Extend): its item comes back at the later deadline. Only later ones exist: Add
+      // pushes the entry's own deadline, and Extend never makes it earlier.
+      if (it->second.deadline_ns > d.at) deadlines_.push(Deadline{it->second.deadline_ns, d.key});
+      continue;
+    }
     late_[late_next_] = d.key;
     late_next_ = (late_next_ + 1) % kLateRing;
     Finish(TakeAt(it), answer, answer, buffers, &report);

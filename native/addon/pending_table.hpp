@@ -105,6 +105,10 @@ class PendingTable {
            HeldStrings held = HeldStrings());
   // Any thread. The entry for (handle, id), or null. Valid until the table changes.
   const PendingEntry* Find(uint32_t handle, uint64_t id) const;
+  // Any thread (under mu_). Moves (handle, id)'s deadline to `deadline_ns` when that is later;
+  // false when it is not pending. The heap is not touched (the engine thread reads its top without
+  // mu_): ExpireDue finds the old item, sees the later deadline, and re-queues it then.
+  bool Extend(uint32_t handle, uint64_t id, uint64_t deadline_ns);
   // Any thread. Whether its deadline answered (handle, id) recently (a decision for it is 'late').
   bool AnsweredLate(uint32_t handle, uint64_t id) const;
 

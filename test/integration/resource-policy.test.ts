@@ -45,10 +45,12 @@ test('SeccompNotifyPolicy in shop selecting app=web, errno EPERM for mkdir when 
   assert.match(await metricsText(planes.metrics), /^seccompagent_policy_answers_total\{policy="shop\/deny-etc",rule="no-etc",action="errno"\} 1$/m);
 });
 
-test('SeccompNotifyPolicy mode Audit: the syscall continues; the log line and seccompagent_policy_audit_total say what Enforce would have done', async (t) => {
+test('SeccompNotifyPolicy mode Audit: the syscall continues; the Watch answer event, the log line and seccompagent_policy_audit_total say what Enforce would have done', async (t) => {
   const planes = await policyPlanes(t, pods);
   const { dir, api, dp, cp } = planes;
   fs.mkdirSync(path.join(dir, 'etc'));
+  const { watchEvents } = await import('../support/dataplane');
+  const watch = watchEvents(t, dp.client, { syscalls: ['mkdir'] });
   applyPolicy(api, 'seccompnotifypolicies', denyEtc(dir, 'Audit'));
   await cp.waitFor(/SeccompNotifyPolicy shop\/deny-etc generation 1 in force: 1 rules, mode Audit/, 10_000);
   assert.equal(await mkdirAs(dp, WEB, path.join(dir, 'etc', 'a1')), 'made');
@@ -64,6 +66,12 @@ test('SeccompNotifyPolicy mode Audit: the syscall continues; the log line and se
   assert.equal(audit.would, 'errno EPERM');
   await waitUntil(async () => /^seccompagent_policy_audit_total\{policy="shop\/deny-etc",rule="no-etc",namespace="shop"\} 2$/m.test(await metricsText(planes.metrics)), 5000, 'the audit metric to count both');
   assert.doesNotMatch(await metricsText(planes.metrics), /seccompagent_policy_answers_total\{/);
+  const answer = await watch.waitFor((e) => e.event?.$case === 'answer' && e.event.answer.findings.length > 0);
+  assert.equal(answer.event?.$case, 'answer');
+  if (answer.event?.$case !== 'answer') return;
+  assert.equal(answer.event.answer.answeredBy, 1 /* ANSWERED_BY_CONTROL_PLANE */);
+  assert.equal(answer.event.answer.kind, 1 /* ANSWER_KIND_CONTINUE: the syscall continued */);
+  assert.deepEqual(answer.event.answer.findings, [{ policy: 'SeccompNotifyPolicy shop/deny-etc', rule: 'no-etc', mode: 'Audit', action: 'errno EPERM', kind: 2 /* ANSWER_KIND_ERROR */, errno: 1 }]);
 });
 
 /** The lines "ok|EPERM <ns since epoch>" a looping mkdir prints, parsed. */

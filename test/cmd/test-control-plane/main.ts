@@ -15,10 +15,10 @@ const takeover = args.includes('--takeover');
 
 function decide(n: Notification): Decision | null {
   if (mode === 'ignore' || mode.startsWith('late:')) return null;
-  if (mode === 'continue') return { handle: n.handle, id: n.id, action: { $case: 'continue', continue: {} } };
-  if (mode === 'bogus') return { handle: n.handle, id: n.id + 1_000_000n, action: { $case: 'continue', continue: {} } };
+  if (mode === 'continue') return { handle: n.handle, id: n.id, action: { $case: 'continue', continue: {} }, findings: [] };
+  if (mode === 'bogus') return { handle: n.handle, id: n.id + 1_000_000n, action: { $case: 'continue', continue: {} }, findings: [] };
   const errno = parseErrno(mode.replace(/^errno:/, ''));
-  return { handle: n.handle, id: n.id, action: { $case: 'error', error: { errno } } };
+  return { handle: n.handle, id: n.id, action: { $case: 'error', error: { errno } }, findings: [] };
 }
 
 const client = createDataPlaneClient(socket);
@@ -39,13 +39,13 @@ call.on('data', (response: AttachResponse) => {
     const batch = message.notifications.notifications;
     if (mode.startsWith('late:')) {
       const delay = Number(mode.slice(5));
-      setTimeout(() => send(batch.map((n) => ({ handle: n.handle, id: n.id, action: { $case: 'continue', continue: {} } }))), delay);
+      setTimeout(() => send(batch.map((n) => ({ handle: n.handle, id: n.id, action: { $case: 'continue', continue: {} }, findings: [] }))), delay);
       return;
     }
     if (mode === 'bogus') {
       // A decision for an unknown id, then the same real decision twice.
       send(batch.map((n) => decide(n)!));
-      const real = batch.map((n): Decision => ({ handle: n.handle, id: n.id, action: { $case: 'error', error: { errno: 1 } } }));
+      const real = batch.map((n): Decision => ({ handle: n.handle, id: n.id, action: { $case: 'error', error: { errno: 1 } }, findings: [] }));
       send(real);
       send(real);
       return;
