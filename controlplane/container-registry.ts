@@ -27,6 +27,10 @@ export interface ContainerInfo {
   metadata: string;
   /** Labels of the policy the data plane holds for it (a previous control plane's word). */
   labels?: Readonly<Record<string, string>>;
+  /** OCI status when the fd arrived: "creating" (the container's init fd) or "running" (an exec). */
+  status?: string;
+  /** The process that sent the fd (SO_PEERCRED): the one that attached the filter. */
+  peerPid?: number;
 }
 
 /** What a mkdir of this container gets from its policy. */
@@ -50,6 +54,10 @@ export interface ContainerEntry {
    * sends pid 0 and bundle "." for exec fds), the pid of the first fd of the same container id.
    */
   readonly pid: number;
+  /** The container's init fd (OCI status "creating"), not an exec's. */
+  readonly initFd: boolean;
+  /** The process that attached the filter (for an exec, the exec'd process); 0 when unknown. */
+  readonly filterPid: number;
   readonly annotations: Readonly<Record<string, string>>;
   readonly policy: ListenerPolicy;
   /** Pod UID and container id from /proc/<pid>/cgroup, read once at admission. */
@@ -175,6 +183,8 @@ export class ContainerRegistry {
       handle,
       containerId: info.containerId,
       pid,
+      initFd: info.status === 'creating',
+      filterPid: info.peerPid ?? 0,
       annotations,
       policy,
       cgroup,

@@ -7,6 +7,8 @@ import * as net from 'node:net';
 import { handleFromProto, type ContainerHandle } from '../common/container-handle';
 import { CHANNEL_FEATURE, ChannelDecisionKind, encodeDecisions, encodeHello, FrameReader, MAX_FRAME, type ChannelDecision } from '../common/decision-channel';
 import { createDataPlaneClient } from '../common/dataplane-client';
+import { durationFromMs } from '../common/duration';
+import { HOLD_FEATURE } from '../common/hold-feature';
 import type { Logger } from '../common/logger';
 import { VERSION } from '../common/version';
 import type {
@@ -95,6 +97,8 @@ export class DataPlaneLink extends EventEmitter {
   decisionsSent = 0;
   batchesSent = 0;
   decisionsRejected = 0;
+  /** The attached data plane takes holds (its Welcome lists hold.v1). */
+  private takesHolds = false;
 
   constructor(
     private readonly options: DataPlaneLinkOptions,
@@ -179,6 +183,16 @@ export class DataPlaneLink extends EventEmitter {
     call.on('end', () => this.onBroken(call, 'the data plane ended the session'));
     const features = this.options.channel === false ? this.options.features : [...this.options.features, CHANNEL_FEATURE];
     call.write({ message: { $case: 'hello', hello: { name: this.options.name, version: VERSION, features, takeover: this.options.takeover ?? false } } });
+  }
+
+  /**
+   * Tells the data plane that the decision for `n` comes in about `ms` on purpose (hold.v1), so its
+   * deadline does not answer it first. False when it cannot (not attached, or a data plane without holds).
+   */
+  hold(n: Notification, ms: number): boolean {
+    if (!this.call || this.state !== 'attached' || !this.takesHolds) return false;
+    this.call.write({ message: { $case: 'holds', holds: { holds: [{ handle: n.handle, id: n.id, duration: durationFromMs(ms) }] } } });
+    return true;
   }
 
   /** Sends container policies on the attached session; false when none is attached. */
@@ -304,6 +318,7 @@ export class DataPlaneLink extends EventEmitter {
 
   private onWelcome(welcome: Welcome): void {
     this.sessionId = welcome.sessionId;
+    this.takesHolds = welcome.features.includes(HOLD_FEATURE);
     if (welcome.decisionChannel && this.options.channel !== false) this.openChannel(welcome.decisionChannel.socketPath, welcome.decisionChannel.token);
     this.backoffMs = INITIAL_BACKOFF_MS;
     this.lastError = '';

@@ -42,12 +42,10 @@ test('listenerMetadata: booleans are on only for "true"; other values warn', () 
   assert.deepEqual(codes('MOUNT_PROC'), ['EPOLICY_BAD_VALUE:MOUNT_PROC']);
 });
 
-test('listenerMetadata: unknown and unsupported keys are warnings, one each', () => {
+test('listenerMetadata: unknown keys are warnings, one each', () => {
   assert.deepEqual(codes('FOO=1\nMKDIR_TEMPLATE=-x\nEXEC_PATTERN=/bin/sh\nSIDECARS=a'), [
     'EPOLICY_UNKNOWN_KEY:FOO',
     'EPOLICY_UNKNOWN_KEY:MKDIR_TEMPLATE',
-    'EPOLICY_UNSUPPORTED_KEY:EXEC_PATTERN',
-    'EPOLICY_UNSUPPORTED_KEY:SIDECARS',
   ]);
   assert.deepEqual(codes('=orphan'), ['EPOLICY_BAD_VALUE:']);
   // A key named like an Object.prototype property is just an unknown key.
@@ -109,4 +107,23 @@ test('listenerMetadata: up to the bounds it is read, with at most one warning pe
   const long = parseListenerMetadata(`DEFAULT_ACTION=${'y'.repeat(10_000)}`);
   assert.ok(long.warnings[0].message.length < 400);
   assert.match(long.warnings[0].message, /10000 characters/);
+});
+
+test('listenerMetadata: kinvolk\'s EXEC_PATTERN + EXEC_DURATION, SIDECARS + SIDECARS_DELAY (Go durations, at most 60 s) and MIDDLEWARE', () => {
+  const { policy, warnings } = parseListenerMetadata('EXEC_PATTERN=/bin/true\nEXEC_DURATION=1m\nSIDECARS=[istio-proxy, log]\nSIDECARS_DELAY=500ms\nMIDDLEWARE=falco,prometheus');
+  assert.deepEqual(warnings, []);
+  assert.deepEqual(policy.exec, { pattern: '/bin/true', durationMs: 60_000 });
+  assert.deepEqual(policy.sidecars, { names: ['istio-proxy', 'log'], delayMs: 500 });
+  assert.deepEqual(policy.middleware, { falco: true, prometheus: true });
+  // No duration: 0, as kinvolk (the execve continues at once).
+  assert.deepEqual(parseListenerMetadata('EXEC_PATTERN=/x').policy.exec, { pattern: '/x', durationMs: 0 });
+  assert.deepEqual(parseListenerMetadata('').policy.middleware, { falco: false, prometheus: false });
+  assert.deepEqual(codes('EXEC_PATTERN=/x\nEXEC_DURATION=61s'), ['EPOLICY_BAD_VALUE:EXEC_DURATION']);
+  assert.equal(parseListenerMetadata('EXEC_PATTERN=/x\nEXEC_DURATION=2').policy.exec, null, 'not a Go duration: nothing is held');
+  assert.deepEqual(codes('SIDECARS=a\nSIDECARS_DELAY=-1s'), ['EPOLICY_BAD_VALUE:SIDECARS_DELAY']);
+  assert.deepEqual(codes('EXEC_DURATION=1s\nSIDECARS_DELAY=1s'), ['EPOLICY_BAD_VALUE:EXEC_DURATION', 'EPOLICY_BAD_VALUE:SIDECARS_DELAY']);
+  const unknown = parseListenerMetadata('MIDDLEWARE=falco,statsd,otel');
+  assert.deepEqual(unknown.policy.middleware, { falco: true, prometheus: false });
+  assert.deepEqual(unknown.warnings.map((w) => `${w.code}:${w.key}`), ['EPOLICY_BAD_VALUE:MIDDLEWARE'], 'one warning for the unknown names');
+  assert.match(unknown.warnings[0].message, /"statsd", "otel"/);
 });

@@ -12,6 +12,7 @@
 // at most one warning per key (a repeated key or line is counted, not repeated) and values are
 // shortened in messages, so nothing a profile says costs more than a few hundred lines of work.
 import type { AgentError } from '../common/errors';
+import { parseGoDuration } from './go-duration';
 import { parseMkdirTemplate, type MkdirTemplate } from './mkdir-template';
 
 export type ContainerAction = 'kill-container' | 'freeze-container';
@@ -30,12 +31,18 @@ export interface ListenerPolicy {
   readonly defaultAction: ContainerAction | null;
   /** Mounts to emulate; null when no filesystem type is allowed. */
   readonly mount: MountPolicy | null;
+  /** EXEC_PATTERN + EXEC_DURATION: an execve of exactly this path is held this long, then continues. */
+  readonly exec: { readonly pattern: string; readonly durationMs: number } | null;
+  /** SIDECARS + SIDECARS_DELAY: the init execve of a container not named here waits until its start + delay. */
+  readonly sidecars: { readonly names: readonly string[]; readonly delayMs: number } | null;
+  /** MIDDLEWARE: publish each notification to kinvolk's Falco plugin; observe answers in a histogram. */
+  readonly middleware: { readonly falco: boolean; readonly prometheus: boolean };
   /** Every key and value as read, for `seccompctl containers` and logs. */
   readonly entries: Readonly<Record<string, string>>;
 }
 
 export interface PolicyWarning {
-  /** EPOLICY_TOO_LARGE, EPOLICY_UNKNOWN_KEY, EPOLICY_UNSUPPORTED_KEY, EPOLICY_BAD_VALUE, EPOLICY_DUPLICATE_KEY, EMKDIR_TEMPLATE */
+  /** EPOLICY_TOO_LARGE, EPOLICY_UNKNOWN_KEY, EPOLICY_BAD_VALUE, EPOLICY_DUPLICATE_KEY, EMKDIR_TEMPLATE */
   readonly code: string;
   readonly key: string;
   readonly message: string;
@@ -46,9 +53,13 @@ export interface ParsedListenerMetadata {
   readonly warnings: readonly PolicyWarning[];
 }
 
-const KNOWN_KEYS = new Set(['MKDIR_TMPL', 'DEFAULT_ACTION', 'MOUNT_PROC', 'MOUNT_SYSFS', 'MOUNT_OTHER_FS_LIST', 'MOUNT_NEED_CAP_ADMIN']);
-// kinvolk/seccompagent reads these too; this agent does not implement them.
-const UNSUPPORTED_KEYS = new Set(['EXEC_PATTERN', 'EXEC_DURATION', 'SIDECARS', 'SIDECARS_DELAY']);
+const KNOWN_KEYS = new Set([
+  'MKDIR_TMPL', 'DEFAULT_ACTION', 'MOUNT_PROC', 'MOUNT_SYSFS', 'MOUNT_OTHER_FS_LIST', 'MOUNT_NEED_CAP_ADMIN',
+  'EXEC_PATTERN', 'EXEC_DURATION', 'SIDECARS', 'SIDECARS_DELAY', 'MIDDLEWARE',
+]);
+/** Longest EXEC_DURATION and SIDECARS_DELAY: a held execve is a blocked task (hold.v1 grants at most 60 s). */
+export const MAX_WAIT_MS = 60_000;
+const MIDDLEWARES = ['falco', 'prometheus'] as const;
 const BOOLEAN_KEYS = new Set(['MOUNT_PROC', 'MOUNT_SYSFS', 'MOUNT_NEED_CAP_ADMIN']);
 
 /**
@@ -77,7 +88,10 @@ function pastLimit(text: string): string | null {
   return null;
 }
 
-const EMPTY_POLICY: ListenerPolicy = Object.freeze({ mkdirTemplate: null, defaultAction: null, mount: null, entries: Object.freeze(Object.create(null)) });
+const NO_MIDDLEWARE = Object.freeze({ falco: false, prometheus: false });
+const EMPTY_POLICY: ListenerPolicy = Object.freeze({
+  mkdirTemplate: null, defaultAction: null, mount: null, exec: null, sidecars: null, middleware: NO_MIDDLEWARE, entries: Object.freeze(Object.create(null)),
+});
 
 function refused(why: string): ParsedListenerMetadata {
   const message =
@@ -125,9 +139,7 @@ export function parseListenerMetadata(text: string): ParsedListenerMetadata {
   let defaultAction: ContainerAction | null = null;
   const filesystems: string[] = [];
   for (const [key, value] of Object.entries(entries)) {
-    if (UNSUPPORTED_KEYS.has(key)) {
-      warn('EPOLICY_UNSUPPORTED_KEY', key, `listenerMetadata key ${key} (a kinvolk/seccompagent feature) is not supported by this agent: ignored`);
-    } else if (!KNOWN_KEYS.has(key)) {
+    if (!KNOWN_KEYS.has(key)) {
       warn('EPOLICY_UNKNOWN_KEY', key, `unknown listenerMetadata key ${key}: ignored (known keys: ${[...KNOWN_KEYS].join(', ')})`);
     } else if (BOOLEAN_KEYS.has(key) && value !== 'true' && value !== 'false') {
       warn('EPOLICY_BAD_VALUE', key, `listenerMetadata ${key}="${shown(value)}" is not "true" or "false": taken as false`);
@@ -167,10 +179,55 @@ export function parseListenerMetadata(text: string): ParsedListenerMetadata {
     warn('EPOLICY_BAD_VALUE', 'MOUNT_NEED_CAP_ADMIN', 'listenerMetadata MOUNT_NEED_CAP_ADMIN=true without any filesystem allowed: no mount is emulated');
   }
 
+  // A Go duration from 0 to MAX_WAIT_MS; null (with a warning) otherwise. Absent: 0, as kinvolk.
+  const waitOf = (key: string): number | null => {
+    const text = entries[key];
+    if (text === undefined) return 0;
+    const ms = parseGoDuration(text.trim());
+    if (ms === null || ms < 0 || ms > MAX_WAIT_MS) {
+      warn('EPOLICY_BAD_VALUE', key, `listenerMetadata ${key}="${shown(text)}" is not a Go duration from 0 to ${MAX_WAIT_MS / 1000}s (e.g. "2s", "500ms"): ignored, nothing waits`);
+      return null;
+    }
+    return ms;
+  };
+  let exec: ListenerPolicy['exec'] = null;
+  if (entries.EXEC_PATTERN !== undefined) {
+    const durationMs = waitOf('EXEC_DURATION');
+    if (entries.EXEC_PATTERN === '') warn('EPOLICY_BAD_VALUE', 'EXEC_PATTERN', 'listenerMetadata EXEC_PATTERN is empty: no execve is held');
+    else if (durationMs !== null) exec = Object.freeze({ pattern: entries.EXEC_PATTERN, durationMs });
+  } else if (entries.EXEC_DURATION !== undefined) {
+    warn('EPOLICY_BAD_VALUE', 'EXEC_DURATION', 'listenerMetadata EXEC_DURATION without EXEC_PATTERN: ignored');
+  }
+  let sidecars: ListenerPolicy['sidecars'] = null;
+  if (entries.SIDECARS !== undefined) {
+    const delayMs = waitOf('SIDECARS_DELAY');
+    // kinvolk's form is "a,b"; "[a,b]" is read as the same list.
+    const names = entries.SIDECARS.trim().replace(/^\[|\]$/g, '').split(',').map((n) => n.trim()).filter((n) => n !== '');
+    if (delayMs !== null) sidecars = Object.freeze({ names: Object.freeze(names), delayMs });
+  } else if (entries.SIDECARS_DELAY !== undefined) {
+    warn('EPOLICY_BAD_VALUE', 'SIDECARS_DELAY', 'listenerMetadata SIDECARS_DELAY without SIDECARS: ignored');
+  }
+  const middleware = { falco: false, prometheus: false };
+  if (entries.MIDDLEWARE !== undefined) {
+    const unknown: string[] = [];
+    for (const raw of entries.MIDDLEWARE.split(',')) {
+      const name = raw.trim();
+      if (name === '') continue;
+      if ((MIDDLEWARES as readonly string[]).includes(name)) middleware[name as (typeof MIDDLEWARES)[number]] = true;
+      else unknown.push(name);
+    }
+    if (unknown.length > 0) {
+      warn('EPOLICY_BAD_VALUE', 'MIDDLEWARE', `listenerMetadata MIDDLEWARE names ${unknown.map((u) => `"${shown(u)}"`).slice(0, 8).join(', ')}, not ${MIDDLEWARES.join(' or ')}: ignored`);
+    }
+  }
+
   const policy: ListenerPolicy = Object.freeze({
     mkdirTemplate,
     defaultAction,
     mount: filesystems.length === 0 ? null : Object.freeze({ filesystems: Object.freeze(filesystems), needCapAdmin }),
+    exec,
+    sidecars,
+    middleware: middleware.falco || middleware.prometheus ? Object.freeze(middleware) : NO_MIDDLEWARE,
     entries: Object.freeze(entries),
   });
   return Object.freeze({ policy, warnings: Object.freeze(warnings) });

@@ -18,6 +18,7 @@ import { connectKube, type KubeConnection } from './informer';
 import { NodeState } from './node-state';
 import { PodCache } from './pod-cache';
 import { PolicyEngine } from './policy-engine';
+import { ExecHolds } from './exec-hold';
 import { POLICY_FEATURE } from '../common/policy-feature';
 import { PolicyPusher } from './policy-pusher';
 import { resourceRules } from './policy-compiler';
@@ -39,6 +40,8 @@ function toInfo(container: Container): ContainerInfo {
     annotations: container.annotations,
     metadata: container.metadata,
     labels: container.labels,
+    status: container.status,
+    peerPid: container.peer?.pid ?? 0,
   };
 }
 
@@ -94,8 +97,10 @@ async function main(): Promise<void> {
     sources = new PolicySources(policySet, { resyncPeriodMs: options.resyncPeriodMs, retryMaxMs: options.reconnectMaxMs }, log, bump);
   }
   const reports = () => nodeReports(policySet, registry.values(), resources);
-  const policy = new PolicyEngine(registry, options.unresolvedAction, log, resources);
-  const link = new DataPlaneLink(
+  let link: DataPlaneLink | null = null;
+  const holds = new ExecHolds((n, ms) => link?.hold(n, ms) ?? false, log);
+  const policy = new PolicyEngine(registry, options.unresolvedAction, log, resources, holds);
+  link = new DataPlaneLink(
     { grpcSocket: options.grpcSocket, name: 'seccomp-controlplane', features: CONTROLPLANE_FEATURES, reconnectMaxMs: options.reconnectMaxMs, takeover: options.takeover, busyPollMs: options.busyPollMs },
     {
       knows: (handle) => registry.get(handle) !== undefined,
@@ -112,7 +117,7 @@ async function main(): Promise<void> {
         resources.forget(handleFromProto(removed.handle));
         pusher?.onContainerRemoved(handleFromProto(removed.handle));
       },
-      decide: (notification) => policy.decide(notification),
+      decide: (notification) => policy.answer(notification),
       onPolicyAcks: (acks) => pusher?.onAcks(acks),
     },
     log,

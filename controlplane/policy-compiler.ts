@@ -7,6 +7,7 @@ import type { FallbackAction } from '../common/default-action';
 import { ContainerPolicy, type Rule, type RuleAction } from '../proto/gen/seccompagent/v1/policy';
 import { handleToProto } from '../common/container-handle';
 import type { ContainerEntry } from './container-registry';
+import { sidecarDelayApplies } from './exec-hold';
 import { parseMkdirTemplate, renderMkdirTemplate } from './mkdir-template';
 import { policyRef } from './policy-objects';
 import type { NativeRuleSpec } from './resource-policy';
@@ -120,6 +121,16 @@ export function labelsOf(entry: ContainerEntry): Record<string, string> {
 /** The rules of one container's listenerMetadata, in the order they are tried. */
 export function listenerMetadataRules(entry: ContainerEntry, unresolved: FallbackAction): Rule[] {
   const rules: Rule[] = [];
+  // EXEC_PATTERN, SIDECARS: the execves that may wait are asked (the control plane holds them with
+  // a timer, exec-hold.ts); every other execve continues natively, as kinvolk's handler lets it.
+  const { exec, sidecars } = entry.policy;
+  if (exec && exec.durationMs > 0) {
+    rules.push(rule(['execve'], ASK, 'listenerMetadata EXEC_PATTERN: held EXEC_DURATION by the control plane', [
+      { index: 0, op: 1 /* PATH_OP_EQUAL */, value: Buffer.from(exec.pattern) },
+    ]));
+  }
+  if (sidecarDelayApplies(entry)) rules.push(rule(['execve'], ASK, 'listenerMetadata SIDECARS: the init\'s execve waits SIDECARS_DELAY (control plane)'));
+  if (exec || sidecars) rules.push(rule(['execve'], { $case: 'continue', continue: {} }, 'listenerMetadata EXEC_PATTERN/SIDECARS: other execve continue'));
   const plan = entry.mkdir;
   if (plan.kind === 'suffix') {
     rules.push(rule(MKDIR_SYSCALLS, { $case: 'mkdir', mkdir: { suffix: Buffer.from(plan.suffix) } }, 'listenerMetadata MKDIR_TMPL'));

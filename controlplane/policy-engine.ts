@@ -8,6 +8,7 @@ import type { FallbackAction } from '../common/default-action';
 import type { Logger } from '../common/logger';
 import type { Decision, Notification, PolicyFinding } from '../proto/gen/seccompagent/v1/dataplane';
 import type { ContainerEntry, ContainerRegistry } from './container-registry';
+import type { ExecHolds } from './exec-hold';
 import { suffixedMkdir } from './mkdir-path';
 
 /** Decision counts by action, for metrics. */
@@ -41,17 +42,40 @@ export class PolicyEngine {
     private readonly log: Logger,
     /** The policy resources (resource-policy.ts) answer first; null falls through to listenerMetadata. */
     private readonly resources?: { decide(entry: ContainerEntry, n: Notification, findings?: PolicyFinding[]): Decision['action'] | null },
+    /** EXEC_PATTERN and SIDECARS (exec-hold.ts): an execve that waits is answered later. */
+    private readonly holds?: Pick<ExecHolds, 'decide'>,
   ) {}
 
   private count(kind: DecisionKind): void {
     this.counts.set(kind, (this.counts.get(kind) ?? 0) + 1);
   }
 
+  /** The decision now (an execve that EXEC_PATTERN or SIDECARS would hold continues at once). */
   decide(n: Notification): Decision {
+    return this.decideWith(n, false) as Decision;
+  }
+
+  /** For the data plane link: the decision, or a Promise of it for an execve that EXEC_PATTERN or SIDECARS holds. */
+  answer(n: Notification): Decision | Promise<Decision> {
+    return this.decideWith(n, true);
+  }
+
+  private decideWith(n: Notification, holding: boolean): Decision | Promise<Decision> {
     const entry = this.registry.get(handleFromProto(n.handle));
     const findings: PolicyFinding[] = [];
-    const action = entry ? (this.resources?.decide(entry, n, findings) ?? this.actionFor(entry, n)) : this.continueUnknown(n);
-    return { handle: n.handle, id: n.id, action, findings };
+    if (!entry) return { handle: n.handle, id: n.id, action: this.continueUnknown(n), findings };
+    const answered = this.resources?.decide(entry, n, findings);
+    if (answered) return { handle: n.handle, id: n.id, action: answered, findings };
+    if (!holding && n.syscall === 'execve' && (entry.policy.exec || entry.policy.sidecars)) {
+      this.count('continue');
+      return { handle: n.handle, id: n.id, action: { $case: 'continue', continue: {} }, findings };
+    }
+    const held = holding ? this.holds?.decide(entry, n) : null;
+    if (held) {
+      this.count('continue');
+      return held instanceof Promise ? held.then((action) => ({ handle: n.handle, id: n.id, action, findings })) : { handle: n.handle, id: n.id, action: held, findings };
+    }
+    return { handle: n.handle, id: n.id, action: this.actionFor(entry, n), findings };
   }
 
   private continueUnknown(n: Notification): Decision['action'] {

@@ -11,7 +11,7 @@ import { ResourcePolicy } from './resource-policy';
 
 const silent = pino({ level: 'silent' });
 const entry: ContainerEntry = {
-  handle: 7, containerId: 'c1', pid: 1, annotations: {}, policy: parseListenerMetadata('').policy, cgroup: null, resolution: 'annotations',
+  handle: 7, containerId: 'c1', pid: 1, initFd: true, filterPid: 1, annotations: {}, policy: parseListenerMetadata('').policy, cgroup: null, resolution: 'annotations',
   identity: { namespace: 'shop', pod: 'web-1', container: 'app', podUid: null, source: 'annotations' }, mkdir: { kind: 'none' }, unresolvedReason: '',
 };
 const notification = (syscall: string, strings: Array<[number, string]>, args: bigint[] = [0n, 0o750n, 0n, 0n, 0n, 0n]): Notification => ({

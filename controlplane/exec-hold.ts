@@ -1,0 +1,116 @@
+// listenerMetadata EXEC_PATTERN + EXEC_DURATION and SIDECARS + SIDECARS_DELAY, with the semantics of
+// kinvolk/seccompagent: an execve of exactly EXEC_PATTERN (the path the data plane read from the
+// caller, re-validated with NOTIF_ID_VALID) waits EXEC_DURATION, then continues; the execve of a
+// container's init process (its init fd, the notification's pid is the container's init pid), in
+// a container whose name SIDECARS does not list, waits until the process's start plus
+// SIDECARS_DELAY, then continues. Every other execve of such a container continues at once.
+//
+// kinvolk sleeps in its handler. Here a wait is a timer: the decision is sent when it fires, and
+// nothing else (the same container's other notifications, other containers) waits behind it. So
+// that the data plane's decision deadline does not answer the held execve early with the default,
+// the control plane first sends a Hold (hold.v1): the data plane moves that one notification's
+// deadline to the end of the wait plus its usual timeout. If this process dies meanwhile, its
+// session's notifications get the default at once (docs/policy.md: "Holds").
+import { readFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from '../common/logger';
+import type { Decision, Notification } from '../proto/gen/seccompagent/v1/dataplane';
+import type { ContainerEntry } from './container-registry';
+
+type Action = NonNullable<Decision['action']>;
+
+/** Sends a Hold for a notification; false when the data plane does not take holds (or none is attached). */
+export type HoldSink = (n: Notification, ms: number) => boolean;
+
+/** Held execves at once, at most: each is a task blocked in the kernel; past it, they continue at once. */
+export const MAX_HELD = 4096;
+const CLOCK_TICKS_PER_SECOND = 100; // USER_HZ on every Linux architecture this agent runs on
+const CONTINUE: Action = Object.freeze({ $case: 'continue', continue: {} }) as Action;
+
+/** SIDECARS applies to this fd: its container's init fd, in a container SIDECARS does not name. */
+export function sidecarDelayApplies(entry: ContainerEntry): boolean {
+  const sidecars = entry.policy.sidecars;
+  if (!sidecars || sidecars.delayMs <= 0 || !entry.initFd) return false;
+  // A container whose name is not known (no pod identity) is not in the list.
+  return !sidecars.names.includes(entry.identity?.container ?? '');
+}
+
+/** The execve's path (argument 0, as read) is exactly EXEC_PATTERN (bytes; a truncated read never matches). */
+export function execPatternMatches(entry: ContainerEntry, n: Notification): boolean {
+  const pattern = entry.policy.exec?.pattern;
+  const arg = n.stringArgs.find((s) => s.index === 0);
+  if (pattern === undefined || !arg || arg.truncated) return false;
+  return Buffer.from(arg.raw ?? Buffer.from(arg.value, 'utf8')).equals(Buffer.from(pattern, 'utf8'));
+}
+
+/** How long ago process `pid` started, in ms: its start time in /proc/<pid>/stat against /proc/uptime (both since boot). */
+export async function msSinceStart(pid: number): Promise<number> {
+  const [stat, uptime] = await Promise.all([readFile(`/proc/${pid}/stat`, 'utf8'), readFile('/proc/uptime', 'utf8')]);
+  // Field 22 (starttime); the command name (field 2) may hold spaces and ")": count from the last ")".
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const startTicks = Number(fields[22 - 3]);
+  return Number(uptime.split(' ')[0]) * 1000 - (startTicks / CLOCK_TICKS_PER_SECOND) * 1000;
+}
+
+export class ExecHolds {
+  /** Execves held now. */
+  active = 0;
+  /** Execves held so far, and ones that continued at once because a hold could not be had. */
+  held = 0;
+  refused = 0;
+  private warnedAt = 0;
+
+  constructor(
+    private readonly sendHold: HoldSink,
+    private readonly log: Logger,
+    private readonly sinceStart: (pid: number) => Promise<number> = msSinceStart,
+  ) {}
+
+  /**
+   * For an execve of a container with EXEC_PATTERN or SIDECARS: the answer (continue), at once or
+   * after the wait. null: neither key is set, the rest of the policy decides.
+   */
+  decide(entry: ContainerEntry, n: Notification): Action | Promise<Action> | null {
+    if (n.syscall !== 'execve' || (entry.policy.exec === null && entry.policy.sidecars === null)) return null;
+    const execMs = entry.policy.exec && entry.policy.exec.durationMs > 0 && execPatternMatches(entry, n) ? entry.policy.exec.durationMs : 0;
+    const sidecar = sidecarDelayApplies(entry) && n.pid === entry.pid;
+    if (execMs === 0 && !sidecar) return CONTINUE;
+    return this.wait(entry, n, execMs, sidecar);
+  }
+
+  private async wait(entry: ContainerEntry, n: Notification, execMs: number, sidecar: boolean): Promise<Action> {
+    let ms = execMs;
+    if (sidecar) {
+      try {
+        ms = Math.max(ms, entry.policy.sidecars!.delayMs - (await this.sinceStart(n.pid)));
+      } catch {
+        // The process is gone (its notification with it): nothing to wait for.
+      }
+    }
+    ms = Math.ceil(ms);
+    if (ms <= 0) return CONTINUE;
+    if (this.active >= MAX_HELD || !this.sendHold(n, ms)) {
+      this.refused++;
+      const now = Date.now();
+      if (now - this.warnedAt > 10_000) {
+        this.warnedAt = now;
+        this.log.warn(
+          { container: entry.containerId, syscall: n.syscall, id: String(n.id), held: this.active },
+          this.active >= MAX_HELD
+            ? `${MAX_HELD} execves are held already: this one of container ${entry.containerId} continues at once (EXEC_DURATION / SIDECARS_DELAY not applied)`
+            : `the data plane takes no holds (hold.v1): the execve of container ${entry.containerId} continues at once instead of waiting ${ms} ms`,
+        );
+      }
+      return CONTINUE;
+    }
+    this.active++;
+    this.held++;
+    this.log.debug({ container: entry.containerId, syscall: n.syscall, id: String(n.id), pid: n.pid, holdMs: ms, reason: execMs > 0 ? 'EXEC_PATTERN' : 'SIDECARS' }, `execve of container ${entry.containerId} held ${ms} ms, then continues`);
+    try {
+      await sleep(ms);
+    } finally {
+      this.active--;
+    }
+    return CONTINUE;
+  }
+}
