@@ -29,8 +29,8 @@ export interface ContainerInfo {
   labels?: Readonly<Record<string, string>>;
   /** OCI status when the fd arrived: "creating" (the container's init fd) or "running" (an exec). */
   status?: string;
-  /** The process that sent the fd (SO_PEERCRED): the one that attached the filter. */
-  peerPid?: number;
+  /** The process that attached the filter (Container.process_pid): for an exec, the exec'd process. */
+  processPid?: number;
 }
 
 /** What a mkdir of this container gets from its policy. */
@@ -184,7 +184,7 @@ export class ContainerRegistry {
       containerId: info.containerId,
       pid,
       initFd: info.status === 'creating',
-      filterPid: info.peerPid ?? 0,
+      filterPid: info.processPid ?? 0,
       annotations,
       policy,
       cgroup,

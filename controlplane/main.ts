@@ -19,6 +19,8 @@ import { NodeState } from './node-state';
 import { PodCache } from './pod-cache';
 import { PolicyEngine } from './policy-engine';
 import { ExecHolds } from './exec-hold';
+import { FALCO_LIMITS, FalcoPublisher } from './falco-publisher';
+import { MiddlewareWatch, requestDurationHistogram } from './middleware-watch';
 import { POLICY_FEATURE } from '../common/policy-feature';
 import { PolicyPusher } from './policy-pusher';
 import { resourceRules } from './policy-compiler';
@@ -41,7 +43,7 @@ function toInfo(container: Container): ContainerInfo {
     metadata: container.metadata,
     labels: container.labels,
     status: container.status,
-    peerPid: container.peer?.pid ?? 0,
+    processPid: container.processPid,
   };
 }
 
@@ -97,6 +99,9 @@ async function main(): Promise<void> {
     sources = new PolicySources(policySet, { resyncPeriodMs: options.resyncPeriodMs, retryMaxMs: options.reconnectMaxMs }, log, bump);
   }
   const reports = () => nodeReports(policySet, registry.values(), resources);
+  // MIDDLEWARE=falco / prometheus: fed from the data plane's Watch stream, never on the answer path.
+  const falco = new FalcoPublisher(options.falcoSocket, log, { ...FALCO_LIMITS, queue: options.falcoQueue });
+  const middleware = new MiddlewareWatch(options.grpcSocket, falco, requestDurationHistogram(), log);
   let link: DataPlaneLink | null = null;
   const holds = new ExecHolds((n, ms) => link?.hold(n, ms) ?? false, log);
   const policy = new PolicyEngine(registry, options.unresolvedAction, log, resources, holds);
@@ -107,15 +112,17 @@ async function main(): Promise<void> {
       onSnapshot: (containers) => {
         registry.replaceAll(containers.map(toInfo));
         pusher?.onSnapshot(containers);
+        middleware.reset(registry.values());
       },
       onContainerAdded: (container) => {
-        registry.add(toInfo(container));
+        middleware.added(registry.add(toInfo(container)));
         pusher?.onContainerAdded(container);
       },
       onContainerRemoved: (removed) => {
         registry.remove(handleFromProto(removed.handle));
         resources.forget(handleFromProto(removed.handle));
         pusher?.onContainerRemoved(handleFromProto(removed.handle));
+        middleware.removed(handleFromProto(removed.handle));
       },
       decide: (notification) => policy.answer(notification),
       onPolicyAcks: (acks) => pusher?.onAcks(acks),
@@ -153,7 +160,7 @@ async function main(): Promise<void> {
     }
   }
   link.start();
-  const parts = { link, registry, policy, pods, resources, policySet };
+  const parts = { link, registry, policy, pods, resources, policySet, falco, middleware, holds };
   const ctlSocket = options.ctlSocket === '' ? path.join(path.dirname(options.grpcSocket), 'controlplane.sock') : options.ctlSocket;
   if (ctlSocket !== 'off') {
     try {
@@ -170,9 +177,11 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, `stopping on ${signal}: the data plane's default action answers until a control plane attaches again`);
-    link.stop();
+    link!.stop();
     registry.close();
     statusWriter?.stop();
+    middleware.stop();
+    falco.close();
     void Promise.all([pods?.stop(), sources?.stop(), nodeState?.stop()]).finally(() => {
       log.flush();
       process.exit(0);

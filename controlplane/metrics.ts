@@ -2,6 +2,9 @@
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { ContainerRegistry } from './container-registry';
 import type { DataPlaneLink } from './dataplane-link';
+import type { ExecHolds } from './exec-hold';
+import type { FalcoPublisher } from './falco-publisher';
+import type { MiddlewareWatch } from './middleware-watch';
 import type { PodCache } from './pod-cache';
 import type { PolicyEngine } from './policy-engine';
 import type { PolicySet } from './policy-set';
@@ -15,6 +18,9 @@ export interface ControlPlaneParts {
   pods: PodCache | null;
   resources?: ResourcePolicy;
   policySet?: PolicySet;
+  falco?: FalcoPublisher;
+  middleware?: MiddlewareWatch;
+  holds?: ExecHolds;
 }
 
 export function controlPlaneMetrics(parts: ControlPlaneParts): Registry {
@@ -74,6 +80,34 @@ export function controlPlaneMetrics(parts: ControlPlaneParts): Registry {
     collect() {
       this.reset();
       for (const entry of parts.policySet?.values() ?? []) this.inc({ scope: entry.object.scope, ready: entry.error ? 'False' : 'True' });
+    },
+  });
+  if (parts.middleware) registry.registerMetric(parts.middleware.histogram);
+  new Counter({
+    name: 'seccompagent_falco_events_published_total',
+    help: 'MIDDLEWARE=falco events the Falco plugin took',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(parts.falco?.published ?? 0);
+    },
+  });
+  new Counter({
+    name: 'seccompagent_falco_events_dropped_total',
+    help: 'MIDDLEWARE=falco events not delivered, by reason: queue-full (the plugin is not keeping up), failed (absent, an error, or past the call deadline)',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [reason, n] of parts.falco?.dropped ?? []) this.inc({ reason }, n);
+    },
+  });
+  new Gauge({
+    name: 'seccompagent_exec_held',
+    help: 'Execves held now by EXEC_PATTERN or SIDECARS (each answered when its wait ends)',
+    registers: [registry],
+    collect() {
+      this.set(parts.holds?.active ?? 0);
     },
   });
   return registry;

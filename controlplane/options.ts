@@ -59,6 +59,14 @@ export const CONTROLPLANE_OPTIONS = {
     flag: 'status-period', env: 'SECCOMP_AGENT_STATUS_PERIOD', default: '10s', parse: parseDurationMs,
     description: 'How often this node\'s container counts in the policies\' status are brought up to date',
   },
+  falcoSocket: {
+    flag: 'falco-socket', env: 'SECCOMP_AGENT_FALCO_SOCKET', default: '/run/seccomp-agent-falco-plugin.sock', parse: parseString,
+    description: 'Unix socket of kinvolk\'s Falco plugin, for containers whose listenerMetadata says MIDDLEWARE=falco',
+  },
+  falcoQueue: {
+    flag: 'falco-queue', env: 'SECCOMP_AGENT_FALCO_QUEUE', default: '1024', parse: parsePositiveInteger,
+    description: 'MIDDLEWARE=falco events waiting for the plugin, at most (past it they are dropped and counted; answers never wait)',
+  },
 } satisfies OptionTable;
 
 function parsePositiveInteger(text: string, flag: string): number {

@@ -30,14 +30,15 @@ export function decodeContainerRecord(text: string, handle: ContainerHandle): Re
   try {
     const record = JSON.parse(text) as ContainerRecordV1;
     if (record.v === 1 && typeof record.state?.containerId === 'string') {
-      return { state: record.state, peer: record.peer, registeredAt: new Date(record.registeredAt) };
+      // Records older than processPid have none: 0, as for a runtime that sent none.
+      return { state: { ...record.state, processPid: record.state.processPid ?? 0 }, peer: record.peer, registeredAt: new Date(record.registeredAt) };
     }
   } catch {
     // fall through
   }
   return {
     state: {
-      containerId: `unknown-${handle}`, status: 'running', pid: 0, bundle: '', annotations: {}, metadata: '', ociVersion: '',
+      containerId: `unknown-${handle}`, status: 'running', pid: 0, processPid: 0, bundle: '', annotations: {}, metadata: '', ociVersion: '',
       seccompFdIndex: 0,
     },
     peer: { pid: 0, uid: 0, gid: 0 },

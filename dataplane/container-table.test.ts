@@ -4,7 +4,7 @@ import { ContainerTable } from './container-table';
 import type { RuntimeContainerState } from './runtime-message';
 
 function state(containerId: string, status: string, pid: number): RuntimeContainerState {
-  return { containerId, status, pid, bundle: pid === 0 ? '.' : '/b', annotations: {}, metadata: '', ociVersion: '0.2.0', seccompFdIndex: 0 };
+  return { containerId, status, pid, processPid: pid, bundle: pid === 0 ? '.' : '/b', annotations: {}, metadata: '', ociVersion: '0.2.0', seccompFdIndex: 0 };
 }
 
 const PEER = { pid: 1, uid: 0, gid: 0 };

@@ -20,6 +20,7 @@ export class ContainerTable {
       containerId: state.containerId,
       status: state.status,
       pid: state.pid,
+      processPid: state.processPid,
       bundle: state.bundle,
       annotations: state.annotations,
       metadata: state.metadata,

@@ -22,7 +22,7 @@ function code(fn: () => unknown): string {
 test('parseRuntimeMessage: the runc 1.1 shape', () => {
   const state = parseRuntimeMessage(RUNC, SECCOMP);
   assert.deepEqual(state, {
-    containerId: 'abc', status: 'creating', pid: 4672, bundle: '/b', annotations: { 'io.kubernetes.pod.name': 'p' },
+    containerId: 'abc', status: 'creating', pid: 4672, processPid: 4672, bundle: '/b', annotations: { 'io.kubernetes.pod.name': 'p' },
     metadata: 'MKDIR_TMPL=-{{.Pod}}', ociVersion: '1.0.2-dev', seccompFdIndex: 0,
   });
 });
@@ -33,6 +33,12 @@ test('parseRuntimeMessage: the crun shape (pretty-printed, exec status running, 
   assert.equal(state.status, 'running');
   assert.equal(state.seccompFdIndex, 1);
   assert.deepEqual(state.annotations, {});
+});
+
+test('parseRuntimeMessage: an exec\'s message: pid is the container\'s init (state.pid), processPid the exec\'d process (top-level pid)', () => {
+  const exec = parseRuntimeMessage(JSON.stringify({ fds: ['seccompFd'], pid: 5001, state: { id: 'x', status: 'running', pid: 4672 } }), SECCOMP);
+  assert.deepEqual([exec.pid, exec.processPid], [4672, 5001]);
+  assert.equal(parseRuntimeMessage(JSON.stringify({ fds: ['seccompFd'], state: { id: 'x', status: 'running', pid: 4672 } }), SECCOMP).processPid, 0, 'none sent (crun exec)');
 });
 
 test('parseRuntimeMessage: a missing state.pid falls back to the top-level pid', () => {

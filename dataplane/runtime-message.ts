@@ -9,6 +9,8 @@ export interface RuntimeContainerState {
   /** "creating" for a container's init, "running" for an exec. */
   status: string;
   pid: number;
+  /** The runtime message's top-level pid: the process that attached the filter (0: none sent). */
+  processPid: number;
   bundle: string;
   annotations: Record<string, string>;
   metadata: string;
@@ -79,6 +81,7 @@ export function parseRuntimeMessage(text: string, fds: ReadonlyArray<{ seccomp: 
     containerId,
     status,
     pid: optionalPid(st.pid, 'state.pid') || optionalPid(root.pid, 'pid'),
+    processPid: optionalPid(root.pid, 'pid'),
     bundle: optionalString(st.bundle, 'state.bundle'),
     annotations,
     metadata: optionalString(root.metadata, 'metadata'),

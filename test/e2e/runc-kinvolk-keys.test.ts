@@ -94,3 +94,66 @@ test('seccomp-controlplane SIDECARS=proxy + SIDECARS_DELAY=3s on runc: the init 
   for (const a of execAnswers) assert.ok(latencyMs(a) < 1000, `the exec's execve waited ${latencyMs(a)} ms`);
   assert.ok(Date.now() - began < 2800, 'the exec did not wait for SIDECARS_DELAY');
 });
+
+async function metricsOf(cp: { waitFor(p: RegExp): Promise<string> }): Promise<() => Promise<string>> {
+  const address = /"address":"([^"]+)","msg":"Prometheus metrics serving/.exec(await cp.waitFor(/"address":"[^"]+","msg":"Prometheus metrics serving/))![1];
+  return async () => (await fetch(`http://${address}/metrics`)).text();
+}
+
+async function initPidOf(bundle: { stateRoot: string }, id: string): Promise<number> {
+  const { run } = await import('../support/processes');
+  const state = await run('runc', ['--root', bundle.stateRoot, 'state', id]);
+  return JSON.parse(state.stdout).pid as number;
+}
+
+test('seccomp-controlplane MIDDLEWARE=falco,prometheus on runc: each notification reaches a Falco plugin server (namespace, pod, container, pids) and seccompagent_request_duration_seconds{namespace,syscall,status}', async (t) => {
+  const dir = scratchDir(t);
+  const socket = path.join(dir, 'falco.sock');
+  const falco = await (await import('../support/falco-server')).startFalcoServer(t, socket);
+  const { dp, cp } = await planes(t, ['--falco-socket', socket, '--metrics-addr', '127.0.0.1:0']);
+  const metrics = await metricsOf(cp);
+  const { bundle, id } = await sleepingContainer(t, dir, dp.listenerSocket, 'MIDDLEWARE=falco,prometheus\nMKDIR_TMPL=-{{.Pod}}', ['mkdir'], CONTAINERD('shop', 'web-1', 'app'));
+  const initPid = await initPidOf(bundle, id);
+  assert.equal((await runcExec(bundle, id, ['/bin/mkdir', '/tmp/a'])).code, 0);
+  const again = await runcExec(bundle, id, ['/bin/mkdir', '/tmp/a']);
+  assert.match(again.stderr, /File exists/);
+  const event = await falco.waitFor((e) => e.syscall === 'mkdir');
+  assert.deepEqual({ ...event.k8s, pid: undefined, pidFilter: undefined }, { namespace: 'shop', pod: 'web-1', container: 'app', pid: undefined, pidFilter: undefined });
+  assert.equal(event.k8s!.pid, BigInt(initPid), 'k8s.pid is the container\'s init');
+  assert.notEqual(event.k8s!.pidFilter, BigInt(initPid), 'an exec\'s filter was attached by the exec\'d process');
+  assert.equal(event.pid, event.k8s!.pidFilter, 'the exec\'d mkdir made the call itself');
+  assert.ok(event.id > 0n);
+  await falco.waitFor((e) => e.syscall === 'mkdir' && e.id !== event.id);
+  const { waitUntil } = await import('../support/wait');
+  await waitUntil(async () => /seccompagent_request_duration_seconds_count\{namespace="shop",syscall="mkdir",status="17"\} 1/.test(await metrics()), 10_000, 'the EEXIST answer in the histogram').catch(async (err) => {
+    throw new Error(`${err.message}\n${(await metrics()).split('\n').filter((l) => l.startsWith('seccompagent_request')).join('\n')}\n${cp.output().split('\n').filter((l) => /mkdir|Watch/.test(l)).slice(-20).join('\n')}`);
+  });
+  const text = await metrics();
+  assert.match(text, /^seccompagent_request_duration_seconds_count\{namespace="shop",syscall="mkdir",status="0"\} 1$/m);
+  for (const le of ['0.05', '0.2', '1', '\\+Inf']) assert.match(text, new RegExp(`^seccompagent_request_duration_seconds_bucket\\{le="${le}",namespace="shop",syscall="mkdir",status="0"\\} \\d+$`, 'm'));
+  assert.match(text, /^seccompagent_falco_events_published_total [1-9]\d*$/m);
+});
+
+for (const plugin of ['never answers', 'is absent'] as const) {
+  test(`seccomp-controlplane MIDDLEWARE=falco on runc: a Falco plugin that ${plugin} delays no answer; what cannot be sent is dropped and counted, in one log line`, async (t) => {
+    const dir = scratchDir(t);
+    const socket = path.join(dir, 'falco.sock');
+    if (plugin === 'never answers') await (await import('../support/falco-server')).startFalcoServer(t, socket, 'never');
+    const { dp, cp, watch } = await planes(t, ['--falco-socket', socket, '--falco-queue', '32', '--metrics-addr', '127.0.0.1:0']);
+    const metrics = await metricsOf(cp);
+    const { bundle, id } = await sleepingContainer(t, dir, dp.listenerSocket, 'MIDDLEWARE=falco', ['mkdir'], CONTAINERD('shop', 'web-1', 'app'));
+    const r = await runcExec(bundle, id, ['/bin/sh', '-c', 'i=0; while [ $i -lt 200 ]; do mkdir /tmp/d$i || exit 1; i=$((i+1)); done; echo made']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /made/);
+    const { waitUntil } = await import('../support/wait');
+    await waitUntil(() => watch.events.filter((e) => answerOf(e)?.containerId === id && answerOf(e)?.syscall === 'mkdir').length === 200, 10_000, 'the 200 answers');
+    const latencies = watch.events.map(answerOf).filter((a): a is Answer => a !== null && a.containerId === id && a.syscall === 'mkdir').map(latencyMs).sort((a, b) => a - b);
+    assert.ok(latencies[latencies.length - 1] < 1000, `no answer waited for the plugin: slowest ${latencies[latencies.length - 1]} ms`);
+    const reason = plugin === 'never answers' ? 'queue-full' : 'failed';
+    await waitUntil(async () => new RegExp(`^seccompagent_falco_events_dropped_total\\{reason="${reason}"\\} [1-9]\\d*$`, 'm').test(await metrics()), 15_000, `drops counted as ${reason}`).catch(async (err) => {
+      throw new Error(`${err.message}\n${(await metrics()).split('\n').filter((l) => l.startsWith('seccompagent_falco')).join('\n')}`);
+    });
+    const lines = cp.output().split('\n').filter((l) => l.includes('dropping MIDDLEWARE=falco events'));
+    assert.equal(lines.length, 1, `one line for the burst:\n${lines.join('\n')}`);
+  });
+}
