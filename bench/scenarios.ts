@@ -150,6 +150,19 @@ export const SCENARIOS: Scenario[] = [
     ratios: LATENCY_RATIOS,
   },
   {
+    id: 'controlplane-when',
+    title: 'a policy resource\'s when rule decides, 100 policies loaded (issue 10)',
+    about: 'seccomp-controlplane against the loopback API stand-in with 100 SeccompNotifyPolicy/ClusterSeccompNotifyPolicy objects; getppid is an ask rule: decision channel -> selection (cached per container) -> CEL when -> allow',
+    script: 'controlplane-when',
+    variants: [{ label: 'getppid, 1 thread', params: { threads: 1, syscall: 'getppid' } }],
+    columns: [
+      { key: 'decisionsPerSec', title: 'decisions/s', digits: 0 }, ...LATENCY_COLUMNS,
+      { key: 'defaultAnswers', title: 'by default', digits: 0 }, { key: 'rssMiB', title: 'RSS MiB', digits: 1 },
+    ],
+    reference: 'reference',
+    ratios: LATENCY_RATIOS,
+  },
+  {
     id: 'containers',
     title: 'data plane with many live containers (default path)',
     about: 'N idle seccomp-run\'d processes each hold a notify fd; RSS of the data plane and latency of one getppid workload beside 1 and beside N',

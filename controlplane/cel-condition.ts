@@ -215,17 +215,47 @@ function estimate(expr: Expr, scope: ReadonlyMap<string, Bound>): Estimate {
   }
 }
 
+/**
+ * The pod part of the inputs, as CEL sees it and checked against the bounds, once per pod object:
+ * the caller (resource-policy.ts) keeps one object per container until a pod or policy changes,
+ * so a notification pays only for its own syscall, args and paths.
+ */
+const PODS = new WeakMap<ConditionInput['pod'], { readonly value: CelInput; readonly problem: string | null }>();
+
+function podOf(pod: ConditionInput['pod']): { readonly value: CelInput; readonly problem: string | null } {
+  let cached = PODS.get(pod);
+  if (!cached) {
+    const stringMap = (record: Readonly<Record<string, string>>) => new Map(Object.entries(record));
+    const value = new Map<string, CelInput>([
+      ['namespace', pod.namespace],
+      ['name', pod.name],
+      ['labels', stringMap(pod.labels)],
+      ['annotations', stringMap(pod.annotations)],
+    ]) as CelInput;
+    cached = { value, problem: podBoundsProblem(pod) };
+    PODS.set(pod, cached);
+  }
+  return cached;
+}
+
+function podBoundsProblem(pod: ConditionInput['pod']): string | null {
+  const labels = Object.entries(pod.labels);
+  if (labels.length > LIMITS.labelEntries) return `the pod has ${labels.length} labels (at most ${LIMITS.labelEntries})`;
+  for (const [k, v] of labels) if (k.length > LIMITS.labelKey || v.length > LIMITS.labelValue) return `label ${k.slice(0, 64)} is longer than Kubernetes allows`;
+  const annotations = Object.entries(pod.annotations);
+  if (annotations.length > LIMITS.annotationEntries) return `the pod has ${annotations.length} annotations (at most ${LIMITS.annotationEntries})`;
+  for (const [k, v] of annotations) if (k.length > LIMITS.labelKey || v.length > LIMITS.annotationValue) return `annotation ${k.slice(0, 64)} is longer than Kubernetes allows`;
+  if (pod.namespace.length > LIMITS.namespace || pod.name.length > LIMITS.podName) return 'a name is longer than Kubernetes allows';
+  return null;
+}
+
 /** What is outside the declared bounds in an input, or null. */
 export function boundsProblem(input: ConditionInput): string | null {
   if (input.args.length > LIMITS.args) return `${input.args.length} args (at most ${LIMITS.args})`;
   for (const [index, path] of input.paths) if (index >= LIMITS.args || path.length > LIMITS.path) return `path argument ${index} is longer than ${LIMITS.path} bytes`;
-  const labels = Object.entries(input.pod.labels);
-  if (labels.length > LIMITS.labelEntries) return `the pod has ${labels.length} labels (at most ${LIMITS.labelEntries})`;
-  for (const [k, v] of labels) if (k.length > LIMITS.labelKey || v.length > LIMITS.labelValue) return `label ${k.slice(0, 64)} is longer than Kubernetes allows`;
-  const annotations = Object.entries(input.pod.annotations);
-  if (annotations.length > LIMITS.annotationEntries) return `the pod has ${annotations.length} annotations (at most ${LIMITS.annotationEntries})`;
-  for (const [k, v] of annotations) if (k.length > LIMITS.labelKey || v.length > LIMITS.annotationValue) return `annotation ${k.slice(0, 64)} is longer than Kubernetes allows`;
-  if (input.pod.namespace.length > LIMITS.namespace || input.pod.name.length > LIMITS.podName || input.container.length > LIMITS.container || input.syscall.length > LIMITS.syscall) {
+  const pod = podOf(input.pod).problem;
+  if (pod !== null) return pod;
+  if (input.container.length > LIMITS.container || input.syscall.length > LIMITS.syscall) {
     return 'a name is longer than Kubernetes allows';
   }
   return null;
@@ -233,18 +263,12 @@ export function boundsProblem(input: ConditionInput): string | null {
 
 /** The CEL activation of an input: uint args, uint-keyed paths, pod as a map. */
 export function activation(input: ConditionInput): Record<string, CelInput> {
-  const stringMap = (record: Readonly<Record<string, string>>) => new Map(Object.entries(record));
   return {
     syscall: input.syscall,
     args: input.args.map((a) => celUint(a)),
     paths: new Map([...input.paths].map(([i, p]) => [celUint(BigInt(i)), p])),
     container: input.container,
-    pod: new Map<string, CelInput>([
-      ['namespace', input.pod.namespace],
-      ['name', input.pod.name],
-      ['labels', stringMap(input.pod.labels)],
-      ['annotations', stringMap(input.pod.annotations)],
-    ]),
+    pod: podOf(input.pod).value,
   } as Record<string, CelInput>;
 }
 

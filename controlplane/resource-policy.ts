@@ -125,7 +125,7 @@ export class ResourcePolicy {
     for (const failure of result.errors) this.countError(failure.policy, failure.rule, failure.error, entry);
     if (!result.answer) return null;
     const { policy, rule, action } = result.answer;
-    const key = `${policyLabel(policy.object)}\u0000${rule.name}\u0000${rule.action.kind}`;
+    const key = answerKey(policy, rule);
     this.answers.set(key, (this.answers.get(key) ?? 0) + 1);
     if (rule.action.kind === 'log') {
       this.reportAudit(result.answer, entry, n, 'log');
@@ -301,6 +301,17 @@ export class ResourcePolicy {
       this.log.debug({ policy: policyRef(policy.object), rule: rule.name, container: entry.containerId, error, count }, `${policyRef(policy.object)} rule ${rule.name}: when did not evaluate (${error}); the rule does not match`);
     }
   }
+}
+
+/** The answers map's key of a rule, made once per compiled rule (the notification path only looks it up). */
+const ANSWER_KEYS = new WeakMap<CompiledRule, string>();
+function answerKey(policy: CompiledPolicy, rule: CompiledRule): string {
+  let key = ANSWER_KEYS.get(rule);
+  if (key === undefined) {
+    key = `${policyLabel(policy.object)}\u0000${rule.name}\u0000${rule.action.kind}`;
+    ANSWER_KEYS.set(rule, key);
+  }
+  return key;
 }
 
 /** A rule's verdict as the API carries it (Decision.findings, Answer.findings). */

@@ -77,6 +77,7 @@ test('seccomp-controlplane SIDECARS=proxy + SIDECARS_DELAY=3s on runc: the init 
   assert.ok(proxyMs < appMs - 1000, `the sidecar did not wait: ${proxyMs} ms (app ${appMs} ms)`);
   const initHandle = (cid: string) => watch.events.find((e) => e.event?.$case === 'containerAdded' && e.event.containerAdded.containerId === cid && e.event.containerAdded.status === 'creating');
   const firstExecve = (cid: string) => watch.events.map(answerOf).find((a) => a?.containerId === cid && a.syscall === 'execve' && initHandle(cid)?.event?.$case === 'containerAdded' && a.handle === (initHandle(cid)!.event as { containerAdded: { handle: bigint } }).containerAdded.handle);
+  await watch.waitFor(() => firstExecve(app.cid) !== undefined && firstExecve(proxy.cid) !== undefined);
   const appInit = firstExecve(app.cid);
   assert.ok(appInit, 'app\'s init execve answered');
   assert.equal(appInit.answeredBy, ANSWERED_BY_CONTROL_PLANE);
