@@ -1,0 +1,66 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import pino from 'pino';
+import type { Notification } from '../proto/gen/seccompagent/v1/dataplane';
+import type { ContainerEntry } from './container-registry';
+import { ExecHolds, msSinceStart, sidecarDelayApplies } from './exec-hold';
+import { parseListenerMetadata } from './listener-metadata';
+
+const silent = pino({ level: 'silent' });
+const entryWith = (metadata: string, over: Partial<ContainerEntry> = {}): ContainerEntry => ({
+  handle: 1, containerId: 'c1', pid: 100, initFd: true, filterPid: 100, annotations: {}, policy: parseListenerMetadata(metadata).policy, cgroup: null,
+  resolution: 'annotations', identity: { namespace: 'shop', pod: 'web-1', container: 'app', podUid: null, source: 'annotations' }, mkdir: { kind: 'none' }, unresolvedReason: '', ...over,
+});
+const execve = (path: string, pid = 100, truncated = false): Notification => ({
+  handle: 1n, id: 9n, pid, syscallNr: 59, syscall: 'execve', arch: 0, instructionPointer: 0n, args: [0n, 0n, 0n, 0n, 0n, 0n],
+  stringArgs: [{ index: 0, value: path, truncated, raw: Buffer.from(path) }], containerId: 'c1', receivedAt: undefined,
+});
+
+test('exec holds: EXEC_PATTERN holds only an execve of exactly that path, with a Hold first; others continue at once', async () => {
+  const holds: number[] = [];
+  const exec = new ExecHolds((_n, ms) => (holds.push(ms), true), silent);
+  const entry = entryWith('EXEC_PATTERN=/bin/true\nEXEC_DURATION=150ms');
+  assert.deepEqual(exec.decide(entry, execve('/bin/truex')), { $case: 'continue', continue: {} });
+  assert.deepEqual(exec.decide(entry, execve('/bin/true', 100, true)), { $case: 'continue', continue: {} }, 'a truncated read never matches');
+  assert.equal(exec.decide(entry, { ...execve('/bin/true'), syscall: 'mkdir' }), null, 'not an execve: the rest of the policy decides');
+  assert.equal(exec.decide(entryWith(''), execve('/bin/true')), null, 'no EXEC_PATTERN or SIDECARS');
+  const began = Date.now();
+  const held = exec.decide(entry, execve('/bin/true'));
+  assert.ok(held instanceof Promise);
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(exec.active, 1);
+  assert.deepEqual(await held, { $case: 'continue', continue: {} });
+  assert.ok(Date.now() - began >= 140, `held ${Date.now() - began} ms`);
+  assert.deepEqual(holds, [150]);
+  assert.equal(exec.active, 0);
+});
+
+test('exec holds: without hold.v1 a matching execve continues at once (never cut short by the deadline instead)', async () => {
+  const exec = new ExecHolds(() => false, silent);
+  const began = Date.now();
+  assert.deepEqual(await exec.decide(entryWith('EXEC_PATTERN=/bin/true\nEXEC_DURATION=5s'), execve('/bin/true')), { $case: 'continue', continue: {} });
+  assert.ok(Date.now() - began < 1000);
+  assert.equal(exec.refused, 1);
+});
+
+test('exec holds: SIDECARS holds only the init process\'s execve on the init fd of a container not listed, until its start + delay', async () => {
+  const holds: number[] = [];
+  const exec = new ExecHolds((_n, ms) => (holds.push(ms), true), silent, async () => 100);
+  const app = entryWith('SIDECARS=proxy\nSIDECARS_DELAY=300ms');
+  assert.equal(sidecarDelayApplies(app), true);
+  assert.equal(sidecarDelayApplies(entryWith('SIDECARS=proxy,app\nSIDECARS_DELAY=300ms')), false, 'a listed sidecar');
+  assert.equal(sidecarDelayApplies({ ...app, initFd: false }), false, 'an exec fd');
+  assert.equal(sidecarDelayApplies(entryWith('SIDECARS=proxy\nSIDECARS_DELAY=300ms', { identity: null })), true, 'an unknown name is not listed');
+  assert.deepEqual(exec.decide(app, execve('/bin/sh', 101)), { $case: 'continue', continue: {} }, 'not the init process');
+  const held = exec.decide(app, execve('/bin/sh', 100));
+  assert.ok(held instanceof Promise);
+  assert.deepEqual(await held, { $case: 'continue', continue: {} });
+  assert.deepEqual(holds, [200], 'start + 300 ms, 100 ms after the start');
+  const late = new ExecHolds(() => assert.fail('no hold past the delay'), silent, async () => 400);
+  assert.deepEqual(await late.decide(app, execve('/bin/sh', 100)), { $case: 'continue', continue: {} });
+});
+
+test('exec holds: msSinceStart reads this process\'s own start from /proc', async () => {
+  const ms = await msSinceStart(process.pid);
+  assert.ok(ms >= 0 && ms < process.uptime() * 1000 + 1000, `${ms} ms vs uptime ${process.uptime() * 1000} ms`);
+});
