@@ -278,6 +278,34 @@ void PendingTableCases() {
     close(t.fd);
   });
 
+  Case("pending table: an extended deadline (a hold) is not answered at the old one, and is at the new one", [] {
+    Owners owners;
+    PendingTable table(&owners);
+    PendingTarget t;
+    t.fd = eventfd(0, EFD_CLOEXEC);
+    t.handle = 5;
+    PendingOwner owner;
+    owner.id = 9;
+    const uint64_t now = MonotonicNs();
+    table.Add(&t, &owner, Fake(5, 1), now + 10);
+    table.Add(&t, &owner, Fake(5, 2), now + 10);
+    EXPECT(table.Extend(5, 1, now + 500));
+    EXPECT(!table.Extend(5, 99, now + 500));  // not pending
+    EXPECT(table.Extend(5, 2, now + 5));      // never earlier: stays at now + 10
+    NotifyBuffers buffers;
+    std::vector<uint64_t> expired;
+    auto report = [&](const PendingTable::Answered& a) { expired.push_back(a.entry.notification.id); };
+    table.ExpireDue(now + 100, Continue(), &buffers, report);
+    EXPECT(expired.size() == 1 && expired[0] == 2);
+    EXPECT(table.size() == 1 && table.Find(5, 1) != nullptr);
+    EXPECT(table.NextDeadline() == now + 500);  // its item came back at the later deadline
+    table.ExpireDue(now + 499, Continue(), &buffers, report);
+    EXPECT(expired.size() == 1);
+    table.ExpireDue(now + 500, Continue(), &buffers, report);
+    EXPECT(expired.size() == 2 && expired[1] == 1 && table.empty());
+    close(t.fd);
+  });
+
   Case("pending table: a closed target's entries go without an answer; held ones go to the first owner", [] {
     std::string error;
     auto journal = InFlightJournal::Create(&error);
