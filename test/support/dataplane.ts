@@ -7,7 +7,7 @@ import type { DataPlaneClient, Event, GetStatusResponse } from '../../proto/gen/
 import { DATAPLANE_MAIN, KEEPER } from './paths';
 import { start, type Started } from './processes';
 import { scratchDir } from './scratch';
-import { waitUntil } from './wait';
+import { collector, waitUntil } from './wait';
 
 export interface RunningDataPlane {
   proc: Started;
@@ -45,27 +45,11 @@ export function keeperChild(keeperPid: number): number {
 
 /** Collects Watch events until the test ends. */
 export function watchEvents(t: TestContext, client: DataPlaneClient, filter: { containerIds?: string[]; syscalls?: string[] } = {}) {
-  const events: Event[] = [];
-  const waiters: Array<() => void> = [];
+  const { items: events, push, waitFor } = collector<Event>('Watch event');
   const call = client.watch({ containerIds: filter.containerIds ?? [], syscalls: filter.syscalls ?? [] });
-  call.on('data', (event: Event) => {
-    events.push(event);
-    for (const w of waiters.splice(0)) w();
-  });
+  call.on('data', push);
   call.on('error', () => undefined);
   t.after(() => call.cancel());
-  const waitFor = (predicate: (e: Event) => boolean, timeoutMs = 10_000) =>
-    new Promise<Event>((resolve, reject) => {
-      const deadline = setTimeout(() => reject(new Error(`no matching Watch event within ${timeoutMs} ms; saw ${events.length} events`)), timeoutMs);
-      const check = () => {
-        const found = events.find(predicate);
-        if (found) {
-          clearTimeout(deadline);
-          resolve(found);
-        } else waiters.push(check);
-      };
-      check();
-    });
   return { events, waitFor, call };
 }
 

@@ -3,6 +3,7 @@
 // PublishEvent, and in 'never' mode never answers (a plugin that hangs). Closed when the test ends.
 import * as grpc from '@grpc/grpc-js';
 import type { TestContext } from 'node:test';
+import { collector } from './wait';
 import { SeccompAgentFalcoService, type PublishEventRequest } from '../../proto/gen/seccompagentfalco/seccomp-agent';
 
 export interface FalcoServer {
@@ -12,28 +13,14 @@ export interface FalcoServer {
 
 export async function startFalcoServer(t: TestContext, socketPath: string, mode: 'answer' | 'never' = 'answer'): Promise<FalcoServer> {
   const server = new grpc.Server();
-  const events: PublishEventRequest[] = [];
-  const waiters: Array<() => void> = [];
+  const { items: events, push, waitFor } = collector<PublishEventRequest>('PublishEvent');
   server.addService(SeccompAgentFalcoService, {
     publishEvent: (call: grpc.ServerUnaryCall<PublishEventRequest, unknown>, callback: grpc.sendUnaryData<unknown>) => {
-      events.push(call.request);
-      for (const w of waiters.splice(0)) w();
+      push(call.request);
       if (mode === 'answer') callback(null, {});
     },
   });
   await new Promise<void>((resolve, reject) => server.bindAsync(`unix://${socketPath}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
   t.after(() => server.forceShutdown());
-  const waitFor = (predicate: (e: PublishEventRequest) => boolean, timeoutMs = 10_000) =>
-    new Promise<PublishEventRequest>((resolve, reject) => {
-      const deadline = setTimeout(() => reject(new Error(`no matching PublishEvent within ${timeoutMs} ms; got ${events.length}`)), timeoutMs);
-      const check = () => {
-        const found = events.find(predicate);
-        if (found) {
-          clearTimeout(deadline);
-          resolve(found);
-        } else waiters.push(check);
-      };
-      check();
-    });
   return { events, waitFor };
 }

@@ -21,3 +21,26 @@ export async function waitUntil(
     await delay(intervalMs);
   }
 }
+
+/** What arrives from a stream (Watch events, PublishEvent calls), and a wait for the first that matches. */
+export function collector<T>(what: string) {
+  const items: T[] = [];
+  const waiters: Array<() => void> = [];
+  const push = (item: T) => {
+    items.push(item);
+    for (const w of waiters.splice(0)) w();
+  };
+  const waitFor = (predicate: (item: T) => boolean, timeoutMs = 10_000) =>
+    new Promise<T>((resolve, reject) => {
+      const deadline = setTimeout(() => reject(new Error(`no matching ${what} within ${timeoutMs} ms; saw ${items.length}`)), timeoutMs);
+      const check = () => {
+        const found = items.find(predicate);
+        if (found) {
+          clearTimeout(deadline);
+          resolve(found);
+        } else waiters.push(check);
+      };
+      check();
+    });
+  return { items, push, waitFor };
+}
