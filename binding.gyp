@@ -39,6 +39,7 @@
         "test/cmd/emulator-addon/module.cpp",
         "test/cmd/emulator-addon/emulator_binding.cpp",
         "native/addon/container_actions.cpp",
+        "native/addon/cgroup_paths.cpp",
         "native/addon/nshelper_pool.cpp",
         "native/addon/target_memory.cpp"
       ],
@@ -106,6 +107,7 @@
       "type": "executable",
       "sources": [
         "test/cmd/native-tests/main.cpp",
+        "native/addon/cgroup_paths.cpp",
         "native/addon/pending_table.cpp",
         "native/addon/decision_check.cpp",
         "native/addon/rule_table.cpp",

@@ -14,6 +14,7 @@
 
 #include <vector>
 
+#include "cgroup_paths.hpp"
 #include "nshelper_pool.hpp"
 #include "nshelper_protocol.h"
 #include "seccomp_compat.h"
@@ -168,10 +169,6 @@ void Precompute(NsHelperJob* job, uint16_t stage, int err) {
 // ---------------------------------------------------------------------------------------------
 // Cgroups
 
-struct CgroupMount {
-  std::string root, mountpoint;
-};
-
 std::string ReadAll(const char* path) {
   std::string out;
   Fd fd(open(path, O_RDONLY | O_CLOEXEC));
@@ -182,119 +179,11 @@ std::string ReadAll(const char* path) {
   return out;
 }
 
-std::vector<std::string> Split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (;;) {
-    size_t pos = s.find(sep, start);
-    out.push_back(s.substr(start, pos == std::string::npos ? std::string::npos : pos - start));
-    if (pos == std::string::npos) return out;
-    start = pos + 1;
-  }
-}
+bool Writable(const std::string& file) { return access(file.c_str(), W_OK) == 0; }
 
-// mountinfo escapes space, tab, newline and backslash as \ooo.
-std::string Unescape(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size()) {
-      out.push_back(char((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0')));
-      i += 3;
-    } else {
-      out.push_back(s[i]);
-    }
-  }
-  return out;
-}
-
-// The cgroup v2 mount and the v1 freezer mount of the data plane's mount namespace.
-void FindCgroupMounts(CgroupMount* v2, CgroupMount* freezer) {
-  for (const std::string& line : Split(ReadAll("/proc/self/mountinfo"), '\n')) {
-    size_t dash = line.find(" - ");
-    if (dash == std::string::npos) continue;
-    std::vector<std::string> left = Split(line.substr(0, dash), ' ');
-    std::vector<std::string> right = Split(line.substr(dash + 3), ' ');
-    if (left.size() < 5 || right.size() < 3) continue;
-    CgroupMount m{Unescape(left[3]), Unescape(left[4])};
-    if (right[0] == "cgroup2" && v2->mountpoint.empty()) {
-      *v2 = m;
-    } else if (right[0] == "cgroup" && freezer->mountpoint.empty()) {
-      for (const std::string& opt : Split(right[2], ',')) {
-        if (opt == "freezer") *freezer = m;
-      }
-    }
-  }
-}
-
-// From /proc/<pid>/cgroup text: the v2 path ("0::/path") and the v1 freezer path.
-void ParseCgroups(const std::string& text, std::string* v2, std::string* freezer) {
-  for (const std::string& line : Split(text, '\n')) {
-    size_t a = line.find(':');
-    size_t b = a == std::string::npos ? a : line.find(':', a + 1);
-    if (b == std::string::npos) continue;
-    std::string id = line.substr(0, a), controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
-    if (id == "0" && controllers.empty()) {
-      *v2 = path;
-    } else {
-      for (const std::string& c : Split(controllers, ',')) {
-        if (c == "freezer") *freezer = path;
-      }
-    }
-  }
-}
-
-bool Contains(const std::string& ancestor, const std::string& path) {
-  if (ancestor == "/") return true;
-  return path.compare(0, ancestor.size(), ancestor) == 0 && (path.size() == ancestor.size() || path[ancestor.size()] == '/');
-}
-
-struct FreezeTarget {
-  std::string file;
-  const char* freeze_value = nullptr;
-  const char* thaw_value = nullptr;
-  const char* refusal = nullptr;  // why none could be chosen
-};
-
-// Picks the control file for a cgroup path read from /proc/<pid>/cgroup (relative to the data
-// plane's cgroup namespace), mapped through the mount's root.
-bool MapToFile(const CgroupMount& m, const std::string& path, const char* leaf, std::string* file) {
-  if (m.mountpoint.empty() || !Contains(m.root, path)) return false;
-  std::string rel = m.root == "/" ? path : path.substr(m.root.size());
-  *file = m.mountpoint + rel + "/" + leaf;
-  return access(file->c_str(), W_OK) == 0;
-}
-
-FreezeTarget ChooseFreezer(const std::string& target_cgroups) {
-  FreezeTarget t;
-  std::string v2, freezer, own_v2, own_freezer;
-  ParseCgroups(target_cgroups, &v2, &freezer);
-  ParseCgroups(ReadAll("/proc/self/cgroup"), &own_v2, &own_freezer);
-  CgroupMount v2_mount, freezer_mount;
-  FindCgroupMounts(&v2_mount, &freezer_mount);
-  bool holds_us = false;
-  // On a hybrid host the v1 freezer is the one the runtime uses (`runc pause`/`resume`, `runc
-  // state` says paused): freeze there so operators see and undo it with their usual tools.
-  if (!freezer.empty() && freezer != "/") {
-    if (Contains(freezer, own_freezer)) {
-      holds_us = true;
-    } else if (MapToFile(freezer_mount, freezer, "freezer.state", &t.file)) {
-      t.freeze_value = "FROZEN";
-      t.thaw_value = "THAWED";
-      return t;
-    }
-  }
-  if (!v2.empty() && v2 != "/") {
-    if (Contains(v2, own_v2)) {
-      holds_us = true;
-    } else if (MapToFile(v2_mount, v2, "cgroup.freeze", &t.file)) {
-      t.freeze_value = "1";
-      t.thaw_value = "0";
-      return t;
-    }
-  }
-  t.file.clear();
-  t.refusal = holds_us ? "the target's cgroup also holds the data plane" : "no freezable cgroup (root cgroup or no freezer)";
-  return t;
+// The freezer of a target, chosen against this process's own cgroups and mounts.
+FreezeTarget FreezerFor(const std::string& target_cgroups) {
+  return ChooseFreezer(target_cgroups, ReadAll("/proc/self/cgroup"), ReadAll("/proc/self/mountinfo"), Writable);
 }
 
 int WriteValue(const std::string& file, const char* value) {
@@ -463,7 +352,7 @@ static ActionResult FreezeContainerOnly(const NotificationRef& ref) {
   std::string cgroups = ReadProc(ref.pid, "cgroup");
   if (cgroups.empty()) return Result(ActionOutcome::kStale, ESRCH, "target-gone", start);
   if (!StillPending(ref)) return Result(ActionOutcome::kStale, ENOENT, "stale", start);
-  FreezeTarget t = ChooseFreezer(cgroups);
+  FreezeTarget t = FreezerFor(cgroups);
   if (t.file.empty()) return Result(ActionOutcome::kRefused, EPERM, "no-cgroup", start, t.refusal);
   int err = WriteValue(t.file, t.freeze_value);
   return Result(err ? ActionOutcome::kFailed : ActionOutcome::kDone, err, err ? "write" : "done", start, t.file);
@@ -473,7 +362,7 @@ ActionResult ThawContainer(pid_t pid) {
   const uint64_t start = NowNs();
   std::string cgroups = pid > 0 ? ReadProc(pid, "cgroup") : std::string();
   if (cgroups.empty()) return Result(ActionOutcome::kStale, ESRCH, "target-gone", start);
-  FreezeTarget t = ChooseFreezer(cgroups);
+  FreezeTarget t = FreezerFor(cgroups);
   if (t.file.empty()) return Result(ActionOutcome::kRefused, EPERM, "no-cgroup", start, t.refusal);
   int err = WriteValue(t.file, t.thaw_value);
   return Result(err ? ActionOutcome::kFailed : ActionOutcome::kDone, err, err ? "write" : "done", start, t.file);

@@ -9,7 +9,7 @@ import * as path from 'node:path';
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const PROGRAM = path.join(ROOT, 'build', 'Release', 'seccomp-native-tests');
 
-test('seccomp-native-tests: the native core\'s unit tests pass (pending table, decision check, rule table, boundaries)', async (t) => {
+test('seccomp-native-tests: the native core\'s unit tests pass (pending table, decision check, rule table, boundaries, cgroup paths)', async (t) => {
   assert.ok(fs.existsSync(PROGRAM), `${PROGRAM} is missing: run npx node-gyp rebuild`);
   const run = spawnSync(PROGRAM, [], { encoding: 'utf8', timeout: 60_000 });
   assert.equal(run.error, undefined);

@@ -1,6 +1,7 @@
 // Unit tests of the native core's pure pieces: the pending table (on a real seccomp notify fd, with
 // a real target blocked in getppid), the decision check, the rule table, the runtime message's
-// JSON boundary and the fd-store names. No framework: each case prints "ok N - name" or
+// JSON boundary, the fd-store names and the cgroup path parsing that picks a container's freezer.
+// No framework: each case prints "ok N - name" or
 // "not ok N - name" with what differed, and the last line is "N passed, N failed"; the exit code
 // is 1 when anything failed. Run by test/unit/native-core.test.ts (npm test).
 #include <errno.h>
@@ -22,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "cgroup_paths.hpp"
 #include "decision_check.hpp"
 #include "engine_names.hpp"
 #include "journal.hpp"
@@ -516,6 +518,81 @@ void BoundaryCases() {
   });
 }
 
+
+bool AnyWritable(const std::string&) { return true; }
+bool NoneWritable(const std::string&) { return false; }
+
+void CgroupPathCases() {
+  // This machine's layout: v1 hierarchies under a tmpfs, the v2 unified one beside them.
+  const std::string hybrid =
+      "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+      "37 31 0:34 / /sys/fs/cgroup/freezer rw,relatime - cgroup cgroup rw,freezer\n"
+      "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n"
+      "40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd\n";
+  const std::string v2_only = "30 23 0:27 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n";
+  const std::string agent_at_root = "6:freezer:/\n0::/\n";
+
+  Case("cgroup paths: /proc/<pid>/cgroup gives the v2 path and the v1 freezer's, whatever else is listed", [&] {
+    std::string v2, freezer;
+    ParseCgroups("9:name=systemd:/x\n6:freezer:/runc/c1\n4:memory,cpu:/m\n0::/runc/c1\n", &v2, &freezer);
+    EXPECT(v2 == "/runc/c1");
+    EXPECT(freezer == "/runc/c1");
+    std::string v2b, freezerb;
+    ParseCgroups("0::/kubepods/pod1/ctr:with:colons\ngarbage\n", &v2b, &freezerb);
+    EXPECT(v2b == "/kubepods/pod1/ctr:with:colons");  // the path is everything after the second colon
+    EXPECT(freezerb.empty());
+  });
+
+  Case("cgroup paths: mountinfo gives the first cgroup2 mount and the v1 mount carrying freezer; escapes undone", [&] {
+    CgroupMount v2, freezer;
+    FindCgroupMounts(hybrid, &v2, &freezer);
+    EXPECT(v2.mountpoint == "/sys/fs/cgroup/unified" && v2.root == "/");
+    EXPECT(freezer.mountpoint == "/sys/fs/cgroup/freezer");
+    CgroupMount e2, ef;
+    FindCgroupMounts("50 1 0:40 /ns\\040root /mnt/cg\\134v2 rw - cgroup2 cgroup2 rw\nshort line - x\n", &e2, &ef);
+    EXPECT(e2.root == "/ns root");
+    EXPECT(e2.mountpoint == "/mnt/cg\\v2");
+    EXPECT(ef.mountpoint.empty());
+    EXPECT(UnescapeMountinfo("a\\b\\9zz\\011") == "a\\b\\9zz\t");  // only \ooo is an escape
+  });
+
+  Case("cgroup paths: whole components only; a mount's root maps the path into its mount point", [&] {
+    EXPECT(CgroupContains("/", "/anything"));
+    EXPECT(CgroupContains("/a/b", "/a/b"));
+    EXPECT(CgroupContains("/a/b", "/a/b/c"));
+    EXPECT(!CgroupContains("/a/b", "/a/bc"));
+    std::string file;
+    EXPECT(MapToControlFile({"/kubepods", "/sys/fs/cgroup"}, "/kubepods/pod1", "cgroup.freeze", &file));
+    EXPECT(file == "/sys/fs/cgroup/pod1/cgroup.freeze");
+    EXPECT(!MapToControlFile({"/kubepods", "/sys/fs/cgroup"}, "/other/pod1", "cgroup.freeze", &file));
+    EXPECT(!MapToControlFile({"/", ""}, "/x", "cgroup.freeze", &file));
+  });
+
+  Case("cgroup paths: the freezer chosen on hybrid (v1 first), v2-only and cgroup-namespaced hosts", [&] {
+    FreezeTarget h = ChooseFreezer("6:freezer:/runc/c1\n0::/runc/c1\n", agent_at_root, hybrid, AnyWritable);
+    EXPECT(h.file == "/sys/fs/cgroup/freezer/runc/c1/freezer.state");
+    EXPECT(std::string(h.freeze_value) == "FROZEN" && std::string(h.thaw_value) == "THAWED");
+    FreezeTarget v = ChooseFreezer("0::/system.slice/c2\n", "0::/system.slice/agent\n", v2_only, AnyWritable);
+    EXPECT(v.file == "/sys/fs/cgroup/system.slice/c2/cgroup.freeze");
+    EXPECT(std::string(v.freeze_value) == "1" && std::string(v.thaw_value) == "0");
+    const std::string namespaced = "30 23 0:27 /kubepods /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n";
+    FreezeTarget n = ChooseFreezer("0::/kubepods/pod9/c\n", "0::/agent\n", namespaced, AnyWritable);
+    EXPECT(n.file == "/sys/fs/cgroup/pod9/c/cgroup.freeze");
+    // v1 freezer not writable here: v2 is tried next.
+    FreezeTarget fallback = ChooseFreezer("6:freezer:/runc/c1\n0::/runc/c1\n", agent_at_root, hybrid,
+                                          [](const std::string& f) { return f.find("freezer.state") == std::string::npos; });
+    EXPECT(fallback.file == "/sys/fs/cgroup/unified/runc/c1/cgroup.freeze");
+  });
+
+  Case("cgroup paths: refused for a root cgroup, for one holding the data plane, and when nothing is writable", [&] {
+    FreezeTarget root = ChooseFreezer("6:freezer:/\n0::/\n", agent_at_root, hybrid, AnyWritable);
+    EXPECT(root.file.empty() && root.refusal != nullptr && std::string(root.refusal).find("root cgroup") != std::string::npos);
+    FreezeTarget ours = ChooseFreezer("0::/system.slice\n", "0::/system.slice/agent.service\n", v2_only, AnyWritable);
+    EXPECT(ours.file.empty() && std::string(ours.refusal).find("holds the data plane") != std::string::npos);
+    FreezeTarget none = ChooseFreezer("0::/c\n", "0::/agent\n", v2_only, NoneWritable);
+    EXPECT(none.file.empty() && none.refusal != nullptr);
+  });
+}
 }  // namespace
 
 int main() {
@@ -523,6 +600,7 @@ int main() {
   DecisionCheckCases();
   RuleTableCases();
   BoundaryCases();
+  CgroupPathCases();
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;
 }
