@@ -31,3 +31,15 @@ test('seccompctl watch line: a notification shows its exact bytes; one from an o
   assert.equal(formatEvent(event([{ index: 0, value: 'bad\ufffd\ufffd', truncated: false, raw: latin1('bad\xff\xfe') }])), '00:00:00.000 notify   c1 pid=9 mkdir "bad\\xff\\xfe" id=3');
   assert.equal(formatEvent(event([{ index: 0, value: '/tmp/x', truncated: false }])), '00:00:00.000 notify   c1 pid=9 mkdir "/tmp/x" id=3');
 });
+
+test('seccompctl watch line: an answer with an Audit finding says what Enforce would have done', () => {
+  const answer = (findings: Extract<Event['event'], { $case: 'answer' }>['answer']['findings']): Event => ({
+    seq: 2n, time: new Date('2025-01-01T00:00:00.000Z'),
+    event: { $case: 'answer', answer: { handle: 1n, id: 3n, containerId: 'c1', syscall: 'mkdir', answeredBy: 1, kind: 1, errno: 0, value: 0n, latency: { seconds: 0n, nanos: 40_000 }, ruleIndex: 0, policyVersion: '', findings } },
+  });
+  assert.match(formatEvent(answer([])), /mkdir id=3 continue by control-plane in 40 µs$/);
+  assert.match(
+    formatEvent(answer([{ policy: 'SeccompNotifyPolicy shop/deny-etc', rule: 'no-etc', mode: 'Audit', action: 'errno EPERM', kind: 2, errno: 1 }])),
+    /continue by control-plane in 40 µs; audit: SeccompNotifyPolicy shop\/deny-etc rule no-etc would answer errno EPERM$/,
+  );
+});

@@ -141,7 +141,9 @@ export function formatEvent(event: Event): string {
     case 'answer': {
       const a = e.answer;
       const what = a.kind === AnswerKind.ANSWER_KIND_ERROR ? `error ${errnoName(a.errno)}` : answerKindName(a.kind) ?? 'unknown';
-      return `${time} answer   ${a.containerId} ${a.syscall} id=${a.id} ${what} by ${answeredByLabel(a.answeredBy)?.text ?? 'unknown'} in ${(durationToMs(a.latency) * 1000).toFixed(0)} µs`;
+      // Audit and log findings: what Enforce would have done (docs/policy.md).
+      const findings = (a.findings ?? []).map((f) => `; ${f.mode.toLowerCase()}: ${f.policy} rule ${f.rule} ${f.mode === 'Audit' ? 'would answer' : 'let it'} ${f.action}`).join('');
+      return `${time} answer   ${a.containerId} ${a.syscall} id=${a.id} ${what} by ${answeredByLabel(a.answeredBy)?.text ?? 'unknown'} in ${(durationToMs(a.latency) * 1000).toFixed(0)} µs${findings}`;
     }
     case 'containerAdded':
       return `${time} added    ${e.containerAdded.containerId} handle=${e.containerAdded.handle} ${e.containerAdded.status} pid=${e.containerAdded.pid}`;
