@@ -98,7 +98,7 @@ function recordingPolicy() {
 
 function startLink(t: TestContext, socket: string, handlers: PolicyHandlers, over: { channel?: boolean } = {}) {
   const { logger, lines } = captureLogger();
-  const link = new DataPlaneLink({ grpcSocket: socket, name: 'cp-test', features: ['decision.continue'], reconnectMaxMs: 200, ...over }, handlers, logger);
+  const link = new DataPlaneLink({ grpcSocket: socket, controlSocket: socket, name: 'cp-test', features: ['decision.continue'], reconnectMaxMs: 200, ...over }, handlers, logger);
   const states: LinkState[] = [];
   link.on('state', (s: LinkState) => states.push(s));
   link.start();

@@ -96,13 +96,22 @@ function countersFromMap(registry: Registry, name: string, help: string, labelNa
   });
 }
 
-/** /healthz: 200 ok, 200 degraded (API server unreachable), 503 while not attached. */
+/**
+ * /healthz: 200 ok, 200 degraded (API server unreachable), 503 while not attached; handed over,
+ * 503 "handed-over" (watching the successor, attaching again if it goes within the resume grace)
+ * or "handed-over-idle" (past the grace: idle until SIGTERM), naming the successor.
+ */
 export function controlPlaneHealth(parts: ControlPlaneParts): { httpStatus: number; body: Record<string, unknown> } {
-  const attached = parts.link.state === 'attached';
+  const link = parts.link;
+  const attached = link.state === 'attached';
   const kubernetes = parts.pods ? parts.pods.state : 'disabled';
-  const status = !attached ? 'not-attached' : kubernetes === 'unreachable' || kubernetes === 'connecting' ? 'degraded' : 'ok';
-  return {
-    httpStatus: attached ? 200 : 503,
-    body: { status, attached, session: parts.link.sessionId, kubernetes, containers: parts.registry.size, unresolved: parts.registry.unresolvedCount },
-  };
+  const handedOver = link.idle ? 'handed-over-idle' : link.state === 'handed-over' || link.state === 'drained' ? 'handed-over' : null;
+  const status = handedOver ?? (!attached ? 'not-attached' : kubernetes === 'unreachable' || kubernetes === 'connecting' ? 'degraded' : 'ok');
+  const body: Record<string, unknown> = { status, attached, session: link.sessionId, kubernetes, containers: parts.registry.size, unresolved: parts.registry.unresolvedCount };
+  if (handedOver) {
+    body.successor = link.successor;
+    if (link.resumeUntil > 0) body.resumeGraceLeftMs = Math.max(0, link.resumeUntil - Date.now());
+  }
+  if (link.resumed > 0) body.resumed = link.resumed;
+  return { httpStatus: attached ? 200 : 503, body };
 }

@@ -47,7 +47,13 @@ export interface DataPlaneConfig {
   listenerSocket: string;
   /** The decision channel's socket (docs/decision-channel.md). */
   channelSocket: string;
+  /** Mode of the listener socket. */
   socketMode: number;
+  /** Mode of the decision channel: the control socket's (only control planes use it). */
+  channelSocketMode: number;
+  /** Watch streams served at once, in total and per client connection (watch-hub.ts). */
+  maxWatchers: number;
+  maxWatchersPerConnection: number;
   defaultAction: NativeDefaultAction;
   decisionTimeoutMs: number;
   /** See --busy-poll; 0: off. */
@@ -118,7 +124,7 @@ export class DataPlane {
     private readonly addon: NativeAddon,
     helperPath: string,
   ) {
-    this.hub = new WatchHub(log);
+    this.hub = new WatchHub(log, { maxWatchers: config.maxWatchers, maxPerConnection: config.maxWatchersPerConnection });
     this.syscallNames = addon.syscallNames();
     this.kernel = addon.probeKernel();
     this.engine = new addon.Engine({
@@ -181,7 +187,7 @@ export class DataPlane {
 
   /** Serves the decision channel and the handoff socket (after a predecessor let go of them). */
   listenLocalSockets(handoffSocket: string): void {
-    this.engine.listenChannel(this.config.channelSocket, this.config.socketMode);
+    this.engine.listenChannel(this.config.channelSocket, this.config.channelSocketMode);
     this.engine.listenHandoff(handoffSocket, 0o600);
   }
 
