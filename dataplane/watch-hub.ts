@@ -125,6 +125,7 @@ export class WatchHub {
       blocked: false,
     };
     this.watchers.set(watcher.id, watcher);
+    this.ready.add(watcher);
     this.perConnection.set(connection, onConnection + 1);
     if (this.watchers.size === 1) this.onActiveChange?.(true);
     const remove = () => this.forget(watcher);
