@@ -235,7 +235,12 @@ export class DataPlane {
 
   private onEngineEvents(events: NativeEvent[]): void {
     let forSession: Notification[] | null = null;
-    for (const event of events) {
+    // Runtime connections first: a runtime waits on its adoption (and its container's start with
+    // it), while nothing waits on the events before it in the batch (Watch, counters).
+    const ordered = events.some((e) => e.type === 'connection')
+      ? [...events.filter((e) => e.type === 'connection'), ...events.filter((e) => e.type !== 'connection')]
+      : events;
+    for (const event of ordered) {
       try {
         switch (event.type) {
           case 'notification': {
