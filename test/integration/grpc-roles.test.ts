@@ -11,6 +11,7 @@ import { getStatus, listContainers } from '../../common/dataplane-client';
 import type { AttachResponse, DataPlaneClient, Event, Hello } from '../../proto/gen/seccompagent/v1/dataplane';
 import { startControlPlane } from '../support/controlplane';
 import { startDataPlane, type RunningDataPlane } from '../support/dataplane';
+import { ROOT } from '../support/paths';
 import { run } from '../support/processes';
 import { scratchDir } from '../support/scratch';
 import { sleep, waitUntil } from '../support/wait';
@@ -112,6 +113,11 @@ test('gRPC roles: the control socket and the decision channel are 0600 root; uid
     assert.deepEqual({ socket: stat.isSocket(), mode: stat.mode & 0o777, uid: stat.uid, gid: stat.gid }, { socket: true, mode: 0o600, uid: 0, gid: 0 }, socket);
   }
   assert.equal(fs.statSync(dp.grpcSocket).mode & 0o777, 0o666);
+  // seccompctl health --control asks the control socket (the control plane's probe).
+  const ctl = path.join(ROOT, 'bin', 'seccompctl');
+  const control = await run(ctl, ['health', '--control', '--grpc-socket', dp.grpcSocket, '--control-socket', dp.controlSocket, '--timeout', '5']);
+  assert.equal(control.code, 0, control.stderr);
+  assert.equal(control.stdout.trim(), `data plane at ${dp.controlSocket}: SERVING`);
   openFolders(dp);
   const out = await connectAsNobody(t, [dp.grpcSocket, dp.controlSocket, channel]);
   assert.match(out, new RegExp(`^${dp.grpcSocket} ok$`, 'm'), out);
