@@ -38,6 +38,23 @@ export function controlPlaneMetrics(parts: ControlPlaneParts): Registry {
     },
   });
   new Gauge({
+    name: 'seccomp_agent_controlplane_handed_over',
+    help: '1 while handed over to a successor (watching it for --resume-grace, or idle after it)',
+    registers: [registry],
+    collect() {
+      this.set(parts.link.idle || parts.link.state === 'handed-over' ? 1 : 0);
+    },
+  });
+  new Counter({
+    name: 'seccomp_agent_controlplane_resumed_total',
+    help: 'Times this control plane attached again after its successor went away within --resume-grace',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(parts.link.resumed);
+    },
+  });
+  new Gauge({
     name: 'seccomp_agent_controlplane_containers',
     help: 'Containers known, by resolution',
     labelNames: ['resolution'],

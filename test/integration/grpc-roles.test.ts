@@ -215,6 +215,10 @@ test('gRPC roles: a client that takes over on the control socket and leaves: the
   assert.equal(after.status, 200);
   assert.equal(after.body.status, 'ok');
   assert.equal(after.body.resumed, 1);
+  const address = /"address":"([^"]+)","msg":"Prometheus metrics serving/.exec(cp.output())![1];
+  const metrics = await (await fetch(`http://${address}/metrics`)).text();
+  assert.match(metrics, /^seccomp_agent_controlplane_resumed_total 1$/m);
+  assert.match(metrics, /^seccomp_agent_controlplane_handed_over 0$/m);
   t.diagnostic(`resumed ${resumedMs} ms after the rogue left`);
 });
 
@@ -232,5 +236,7 @@ test('gRPC roles: past --resume-grace the handed-over control plane stays idle a
   const health = await healthOf(cp);
   assert.equal(health.status, 503);
   assert.equal(health.body.status, 'handed-over-idle');
+  const address = /"address":"([^"]+)","msg":"Prometheus metrics serving/.exec(cp.output())![1];
+  assert.match(await (await fetch(`http://${address}/metrics`)).text(), /^seccomp_agent_controlplane_handed_over 1$/m);
   assert.equal(cp.child.exitCode, null, 'it stays, so no supervisor restarts it');
 });
