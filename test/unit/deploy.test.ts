@@ -316,7 +316,7 @@ function dataPlaneProbeScript(): string {
   return script;
 }
 
-test('DaemonSet: probes: the data plane is ready only when its own pod serves; no liveness probe restarts it; the control plane runs "seccompctl health"', () => {
+test('DaemonSet: probes: the data plane is ready only when its own pod serves; no liveness probe restarts it; the control plane runs "seccompctl health --control"', () => {
   const dp = container('dataplane');
   dataPlaneProbeScript();
   assert.ok((dp.readinessProbe!.timeoutSeconds ?? 1) > 5, 'dataplane: seccompctl waits up to 5 s; the kubelet must not give up first');
