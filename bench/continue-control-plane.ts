@@ -1,7 +1,7 @@
 // The smallest control plane there is: the real DataPlaneLink (Attach, the decision channel
 // unless --no-channel) with a policy that continues everything. Scenario (c) runs it as its own
 // process, as a real control plane would be:
-//   node dist/bench/continue-control-plane.js --grpc-socket PATH [--no-channel] [--busy-poll DURATION]
+//   node dist/bench/continue-control-plane.js --grpc-socket PATH --control-socket PATH [--no-channel] [--busy-poll DURATION]
 // It prints {"attached":SESSION} once welcomed and {"decisions":N,...} on SIGTERM.
 import { createLogger } from '../common/logger';
 import { parseDurationOrOffMs } from '../common/options';
@@ -10,19 +10,24 @@ import { SHARED_OPTIONS } from '../common/shared-options';
 
 /** --busy-poll DURATION, default the planes' own (SHARED_OPTIONS). */
 function busyPollMs(): number {
-  const index = process.argv.indexOf('--busy-poll');
-  return parseDurationOrOffMs(index > 0 ? process.argv[index + 1] : SHARED_OPTIONS.busyPollMs.default, 'busy-poll');
+  return parseDurationOrOffMs(argument('busy-poll') ?? SHARED_OPTIONS.busyPollMs.default, 'busy-poll');
+}
+
+/** The value of `--NAME VALUE`, or undefined. */
+function argument(name: string): string | undefined {
+  const index = process.argv.indexOf(`--${name}`);
+  return index > 0 ? process.argv[index + 1] : undefined;
 }
 
 function main(): void {
-  const index = process.argv.indexOf('--grpc-socket');
-  const socket = index > 0 ? process.argv[index + 1] : undefined;
-  if (!socket) {
-    process.stderr.write('usage: continue-control-plane --grpc-socket PATH [--no-channel]\n');
+  const socket = argument('grpc-socket');
+  const controlSocket = argument('control-socket');
+  if (!socket || !controlSocket) {
+    process.stderr.write('usage: continue-control-plane --grpc-socket PATH --control-socket PATH [--no-channel]\n');
     process.exit(2);
   }
   const link = new DataPlaneLink(
-    { grpcSocket: socket, name: 'bench-continue', features: ['decision.continue'], reconnectMaxMs: 1000, channel: !process.argv.includes('--no-channel'), busyPollMs: busyPollMs() },
+    { grpcSocket: socket, controlSocket, name: 'bench-continue', features: ['decision.continue'], reconnectMaxMs: 1000, channel: !process.argv.includes('--no-channel'), busyPollMs: busyPollMs() },
     {
       knows: () => true,
       onSnapshot: () => undefined,

@@ -15,7 +15,7 @@ const POD = 'pod';
 
 async function startControlPlane(children: Children, dataplane: DataPlaneProcess, dir: string): Promise<Child> {
   const child = children.start('control plane', process.execPath, [
-    TOOLS.controlplaneMain, '--grpc-socket', dataplane.grpcSocket, '--no-kubernetes', '--fast-path=false', '--log-level', 'warn',
+    TOOLS.controlplaneMain, '--grpc-socket', dataplane.grpcSocket, '--control-socket', dataplane.controlSocket, '--no-kubernetes', '--fast-path=false', '--log-level', 'warn',
   ], { logFile: path.join(dir, 'controlplane.log') });
   const deadline = Date.now() + 15_000;
   for (;;) {

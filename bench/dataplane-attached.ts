@@ -3,12 +3,12 @@
 // native -> JS -> gRPC -> control plane -> gRPC -> JS -> NOTIF_SEND.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Child, Children } from './children';
-import { startDataPlane } from './dataplane-process';
+import { startDataPlane, type DataPlaneProcess } from './dataplane-process';
 import { runScenario } from './scenario-process';
 import { checkTools, runWorkload, TOOLS, workloadMetrics } from './tools';
 
-async function startControlPlane(children: Children, grpcSocket: string, channel: boolean): Promise<Child> {
-  const args = [TOOLS.continueControlPlane, '--grpc-socket', grpcSocket, ...(channel ? [] : ['--no-channel'])];
+async function startControlPlane(children: Children, dataplane: DataPlaneProcess, channel: boolean): Promise<Child> {
+  const args = [TOOLS.continueControlPlane, '--grpc-socket', dataplane.grpcSocket, '--control-socket', dataplane.controlSocket, ...(channel ? [] : ['--no-channel'])];
   const child = children.start('continue control plane', process.execPath, args);
   const deadline = Date.now() + 15_000;
   while (!child.stdout().includes('"attached"')) {
@@ -32,7 +32,7 @@ runScenario(async ({ params, dir, children }) => {
   checkTools(['seccompRun', 'workload', 'dataplaneMain', 'continueControlPlane']);
   const dataplane = await startDataPlane(children, dir);
   try {
-    const controlPlane = await startControlPlane(children, dataplane.grpcSocket, params.channel);
+    const controlPlane = await startControlPlane(children, dataplane, params.channel);
     const result = await runWorkload(children, {
       listenerSocket: dataplane.listenerSocket, threads: params.threads, seconds: params.seconds,
       warmupMs: params.warmupMs, syscall: params.syscall, workDir: dir, id: 'bench-attached',

@@ -11,6 +11,8 @@ export interface DataPlaneProcess {
   child: Child;
   listenerSocket: string;
   grpcSocket: string;
+  /** The control socket (Attach), explicit so no bench relies on the default beside grpcSocket. */
+  controlSocket: string;
   client: DataPlaneClient;
   status(): Promise<GetStatusResponse>;
   rssMiB(): number;
@@ -20,8 +22,9 @@ export interface DataPlaneProcess {
 export async function startDataPlane(children: Children, dir: string): Promise<DataPlaneProcess> {
   const listenerSocket = path.join(dir, 'listener.sock');
   const grpcSocket = path.join(dir, 'dataplane.sock');
+  const controlSocket = path.join(dir, 'control.sock');
   const child = children.start('data plane', process.execPath, [
-    TOOLS.dataplaneMain, '--listener-socket', listenerSocket, '--grpc-socket', grpcSocket, '--log-level', 'warn',
+    TOOLS.dataplaneMain, '--listener-socket', listenerSocket, '--grpc-socket', grpcSocket, '--control-socket', controlSocket, '--log-level', 'warn',
   ], { logFile: path.join(dir, 'dataplane.log') });
   const client = new DataPlaneClient(`unix://${grpcSocket}`, grpc.credentials.createInsecure());
   const status = () =>
@@ -29,7 +32,7 @@ export async function startDataPlane(children: Children, dir: string): Promise<D
       client.getStatus({}, new grpc.Metadata(), { deadline: Date.now() + 5000 }, (err, response) => (err ? reject(err) : resolve(response)));
     });
   const dataplane: DataPlaneProcess = {
-    child, listenerSocket, grpcSocket, client, status,
+    child, listenerSocket, grpcSocket, controlSocket, client, status,
     rssMiB: () => rssMiB(child.pid),
     close: () => client.close(),
   };
@@ -37,7 +40,7 @@ export async function startDataPlane(children: Children, dir: string): Promise<D
   for (;;) {
     if (!child.alive()) throw new Error(`the data plane exited at start: ${child.stderr().trim()}`);
     if (Date.now() > deadline) throw new Error(`the data plane was not ready within 20 s: ${child.stderr().trim()}`);
-    if (isListening(listenerSocket) && isListening(grpcSocket)) {
+    if (isListening(listenerSocket) && isListening(grpcSocket) && isListening(controlSocket)) {
       try {
         await status();
         return dataplane;

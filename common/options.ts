@@ -139,6 +139,11 @@ export function parseDurationOrOffMs(text: string, flag: string): number {
   return /^0+(\.0+)?(us|ms|s|m)?$/.test(text.trim()) ? 0 : parseDurationMs(text, flag);
 }
 
+export function parsePositiveInteger(text: string, flag: string): number {
+  if (!/^\d+$/.test(text.trim()) || Number(text) < 1) throw new AgentError('EBAD_OPTION', `--${flag}: "${text}" is not a positive integer`);
+  return Number(text);
+}
+
 export function parseChoice<T extends string>(choices: readonly T[]) {
   return (text: string, flag: string): T => {
     if ((choices as readonly string[]).includes(text)) return text as T;

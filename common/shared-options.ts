@@ -1,9 +1,20 @@
 // Options both planes (and seccompctl) have, spelled the same way: one row each.
 import { AgentError } from './errors';
 import { LOG_LEVELS } from './logger';
+import * as path from 'node:path';
 import { parseChoice, parseDurationOrOffMs, parseString, type OptionTable } from './options';
 
 export const DEFAULT_GRPC_SOCKET = '/run/seccomp-agent/dataplane.sock';
+/** The control socket's file name: beside the observer (gRPC) socket unless --control-socket says otherwise. */
+export const CONTROL_SOCKET_NAME = 'control.sock';
+
+/**
+ * The control socket (Attach: deciding, taking over) for a --control-socket value: "" means
+ * control.sock beside --grpc-socket, so both planes and seccompctl agree with no flag.
+ */
+export function controlSocketPath(controlSocket: string, grpcSocket: string): string {
+  return controlSocket === '' ? path.join(path.dirname(grpcSocket), CONTROL_SOCKET_NAME) : controlSocket;
+}
 
 /** Optional "HOST:PORT" for Prometheus metrics; "" turns them off. */
 export function parseListenAddress(text: string, flag: string): { host: string; port: number } | null {
@@ -17,7 +28,11 @@ export function parseListenAddress(text: string, flag: string): { host: string; 
 export const SHARED_OPTIONS = {
   grpcSocket: {
     flag: 'grpc-socket', env: 'SECCOMP_AGENT_GRPC_SOCKET', default: DEFAULT_GRPC_SOCKET, parse: parseString,
-    description: 'Unix socket of the gRPC API (control plane, seccompctl, grpcurl)',
+    description: 'Observer socket of the gRPC API: Watch, ListContainers, GetStatus, health, reflection (seccompctl, grpcurl); Attach is refused here',
+  },
+  controlSocket: {
+    flag: 'control-socket', env: 'SECCOMP_AGENT_CONTROL_SOCKET', default: '', parse: parseString,
+    description: 'Control socket of the gRPC API: Attach (deciding, taking over) and everything the observer socket serves; root only (0600) unless the data plane has --control-socket-group (empty: control.sock beside --grpc-socket)',
   },
   metricsAddr: {
     flag: 'metrics-addr', env: 'SECCOMP_AGENT_METRICS_ADDR', default: '', parse: parseListenAddress,

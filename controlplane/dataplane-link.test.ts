@@ -98,7 +98,7 @@ function recordingPolicy() {
 
 function startLink(t: TestContext, socket: string, handlers: PolicyHandlers, over: { channel?: boolean } = {}) {
   const { logger, lines } = captureLogger();
-  const link = new DataPlaneLink({ grpcSocket: socket, name: 'cp-test', features: ['decision.continue'], reconnectMaxMs: 200, ...over }, handlers, logger);
+  const link = new DataPlaneLink({ grpcSocket: socket, controlSocket: socket, name: 'cp-test', features: ['decision.continue'], reconnectMaxMs: 200, ...over }, handlers, logger);
   const states: LinkState[] = [];
   link.on('state', (s: LinkState) => states.push(s));
   link.start();
@@ -231,7 +231,7 @@ test('dataplane link: when the data plane ends the session it reconnects with a 
   assert.deepEqual(policy.decided, [{ id: 5n, knownThen: false }]);
 });
 
-test('dataplane link: drain then the end of the session is a handover: "handed-over", and no reconnect', async (t) => {
+test('dataplane link: drain then the end of the session is a handover: "handed-over", with no resume grace "idle" at once, and no reconnect', async (t) => {
   const dp = await fakeDataPlane(t, scratchDir(t));
   dp.onSession = (s) => {
     welcome(s);
@@ -244,6 +244,8 @@ test('dataplane link: drain then the end of the session is a handover: "handed-o
   link.on('handed-over', () => (handedOver = true));
   await waitUntil(() => handedOver, 10_000, 'handed-over');
   await sleep(300); // several backoff periods: a reconnect would have happened
-  assert.deepEqual(states, ['attached', 'drained']);
+  assert.deepEqual(states, ['attached', 'drained', 'handed-over']);
+  assert.equal(link.idle, true, 'no --resume-grace: idle at once');
+  assert.equal(link.successor, 'cp-next');
   assert.equal(dp.sessions.length, 1, 'a drained control plane does not attach again');
 });

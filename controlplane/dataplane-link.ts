@@ -37,7 +37,10 @@ export interface PolicyHandlers {
 }
 
 export interface DataPlaneLinkOptions {
+  /** The observer socket: GetStatus while handed over (resumeGraceMs). */
   grpcSocket: string;
+  /** The control socket: Attach. */
+  controlSocket: string;
   name: string;
   features: string[];
   /** Cap of the reconnect backoff, in ms. */
@@ -48,6 +51,11 @@ export interface DataPlaneLinkOptions {
   channel?: boolean;
   /** After channel traffic, keep the event loop polling this long instead of sleeping (0/absent: off). */
   busyPollMs?: number;
+  /**
+   * After a handover, how long to watch for the successor going away; attach again (no takeover)
+   * when no control plane is attached within it. 0/absent: idle at once ('idle' event).
+   */
+  resumeGraceMs?: number;
 }
 
 /** How long a notification for a container not announced yet waits for its container_added. */
@@ -72,14 +80,36 @@ function channelForm(decision: Decision): ChannelDecision | null {
   }
 }
 
-/** 'drained': a successor took over (planned handover); this one does not attach again. */
-export type LinkState = 'connecting' | 'attached' | 'disconnected' | 'drained' | 'stopped';
+/**
+ * 'drained': a successor took over (planned handover); this one answers what it holds.
+ * 'handed-over': the session ended after that; within --resume-grace it attaches again if the
+ * successor goes away, after it it emits 'idle' and attaches no more.
+ */
+export type LinkState = 'connecting' | 'attached' | 'disconnected' | 'drained' | 'handed-over' | 'stopped';
 
-/** Emits 'state' (LinkState) and 'welcome' (Welcome). */
+/** How often a handed-over link asks the observer socket whether a control plane is attached. */
+const SUCCESSOR_POLL_MS = 250;
+
+/** Emits 'state' (LinkState), 'welcome' (Welcome), 'handed-over', 'resumed' and 'idle'. */
 export class DataPlaneLink extends EventEmitter {
   state: LinkState = 'connecting';
   sessionId = '';
   private client: DataPlaneClient | null = null;
+  /** Observer socket client, while handed over. */
+  private observer: DataPlaneClient | null = null;
+  private successorTimer: NodeJS.Timeout | null = null;
+  /** Hello.takeover of the next attach: the option at first, never after a resume. */
+  private takeover: boolean;
+  /** Attaching again after the successor went away: a refusal returns to watching. */
+  private resuming = false;
+  /** While handed over: ms epoch until which a vanished successor is replaced; 0 otherwise. */
+  resumeUntil = 0;
+  /** Who took over last ("name version"), for logs and health. */
+  successor = '';
+  /** Times this link attached again after a successor went away. */
+  resumed = 0;
+  /** Handed over for good (the resume grace passed): it attaches no more. */
+  idle = false;
   private call: grpc.ClientDuplexStream<AttachRequest, AttachResponse> | null = null;
   private backoffMs = INITIAL_BACKOFF_MS;
   private retryTimer: NodeJS.Timeout | null = null;
@@ -106,16 +136,21 @@ export class DataPlaneLink extends EventEmitter {
     private readonly log: Logger,
   ) {
     super();
+    this.takeover = options.takeover ?? false;
   }
 
   start(): void {
-    this.client = createDataPlaneClient(this.options.grpcSocket);
+    this.client = createDataPlaneClient(this.options.controlSocket);
     this.connect();
   }
 
   stop(): void {
     this.setState('stopped', 'stopping');
     if (this.retryTimer) clearTimeout(this.retryTimer);
+    if (this.successorTimer) clearTimeout(this.successorTimer);
+    this.successorTimer = null;
+    this.observer?.close();
+    this.observer = null;
     this.channel?.destroy();
     this.channel = null;
     this.call?.end();
@@ -129,10 +164,10 @@ export class DataPlaneLink extends EventEmitter {
     this.state = state;
     this.emit('state', state);
     if (state === 'drained') this.log.info({ session: this.sessionId }, `handing over: ${detail}; answering what this control plane holds, then detaching`);
-    else if (state === 'attached') this.log.info({ session: this.sessionId, socket: this.options.grpcSocket }, `attached to the data plane: deciding notifications (${detail})`);
+    else if (state === 'attached') this.log.info({ session: this.sessionId, socket: this.options.controlSocket }, `attached to the data plane: deciding notifications (${detail})`);
     else if (state === 'disconnected') {
       this.log.warn(
-        { socket: this.options.grpcSocket, previous },
+        { socket: this.options.controlSocket, previous },
         `data plane unreachable or session ended (${detail}); its default action answers meanwhile; reconnecting with backoff up to ${this.options.reconnectMaxMs} ms`,
       );
     }
@@ -164,6 +199,7 @@ export class DataPlaneLink extends EventEmitter {
           for (const notification of message.notifications.notifications) this.receive(notification, false);
           break;
         case 'drain':
+          this.successor = message.drain.successor;
           this.setState('drained', `${message.drain.successor} (session ${message.drain.successorSessionId}) took over`);
           break;
         case 'policyAcks':
@@ -179,10 +215,10 @@ export class DataPlaneLink extends EventEmitter {
           break;
       }
     });
-    call.on('error', (err: grpc.ServiceError) => this.onBroken(call, err.details || err.message));
-    call.on('end', () => this.onBroken(call, 'the data plane ended the session'));
+    call.on('error', (err: grpc.ServiceError) => this.onBroken(call, err.details || err.message, err.code));
+    call.on('end', () => this.onBroken(call, 'the data plane ended the session', grpc.status.OK));
     const features = this.options.channel === false ? this.options.features : [...this.options.features, CHANNEL_FEATURE];
-    call.write({ message: { $case: 'hello', hello: { name: this.options.name, version: VERSION, features, takeover: this.options.takeover ?? false } } });
+    call.write({ message: { $case: 'hello', hello: { name: this.options.name, version: VERSION, features, takeover: this.takeover } } });
   }
 
   /**
@@ -319,6 +355,8 @@ export class DataPlaneLink extends EventEmitter {
   private onWelcome(welcome: Welcome): void {
     this.sessionId = welcome.sessionId;
     this.takesHolds = welcome.features.includes(HOLD_FEATURE);
+    this.resuming = false;
+    this.resumeUntil = 0;
     if (welcome.decisionChannel && this.options.channel !== false) this.openChannel(welcome.decisionChannel.socketPath, welcome.decisionChannel.token);
     this.backoffMs = INITIAL_BACKOFF_MS;
     this.lastError = '';
@@ -326,7 +364,7 @@ export class DataPlaneLink extends EventEmitter {
     this.emit('welcome', welcome);
   }
 
-  private onBroken(call: grpc.ClientDuplexStream<AttachRequest, AttachResponse>, reason: string): void {
+  private onBroken(call: grpc.ClientDuplexStream<AttachRequest, AttachResponse>, reason: string, code: grpc.status): void {
     if (this.call !== call) return;
     this.call = null;
     this.channel?.destroy();
@@ -338,7 +376,17 @@ export class DataPlaneLink extends EventEmitter {
     if (this.state === 'stopped') return;
     if (this.state === 'drained') {
       this.log.info({ session: this.sessionId }, 'handover complete: the data plane ended this session');
+      this.setState('handed-over', this.successor);
       this.emit('handed-over');
+      this.watchSuccessor(Date.now() + (this.options.resumeGraceMs ?? 0));
+      return;
+    }
+    if (this.resuming && code === grpc.status.FAILED_PRECONDITION) {
+      // Another control plane attached between the check and this attach: it decides; watch it.
+      this.resuming = false;
+      this.log.info({ reason }, 'another control plane attached first; watching it for the rest of the resume grace');
+      this.setState('handed-over', 'another control plane attached first');
+      this.watchSuccessor(this.resumeUntil);
       return;
     }
     if (reason !== this.lastError && this.state === 'disconnected') this.log.debug({ reason }, 'data plane still unreachable');
@@ -349,5 +397,57 @@ export class DataPlaneLink extends EventEmitter {
       this.connect();
     }, this.backoffMs);
     this.backoffMs = Math.min(this.backoffMs * 2, this.options.reconnectMaxMs);
+  }
+
+  /**
+   * Handed over: until `until`, asks the observer socket every SUCCESSOR_POLL_MS whether a control
+   * plane is attached. None (the successor went away: crashed, or a client that took over and
+   * left): attach again, without takeover, and decide. Past `until`: 'idle', for good.
+   */
+  private watchSuccessor(until: number): void {
+    this.resumeUntil = until;
+    if (until <= Date.now()) {
+      this.resumeUntil = 0;
+      this.idle = true;
+      this.emit('idle');
+      return;
+    }
+    this.observer ??= createDataPlaneClient(this.options.grpcSocket);
+    const observer = this.observer;
+    const check = () => {
+      this.successorTimer = null;
+      if (this.state !== 'handed-over') return;
+      if (Date.now() >= this.resumeUntil) {
+        this.log.info({ successor: this.successor }, `the successor kept the session for the whole resume grace (${this.options.resumeGraceMs} ms): idle from now on`);
+        this.resumeUntil = 0;
+        this.observer?.close();
+        this.observer = null;
+        this.idle = true;
+        this.emit('idle');
+        return;
+      }
+      observer.getStatus({}, new grpc.Metadata(), { deadline: new Date(Date.now() + 1000) }, (err, status) => {
+        if (this.state !== 'handed-over') return;
+        if (!err && !status.controlPlane) return this.resume();
+        this.successorTimer = setTimeout(check, SUCCESSOR_POLL_MS);
+      });
+    };
+    this.successorTimer = setTimeout(check, SUCCESSOR_POLL_MS);
+  }
+
+  private resume(): void {
+    this.resumed++;
+    this.resuming = true;
+    this.takeover = false;
+    this.observer?.close();
+    this.observer = null;
+    this.log.warn(
+      { successor: this.successor, graceLeftMs: this.resumeUntil - Date.now() },
+      `the control plane that took over (${this.successor || 'unnamed'}) went away within the resume grace and none is attached: attaching again to decide`,
+    );
+    this.backoffMs = INITIAL_BACKOFF_MS;
+    this.setState('connecting', 'resuming');
+    this.emit('resumed');
+    this.connect();
   }
 }

@@ -12,6 +12,7 @@ import { ContainerRegistry, type ContainerInfo } from './container-registry';
 import { DataPlaneLink } from './dataplane-link';
 import { controlPlaneHealth, controlPlaneMetrics } from './metrics';
 import { CONTROLPLANE_OPTIONS } from './options';
+import { controlSocketPath } from '../common/shared-options';
 import * as path from 'node:path';
 import { startCtlServer } from './ctl-server';
 import { connectKube, type KubeConnection } from './informer';
@@ -99,14 +100,17 @@ async function main(): Promise<void> {
     sources = new PolicySources(policySet, { resyncPeriodMs: options.resyncPeriodMs, retryMaxMs: options.reconnectMaxMs }, log, bump);
   }
   const reports = () => nodeReports(policySet, registry.values(), resources);
-  // MIDDLEWARE=falco / prometheus: fed from the data plane's Watch stream, never on the answer path.
+  // MIDDLEWARE=falco / prometheus: fed from the data plane's Watch stream (the observer socket), never on the answer path.
   const falco = new FalcoPublisher(options.falcoSocket, log, { ...FALCO_LIMITS, queue: options.falcoQueue });
   const middleware = new MiddlewareWatch(options.grpcSocket, falco, requestDurationHistogram(), log);
   let link: DataPlaneLink | null = null;
   const holds = new ExecHolds((n, ms) => link?.hold(n, ms) ?? false, log);
   const policy = new PolicyEngine(registry, options.unresolvedAction, log, resources, holds);
   link = new DataPlaneLink(
-    { grpcSocket: options.grpcSocket, name: 'seccomp-controlplane', features: CONTROLPLANE_FEATURES, reconnectMaxMs: options.reconnectMaxMs, takeover: options.takeover, busyPollMs: options.busyPollMs },
+    {
+      grpcSocket: options.grpcSocket, controlSocket: controlSocketPath(options.controlSocket, options.grpcSocket), name: 'seccomp-controlplane', features: CONTROLPLANE_FEATURES,
+      reconnectMaxMs: options.reconnectMaxMs, takeover: options.takeover, busyPollMs: options.busyPollMs, resumeGraceMs: options.resumeGraceMs,
+    },
     {
       knows: (handle) => registry.get(handle) !== undefined,
       onSnapshot: (containers) => {
@@ -170,7 +174,7 @@ async function main(): Promise<void> {
     }
   }
   if (options.metricsAddr) await startMetricsServer(controlPlaneMetrics(parts), options.metricsAddr, log, () => controlPlaneHealth(parts));
-  log.info({ version: VERSION, grpcSocket: options.grpcSocket, node: options.nodeName, kubernetes: pods !== null }, 'control plane started');
+  log.info({ version: VERSION, grpcSocket: options.grpcSocket, controlSocket: controlSocketPath(options.controlSocket, options.grpcSocket), node: options.nodeName, kubernetes: pods !== null }, 'control plane started');
 
   let stopping = false;
   const shutdown = (signal: string) => {
@@ -187,11 +191,16 @@ async function main(): Promise<void> {
       process.exit(0);
     });
   };
-  // Handed over: stay, idle, until SIGTERM. Exiting would let a supervisor (kubelet, systemd)
-  // start this one again, and with --takeover it would take the session back from its successor.
+  // Handed over: the link watches the successor for --resume-grace and attaches again if it goes
+  // away (a crash, or a client that took over and left). Past the grace: stay, idle, until
+  // SIGTERM. Exiting would let a supervisor (kubelet, systemd) start this one again, and with
+  // --takeover it would take the session back from its successor.
   link.on('handed-over', () => {
+    if (!stopping) log.info({ successor: link.successor, resumeGraceMs: options.resumeGraceMs }, `handed over to ${link.successor || 'the successor control plane'}: ${options.resumeGraceMs > 0 ? `attaching again if it goes away within ${options.resumeGraceMs} ms, else idle until SIGTERM` : 'idle until SIGTERM'}`);
+  });
+  link.on('idle', () => {
     if (stopping) return;
-    log.info('handed over to the successor control plane: idle until SIGTERM');
+    log.info('handed over for good: idle until SIGTERM');
     link.stop();
     registry.close();
     void pods?.stop();

@@ -44,6 +44,23 @@ export function controlPlaneMetrics(parts: ControlPlaneParts): Registry {
     },
   });
   new Gauge({
+    name: 'seccomp_agent_controlplane_handed_over',
+    help: '1 while handed over to a successor (watching it for --resume-grace, or idle after it)',
+    registers: [registry],
+    collect() {
+      this.set(parts.link.idle || parts.link.state === 'handed-over' ? 1 : 0);
+    },
+  });
+  new Counter({
+    name: 'seccomp_agent_controlplane_resumed_total',
+    help: 'Times this control plane attached again after its successor went away within --resume-grace',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(parts.link.resumed);
+    },
+  });
+  new Gauge({
     name: 'seccomp_agent_controlplane_containers',
     help: 'Containers known, by resolution',
     labelNames: ['resolution'],
@@ -130,13 +147,22 @@ function countersFromMap(registry: Registry, name: string, help: string, labelNa
   });
 }
 
-/** /healthz: 200 ok, 200 degraded (API server unreachable), 503 while not attached. */
+/**
+ * /healthz: 200 ok, 200 degraded (API server unreachable), 503 while not attached; handed over,
+ * 503 "handed-over" (watching the successor, attaching again if it goes within the resume grace)
+ * or "handed-over-idle" (past the grace: idle until SIGTERM), naming the successor.
+ */
 export function controlPlaneHealth(parts: ControlPlaneParts): { httpStatus: number; body: Record<string, unknown> } {
-  const attached = parts.link.state === 'attached';
+  const link = parts.link;
+  const attached = link.state === 'attached';
   const kubernetes = parts.pods ? parts.pods.state : 'disabled';
-  const status = !attached ? 'not-attached' : kubernetes === 'unreachable' || kubernetes === 'connecting' ? 'degraded' : 'ok';
-  return {
-    httpStatus: attached ? 200 : 503,
-    body: { status, attached, session: parts.link.sessionId, kubernetes, containers: parts.registry.size, unresolved: parts.registry.unresolvedCount },
-  };
+  const handedOver = link.idle ? 'handed-over-idle' : link.state === 'handed-over' || link.state === 'drained' ? 'handed-over' : null;
+  const status = handedOver ?? (!attached ? 'not-attached' : kubernetes === 'unreachable' || kubernetes === 'connecting' ? 'degraded' : 'ok');
+  const body: Record<string, unknown> = { status, attached, session: link.sessionId, kubernetes, containers: parts.registry.size, unresolved: parts.registry.unresolvedCount };
+  if (handedOver) {
+    body.successor = link.successor;
+    if (link.resumeUntil > 0) body.resumeGraceLeftMs = Math.max(0, link.resumeUntil - Date.now());
+  }
+  if (link.resumed > 0) body.resumed = link.resumed;
+  return { httpStatus: attached ? 200 : 503, body };
 }

@@ -17,6 +17,9 @@ test('controlplane options: defaults', () => {
   assert.equal(o.logLevel, 'info');
   assert.equal(o.resyncPeriodMs, 300_000);
   assert.equal(o.reconnectMaxMs, 10_000);
+  assert.equal(o.controlSocket, '', 'control.sock beside --grpc-socket (controlSocketPath)');
+  assert.equal(o.resumeGraceMs, 30_000);
+  assert.equal(parseCommandLine(CONTROLPLANE_OPTIONS, ['--resume-grace', '0'], {}).options.resumeGraceMs, 0, '0: idle at once');
   assert.ok(Object.isFrozen(o));
 });
 

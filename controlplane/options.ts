@@ -1,13 +1,13 @@
 // The control plane's options: flag, environment variable, default and meaning side by side.
 import * as os from 'node:os';
 import { parseDefaultAction } from '../common/default-action';
-import { parseBoolean, parseDurationMs, parseString, type OptionTable } from '../common/options';
+import { parseBoolean, parseDurationMs, parseDurationOrOffMs, parsePositiveInteger, parseString, type OptionTable } from '../common/options';
 import { SHARED_OPTIONS } from '../common/shared-options';
-import { AgentError } from '../common/errors';
 import { DEFAULT_CEL_COST_LIMIT } from './cel-condition';
 
 export const CONTROLPLANE_OPTIONS = {
   grpcSocket: SHARED_OPTIONS.grpcSocket,
+  controlSocket: SHARED_OPTIONS.controlSocket,
   kubeconfig: {
     flag: 'kubeconfig', env: 'KUBECONFIG', default: '', parse: parseString,
     description: 'kubeconfig file for the pod cache (empty: in-cluster service account)',
@@ -39,6 +39,10 @@ export const CONTROLPLANE_OPTIONS = {
     flag: 'takeover', env: 'SECCOMP_AGENT_TAKEOVER', default: 'false', boolean: true, parse: parseBoolean,
     description: 'Replace the control plane attached now (planned upgrade: no notification is left to the default action)',
   },
+  resumeGraceMs: {
+    flag: 'resume-grace', env: 'SECCOMP_AGENT_RESUME_GRACE', default: '30s', parse: parseDurationOrOffMs,
+    description: 'After handing over to a successor (its --takeover), how long to watch it: if it detaches within this time and no control plane is attached, attach again and decide instead of idling (0: idle at once)',
+  },
   fastPath: {
     flag: 'fast-path', env: 'SECCOMP_AGENT_FAST_PATH', default: 'true', boolean: true, parse: parseBoolean,
     description: 'Push each container\'s compiled policy to the data plane, which answers from it natively and keeps it while this process is down (false: every notification is decided here, as before policy.v1)',
@@ -68,11 +72,6 @@ export const CONTROLPLANE_OPTIONS = {
     description: 'MIDDLEWARE=falco events waiting for the plugin, at most (past it they are dropped and counted; answers never wait)',
   },
 } satisfies OptionTable;
-
-function parsePositiveInteger(text: string, flag: string): number {
-  if (!/^\d+$/.test(text.trim()) || Number(text) < 1) throw new AgentError('EBAD_OPTION', `--${flag}: "${text}" is not a positive integer`);
-  return Number(text);
-}
 
 export type ControlPlaneOptions = {
   readonly [K in keyof typeof CONTROLPLANE_OPTIONS]: ReturnType<(typeof CONTROLPLANE_OPTIONS)[K]['parse']>;

@@ -29,6 +29,21 @@ export interface AttachSessionHooks {
 }
 
 const HELLO_TIMEOUT_MS = 10_000;
+/** Bounds of Hello's fields: they are logged, kept per session and shown in status and Watch. */
+export const HELLO_LIMITS = { textBytes: 256, features: 64 } as const;
+
+/** Why a Hello is out of bounds, or null when it is within them. */
+export function helloOutOfBounds(hello: Hello): string | null {
+  const { textBytes, features } = HELLO_LIMITS;
+  for (const [field, value] of [['name', hello.name], ['version', hello.version]] as const) {
+    const size = Buffer.byteLength(value);
+    if (size > textBytes) return `Hello.${field} is ${size} bytes; at most ${textBytes} are accepted`;
+  }
+  if (hello.features.length > features) return `Hello.features has ${hello.features.length} entries; at most ${features} are accepted`;
+  const long = hello.features.findIndex((f) => Buffer.byteLength(f) > textBytes);
+  if (long >= 0) return `Hello.features[${long}] is ${Buffer.byteLength(hello.features[long])} bytes; at most ${textBytes} are accepted`;
+  return null;
+}
 
 export class AttachSession {
   readonly id = randomUUID();
@@ -74,6 +89,11 @@ export class AttachSession {
       }
       if (this.helloTimer) clearTimeout(this.helloTimer);
       this.helloTimer = null;
+      const outOfBounds = helloOutOfBounds(message.hello);
+      if (outOfBounds !== null) {
+        this.fail(status.INVALID_ARGUMENT, `${outOfBounds}; session refused, nothing changed`, 'refused');
+        return;
+      }
       this.hello = message.hello;
       const refusal = this.hooks.onHello(this);
       if (refusal) this.fail(refusal.code, refusal.details, 'refused');

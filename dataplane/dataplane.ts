@@ -49,7 +49,13 @@ export interface DataPlaneConfig {
   listenerSocket: string;
   /** The decision channel's socket (docs/decision-channel.md). */
   channelSocket: string;
+  /** Mode of the listener socket. */
   socketMode: number;
+  /** Mode of the decision channel: the control socket's (only control planes use it). */
+  channelSocketMode: number;
+  /** Watch streams served at once, in total and per client connection (watch-hub.ts). */
+  maxWatchers: number;
+  maxWatchersPerConnection: number;
   defaultAction: NativeDefaultAction;
   decisionTimeoutMs: number;
   /** See --busy-poll; 0: off. */
@@ -122,7 +128,7 @@ export class DataPlane {
     private readonly addon: NativeAddon,
     helperPath: string,
   ) {
-    this.hub = new WatchHub(log);
+    this.hub = new WatchHub(log, { maxWatchers: config.maxWatchers, maxPerConnection: config.maxWatchersPerConnection });
     this.syscallNames = addon.syscallNames();
     this.kernel = addon.probeKernel();
     this.engine = new addon.Engine({
@@ -185,7 +191,7 @@ export class DataPlane {
 
   /** Serves the decision channel and the handoff socket (after a predecessor let go of them). */
   listenLocalSockets(handoffSocket: string): void {
-    this.engine.listenChannel(this.config.channelSocket, this.config.socketMode);
+    this.engine.listenChannel(this.config.channelSocket, this.config.channelSocketMode);
     this.engine.listenHandoff(handoffSocket, 0o600);
   }
 
@@ -233,7 +239,12 @@ export class DataPlane {
 
   private onEngineEvents(events: NativeEvent[]): void {
     let forSession: Notification[] | null = null;
-    for (const event of events) {
+    // Runtime connections first: a runtime waits on its adoption (and its container's start with
+    // it), while nothing waits on the events before it in the batch (Watch, counters).
+    const ordered = events.some((e) => e.type === 'connection')
+      ? [...events.filter((e) => e.type === 'connection'), ...events.filter((e) => e.type !== 'connection')]
+      : events;
+    for (const event of ordered) {
       try {
         switch (event.type) {
           case 'notification': {

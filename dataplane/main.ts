@@ -15,6 +15,7 @@ import { DataPlaneMetrics } from './metrics';
 import { startMetricsServer } from '../common/metrics-server';
 import { loadNative, nshelperPath, type NativeAddon } from './native';
 import { channelSocketPath, DATAPLANE_OPTIONS, handoffSocketPath } from './options';
+import { controlSocketPath } from '../common/shared-options';
 
 const SUMMARY = 'Data plane of the seccomp notify agent: receives notify fds from the OCI runtime and answers their syscalls.';
 
@@ -74,6 +75,9 @@ async function main(): Promise<void> {
   const log = createLogger('seccomp-dataplane', options.logLevel);
   const addon = loadNative();
   const channelSocket = channelSocketPath(options.grpcSocket);
+  const controlSocket = controlSocketPath(options.controlSocket, options.grpcSocket);
+  // The control role (Attach, the decision channel): root only, or a group given it on purpose.
+  const controlMode = options.controlSocketGroup === null ? 0o600 : 0o660;
   const handoffSocket = handoffSocketPath(options.grpcSocket);
   let dataplane: DataPlane | null = null;
   let grpcServer: GrpcServerHandle | null = null;
@@ -86,6 +90,9 @@ async function main(): Promise<void> {
         listenerSocket: options.listenerSocket,
         channelSocket,
         socketMode: options.socketMode,
+        channelSocketMode: controlMode,
+        maxWatchers: options.maxWatchers,
+        maxWatchersPerConnection: options.maxWatchersPerConnection,
         defaultAction: options.defaultAction,
         decisionTimeoutMs: options.decisionTimeoutMs,
         busyPollMs: options.busyPollMs,
@@ -95,7 +102,7 @@ async function main(): Promise<void> {
       addon,
       nshelperPath(),
     );
-    grpcServer = createGrpcServer(dataplane, log);
+    grpcServer = createGrpcServer(dataplane, log, controlSocket);
     recovery = prepareKeeperRecovery(dataplane, grpcServer, options.keeperRecovery, log, () => stopping);
     // A restart under systemd or seccomp-keeper: the store gives back everything, whatever the flags.
     const stored = addon.takeListenFds();
@@ -113,7 +120,8 @@ async function main(): Promise<void> {
     }
     if (!taken) {
       // Every path is checked before any is touched: a second data plane must leave a live one alone.
-      await claimSocketPath(options.grpcSocket, 'gRPC socket');
+      await claimSocketPath(options.grpcSocket, 'gRPC observer socket');
+      await claimSocketPath(controlSocket, 'gRPC control socket');
       if (!listenerRestored) await claimSocketPath(options.listenerSocket, 'listener socket');
       await claimSocketPath(channelSocket, 'decision channel socket');
       await claimSocketPath(handoffSocket, 'handoff socket');
@@ -123,14 +131,17 @@ async function main(): Promise<void> {
       acknowledgeHandoff(addon, taken);
       // The old one answers nothing any more and never unlinks a path: take them over now, so its
       // control plane finds this data plane on its first reconnect.
-      for (const [socket, what] of [[options.grpcSocket, 'gRPC socket'], [channelSocket, 'decision channel socket'], [handoffSocket, 'handoff socket']]) {
+      for (const [socket, what] of [[options.grpcSocket, 'gRPC observer socket'], [controlSocket, 'gRPC control socket'], [channelSocket, 'decision channel socket'], [handoffSocket, 'handoff socket']]) {
         await claimSocketPath(socket!, what!, true);
       }
       predecessorGone = watchPredecessorExit(addon, taken, log);
     }
     dataplane.listenLocalSockets(handoffSocket);
-    if (options.socketGroup !== null) secureSocket(channelSocket, options.socketMode, options.socketGroup);
-    await grpcServer.listen(options.grpcSocket, options.socketMode, options.socketGroup);
+    if (options.controlSocketGroup !== null) secureSocket(channelSocket, controlMode, options.controlSocketGroup, 'control-socket-group');
+    await grpcServer.listen(
+      { path: options.grpcSocket, mode: options.socketMode, group: options.socketGroup, groupFlag: 'socket-group' },
+      { path: controlSocket, mode: controlMode, group: options.controlSocketGroup, groupFlag: 'control-socket-group' },
+    );
     const metricsAddr = options.metricsAddr;
     if (metricsAddr) {
       const registry = new DataPlaneMetrics(dataplane).registry;

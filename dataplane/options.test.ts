@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parseCommandLine, parseDurationMs, parseDurationOrOffMs } from '../common/options';
 import { DATAPLANE_OPTIONS } from './options';
+import { controlSocketPath } from '../common/shared-options';
 import { errorCode } from '../test/support/agent-error';
 
 
@@ -45,4 +46,18 @@ test('options: durations', () => {
   assert.equal(parseDurationOrOffMs('50us', 'x'), 0.05);
   assert.throws(() => parseDurationOrOffMs('-1', 'x'), /not a duration/);
   assert.equal(parseCommandLine(DATAPLANE_OPTIONS, [], {}).options.busyPollMs, 0.2, 'busy polling is on by default: 200 µs');
+});
+
+test('options: the control socket defaults to control.sock beside --grpc-socket, root only; Watch caps', () => {
+  const defaults = parseCommandLine(DATAPLANE_OPTIONS, [], {}).options;
+  assert.equal(controlSocketPath(defaults.controlSocket, defaults.grpcSocket), '/run/seccomp-agent/control.sock');
+  assert.equal(defaults.controlSocketGroup, null, 'no group: 0600 root');
+  assert.deepEqual([defaults.maxWatchers, defaults.maxWatchersPerConnection], [64, 8]);
+  const moved = parseCommandLine(DATAPLANE_OPTIONS, ['--grpc-socket', '/tmp/x/o.sock'], {}).options;
+  assert.equal(controlSocketPath(moved.controlSocket, moved.grpcSocket), '/tmp/x/control.sock', 'beside a moved observer socket');
+  const set = parseCommandLine(DATAPLANE_OPTIONS, ['--control-socket=/tmp/c.sock', '--control-socket-group', 'ops', '--max-watchers', '3'], { SECCOMP_AGENT_MAX_WATCHERS_PER_CONNECTION: '2' }).options;
+  assert.equal(controlSocketPath(set.controlSocket, set.grpcSocket), '/tmp/c.sock');
+  assert.equal(set.controlSocketGroup, 'ops');
+  assert.deepEqual([set.maxWatchers, set.maxWatchersPerConnection], [3, 2]);
+  assert.equal(errorCode(() => parseCommandLine(DATAPLANE_OPTIONS, ['--max-watchers', '0'], {})), 'EBAD_OPTION');
 });

@@ -2,7 +2,7 @@
 import * as path from 'node:path';
 import { parseDefaultAction } from '../common/default-action';
 import { AgentError } from '../common/errors';
-import { parseBoolean, parseDurationMs, parseDurationOrOffMs, parseString, type OptionTable } from '../common/options';
+import { parseBoolean, parseDurationMs, parseDurationOrOffMs, parsePositiveInteger, parseString, type OptionTable } from '../common/options';
 import { SHARED_OPTIONS } from '../common/shared-options';
 
 export const DEFAULT_LISTENER_SOCKET = '/run/seccomp-agent.socket';
@@ -34,13 +34,26 @@ export const DATAPLANE_OPTIONS = {
     description: 'Unix socket the OCI runtime sends notify fds to (listenerPath of the profiles)',
   },
   grpcSocket: SHARED_OPTIONS.grpcSocket,
+  controlSocket: SHARED_OPTIONS.controlSocket,
   socketMode: {
     flag: 'socket-mode', env: 'SECCOMP_AGENT_SOCKET_MODE', default: '0600', parse: parseSocketMode,
-    description: 'File mode of both sockets',
+    description: 'File mode of the listener socket and of the observer (--grpc-socket) socket',
   },
   socketGroup: {
     flag: 'socket-group', env: 'SECCOMP_AGENT_SOCKET_GROUP', default: '', parse: parseGroup,
-    description: 'Group owning both sockets (with --socket-mode 0660)',
+    description: 'Group owning the listener and observer sockets (with --socket-mode 0660): who may watch, never who may attach',
+  },
+  controlSocketGroup: {
+    flag: 'control-socket-group', env: 'SECCOMP_AGENT_CONTROL_SOCKET_GROUP', default: '', parse: parseGroup,
+    description: 'Group given the control socket and the decision channel, mode 0660 (a control plane that does not run as root); empty: root only, 0600',
+  },
+  maxWatchers: {
+    flag: 'max-watchers', env: 'SECCOMP_AGENT_MAX_WATCHERS', default: '64', parse: parsePositiveInteger,
+    description: 'Watch streams served at once in total; more get RESOURCE_EXHAUSTED',
+  },
+  maxWatchersPerConnection: {
+    flag: 'max-watchers-per-connection', env: 'SECCOMP_AGENT_MAX_WATCHERS_PER_CONNECTION', default: '8', parse: parsePositiveInteger,
+    description: 'Watch streams served at once on one client connection; more get RESOURCE_EXHAUSTED',
   },
   defaultAction: {
     flag: 'default-action', env: 'SECCOMP_AGENT_DEFAULT_ACTION', default: 'continue', parse: parseDefaultAction,

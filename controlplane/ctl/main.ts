@@ -4,21 +4,14 @@ import * as grpc from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
 import { createDataPlaneClient, getStatus, listContainers } from '../../common/dataplane-client';
 import { AgentError } from '../../common/errors';
-import { helpText, parseBoolean, parseCommandLine, parseString, type OptionTable } from '../../common/options';
-import { SHARED_OPTIONS } from '../../common/shared-options';
+import { helpText, parseCommandLine } from '../../common/options';
+import { controlSocketPath } from '../../common/shared-options';
+import { CTL_OPTIONS } from './options';
 import { Event, GetStatusResponse, ListContainersResponse } from '../../proto/gen/seccompagent/v1/dataplane';
 import { formatContainers, formatEvent, formatStatus } from './format';
 import type { Explanation, PolicyRow } from '../ctl-server';
 import { ctlSocketPath, formatExplanation, formatPolicies, getJson } from './policies';
 
-const CTL_OPTIONS = {
-  grpcSocket: SHARED_OPTIONS.grpcSocket,
-  json: { flag: 'json', default: 'false', boolean: true, parse: parseBoolean, description: 'Machine-readable output (one JSON object per line for watch)' },
-  container: { flag: 'container', default: '', parse: parseString, description: 'watch: only this container id' },
-  syscall: { flag: 'syscall', default: '', parse: parseString, description: 'watch: only this syscall name' },
-  timeout: { flag: 'timeout', default: '5', parse: (t: string) => Number(t), description: 'Seconds to wait for the data plane (status, containers, health)' },
-  ctlSocket: { flag: 'ctl-socket', env: 'SECCOMP_AGENT_CTL_SOCKET', default: '', parse: parseString, description: 'policies, explain: the control plane\'s socket (default: controlplane.sock beside --grpc-socket)' },
-} satisfies OptionTable;
 
 const SUMMARY = `Inspect the seccomp agent's data plane.
 
@@ -26,7 +19,7 @@ Commands:
   status       version, control plane, default action, counters
   containers   the containers (notify fds) served now
   watch        live events: notifications, answers, containers, control planes
-  health       exit 0 when the data plane serves (grpc.health.v1), 1 otherwise
+  health       exit 0 when the data plane serves (grpc.health.v1), 1 otherwise (--control: on the control socket)
   policies     the policy resources the control plane knows: scope, mode, Ready, rules, containers here
   explain CONTAINER SYSCALL [ARGS]
                which policy and rule answer SYSCALL of CONTAINER (id, id prefix or NS/POD[/CONTAINER]);
@@ -87,9 +80,10 @@ async function main(): Promise<number> {
     return 0;
   }
   if (command === 'health') {
+    const socket = parsed.options.control ? controlSocketPath(parsed.options.controlSocket, grpcSocket) : grpcSocket;
     try {
-      const status = await health(grpcSocket, timeout);
-      out(json ? JSON.stringify({ status }) : `data plane at ${grpcSocket}: ${status}`);
+      const status = await health(socket, timeout);
+      out(json ? JSON.stringify({ status }) : `data plane at ${socket}: ${status}`);
       return 0;
     } catch (err) {
       process.stderr.write(`seccompctl health: ${(err as Error).message}\n`);

@@ -33,14 +33,15 @@ wait_for() {
 }
 status_has() { bin/seccompctl status --json | grep -q "$1"; }
 
-echo "== starting seccomp-keeper -- seccomp-dataplane (listener /run/seccomp-agent.socket, gRPC /run/seccomp-agent/dataplane.sock)"
+echo "== starting seccomp-keeper -- seccomp-dataplane (listener /run/seccomp-agent.socket, gRPC observer /run/seccomp-agent/dataplane.sock, control /run/seccomp-agent/control.sock)"
 echo "   the keeper holds a copy of every fd, as in the DaemonSet: a crash of the data plane loses no container"
 bin/seccomp-keeper -- bin/seccomp-dataplane >"$work/dataplane.log" 2>&1 & pids+=($!)
 wait_for "the data plane to serve" 60 bin/seccompctl health --timeout 1
 bin/seccompctl health
+bin/seccompctl health --control
 
-echo "== starting seccomp-controlplane --no-kubernetes (pod identity from the runtime's annotations)"
-bin/seccomp-controlplane --no-kubernetes >"$work/controlplane.log" 2>&1 & pids+=($!)
+echo "== starting seccomp-controlplane --no-kubernetes (pod identity from the runtime's annotations; attaches on the control socket)"
+bin/seccomp-controlplane --no-kubernetes --control-socket /run/seccomp-agent/control.sock >"$work/controlplane.log" 2>&1 & pids+=($!)
 wait_for "the control plane to attach" 60 status_has '"controlPlane"'
 
 bin/seccompctl watch >"$work/watch.log" 2>&1 & pids+=($!)

@@ -53,7 +53,7 @@ test('zero-disruption proof: 5 CP handovers, 3 CP SIGKILLs, 3 DP handoffs, 3 DP 
   const dir = scratchDir(t);
   let dp: RunningDataPlane = await startDataPlane(t, ['--log-level', 'info'], dir, true);
   const { listenerSocket, grpcSocket } = dp;
-  let cp = await startControlPlane(t, grpcSocket, ['--no-kubernetes', '--fast-path=false']);
+  let cp = await startControlPlane(t, dp, ['--no-kubernetes', '--fast-path=false']);
   const client = createDataPlaneClient(grpcSocket);
   t.after(() => client.close());
   // Counters of each data plane process, as last seen (a SIGKILLed one loses its last 100 ms).
@@ -105,8 +105,8 @@ test('zero-disruption proof: 5 CP handovers, 3 CP SIGKILLs, 3 DP handoffs, 3 DP 
   for (let i = 1; i <= 5; i++) {
     await phase(`control plane handover ${i}`, async () => {
       const before = await getStatus(client);
-      const next = await startControlPlane(t, grpcSocket, ['--no-kubernetes', '--takeover', '--fast-path=false']);
-      await cp.waitFor(/handed over to the successor control plane/);
+      const next = await startControlPlane(t, dp, ['--no-kubernetes', '--takeover', '--fast-path=false']);
+      await cp.waitFor(/handed over to seccomp-controlplane \S+: attaching again if it goes away/);
       cp.child.kill('SIGTERM');
       assert.equal(await cp.exited, 0, cp.output());
       cp = next;
@@ -119,7 +119,7 @@ test('zero-disruption proof: 5 CP handovers, 3 CP SIGKILLs, 3 DP handoffs, 3 DP 
     await phase(`control plane SIGKILL ${i}`, async () => {
       cp.child.kill('SIGKILL');
       await cp.exited;
-      cp = await startControlPlane(t, grpcSocket, ['--no-kubernetes', '--fast-path=false']);
+      cp = await startControlPlane(t, dp, ['--no-kubernetes', '--fast-path=false']);
     });
   }
   for (let i = 1; i <= 3; i++) {

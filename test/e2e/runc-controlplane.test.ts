@@ -27,7 +27,7 @@ const CRIO = (ns: string, pod: string, container: string) => ({
 async function planes(t: TestContext, controlPlaneArgs?: string[]) {
   const dir = scratchDir(t);
   const dp = await startDataPlane(t, [], dir);
-  const cp = await startControlPlane(t, dp.grpcSocket, controlPlaneArgs);
+  const cp = await startControlPlane(t, dp, controlPlaneArgs);
   return { dir, dp, cp };
 }
 
@@ -61,7 +61,7 @@ test('seccomp-controlplane pod identity from the cgroup and the Kubernetes API s
   const dir = scratchDir(t);
   const kubeconfig = api.writeKubeconfig(path.join(dir, 'kubeconfig'));
   const dp = await startDataPlane(t, [], dir);
-  const cp = await startControlPlane(t, dp.grpcSocket, ['--kubeconfig', kubeconfig, '--node-name', 'node-e2e', '--metrics-addr', '127.0.0.1:0']);
+  const cp = await startControlPlane(t, dp, ['--kubeconfig', kubeconfig, '--node-name', 'node-e2e', '--metrics-addr', '127.0.0.1:0']);
   const metrics = `http://${/"address":"([^"]+)","msg":"Prometheus metrics serving/.exec(await cp.waitFor(/"address":"[^"]+","msg":"Prometheus metrics serving/))![1]}`;
   const health = async () => (await (await fetch(`${metrics}/healthz`)).json()) as { status: string; kubernetes: string };
   await waitUntil(async () => (await health()).status === 'ok', 15_000, 'the control plane to be healthy with the API server synced');
@@ -172,7 +172,7 @@ test('seccomp-controlplane killed and restarted while a workload runs: no syscal
   cp.child.kill('SIGKILL');
   await cp.exited;
   await waitUntil(() => fs.readdirSync(tmp).some((n) => /^d\d+$/.test(n)), 10_000, 'the default action to answer the gap');
-  const restarted = await startControlPlane(t, dp.grpcSocket, ['--no-kubernetes', '--fast-path=false']);
+  const restarted = await startControlPlane(t, dp, ['--no-kubernetes', '--fast-path=false']);
   const before = suffixed();
   await waitUntil(() => suffixed() > before + 20, 10_000, 'the new control plane to decide again');
   fs.writeFileSync(path.join(c.bundle.rootfs, 'stop'), '');

@@ -42,7 +42,7 @@ async function stopped(bundle: { stateRoot: string }, id: string): Promise<boole
 async function planes(t: TestContext) {
   const dir = scratchDir(t);
   const dp = await startDataPlane(t, [], dir);
-  const cp = await startControlPlane(t, dp.grpcSocket);
+  const cp = await startControlPlane(t, dp);
   return { dir, dp, cp };
 }
 

@@ -12,7 +12,7 @@ import { scratchDir } from '../support/scratch';
 async function container(t: TestContext, metadata: string) {
   const dir = scratchDir(t);
   const dp = await startDataPlane(t, [], dir);
-  await startControlPlane(t, dp.grpcSocket);
+  await startControlPlane(t, dp);
   return sleepingContainer(t, dir, dp.listenerSocket, metadata, ['mount']);
 }
 

@@ -6,6 +6,7 @@ import * as net from 'node:net';
 import * as path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { startDataPlane, type RunningDataPlane } from '../support/dataplane';
+import { socketArgs } from '../support/controlplane';
 import { IDLE_CLIENTS, TEST_CONTROL_PLANE } from '../support/paths';
 import { run, start, stop, type Started } from '../support/processes';
 import { fdCount, runUnderFilter, startUnderFilter } from '../support/workload';
@@ -83,7 +84,7 @@ test('seccomp-dataplane ingest: a client that connects and sends nothing is drop
 
 test('seccomp-dataplane decisions: an unknown id and a second decision for the same id are ignored, counted and logged', async (t) => {
   const { dp, fds } = await baseline(t);
-  const cp = start(t, process.execPath, [TEST_CONTROL_PLANE, '--grpc-socket', dp.grpcSocket, '--mode', 'bogus']);
+  const cp = start(t, process.execPath, [TEST_CONTROL_PLANE, ...socketArgs(dp), '--mode', 'bogus']);
   await cp.waitFor(/attached/);
   const result = await runUnderFilter({ socket: dp.listenerSocket, syscalls: ['mkdir'] }, ['/bin/mkdir', path.join(dp.dir, 'bogus')]);
   // The real decision (EPERM) is applied once; the bogus and the repeated one are not.
@@ -101,7 +102,7 @@ test('seccomp-dataplane decisions: an unknown id and a second decision for the s
 
 test('seccomp-dataplane decisions: a decision for a container whose process died is dropped without harm', async (t) => {
   const { dp } = await baseline(t, ['--decision-timeout', '30s']);
-  const cp = start(t, process.execPath, [TEST_CONTROL_PLANE, '--grpc-socket', dp.grpcSocket, '--mode', 'late:800']);
+  const cp = start(t, process.execPath, [TEST_CONTROL_PLANE, ...socketArgs(dp), '--mode', 'late:800']);
   await cp.waitFor(/attached/);
   const workload = startUnderFilter(t, { socket: dp.listenerSocket, syscalls: ['mkdir'], id: 'c-dies' }, ['/bin/mkdir', path.join(dp.dir, 'never')]);
   await waitUntil(async () => (await dp.status()).pending === 1, 5000, 'the mkdir to be pending');

@@ -58,14 +58,14 @@ test('SIGKILL of the data plane under seccomp-keeper: containers stay, a 4-threa
 
 test('after a SIGKILL, ids the dead data plane had forwarded to a control plane go to the next control plane', async (t) => {
   const dp = await startDataPlane(t, ['--log-level', 'info', '--decision-timeout', '60s'], undefined, true);
-  await startTestControlPlane(t, dp.grpcSocket, 'ignore');
+  await startTestControlPlane(t, dp, 'ignore');
   const started = Date.now();
   const call = runUnderFilter({ socket: dp.listenerSocket, syscalls: ['getppid'], id: 'held' }, ['/bin/sh', '-c', 'echo ppid $PPID']);
   await waitUntil(async () => (await dp.status()).pending >= 1, 10_000, 'a held notification');
   const restarted = await killDataPlane(dp.proc.child.pid!);
   await waitUntil(async () => (await dp.status().catch(() => null))?.pid === restarted, 15_000, 'the restarted data plane to serve');
   assert.match(dp.proc.output(), /"inFlightHeld":[1-9]/);
-  await startTestControlPlane(t, dp.grpcSocket, 'errno:EACCES');
+  await startTestControlPlane(t, dp, 'errno:EACCES');
   const done = await call;
   assert.ok(Date.now() - started < 30_000, 'answered by the next control plane, not by the 60 s deadline');
   // getppid failed (EACCES, the control plane's decision); the default (continue) gives the real ppid.

@@ -55,7 +55,7 @@ test('--takeover under a 4-thread workload: every container moves, no syscall fa
 
 test('--takeover: notifications the old one had forwarded to a control plane go to the next control plane', async (t) => {
   const a = await startDataPlane(t, ['--log-level', 'info', '--decision-timeout', '60s']);
-  await startTestControlPlane(t, a.grpcSocket, 'ignore');
+  await startTestControlPlane(t, a, 'ignore');
   const started = Date.now();
   const call = runUnderFilter({ socket: a.listenerSocket, syscalls: ['getppid'], id: 'held' }, ['/bin/sh', '-c', 'echo ppid $PPID; cat /proc/self/stat > /dev/null']);
   // getppid is what sh calls for $PPID: it waits for a control plane that never answers.
@@ -63,7 +63,7 @@ test('--takeover: notifications the old one had forwarded to a control plane go 
   const b = await startDataPlane(t, ['--log-level', 'info', '--takeover'], a.dir);
   // The old control plane's stream ended with the old data plane; the successor holds what it had.
   assert.match(b.proc.output(), /"inFlightHeld":[1-9]/);
-  await startTestControlPlane(t, b.grpcSocket, 'errno:EACCES');
+  await startTestControlPlane(t, b, 'errno:EACCES');
   const done = await call;
   assert.ok(Date.now() - started < 30_000, 'answered by the next control plane, not by the 60 s deadline');
   // getppid failed (EACCES, the control plane's decision); the default (continue) gives the real ppid.
@@ -75,7 +75,7 @@ test('--takeover: notifications the old one had forwarded to a control plane go 
 
 test('--takeover --control-plane-grace 0: what the old one had forwarded gets the default at once (recovered)', async (t) => {
   const a = await startDataPlane(t, ['--log-level', 'info', '--decision-timeout', '60s']);
-  await startTestControlPlane(t, a.grpcSocket, 'ignore');
+  await startTestControlPlane(t, a, 'ignore');
   const call = runUnderFilter({ socket: a.listenerSocket, syscalls: ['getppid'], id: 'held' }, ['/bin/sh', '-c', 'echo ppid $PPID']);
   await waitUntil(async () => (await a.status()).pending >= 1, 10_000, 'a held notification');
   const b = await startDataPlane(t, ['--log-level', 'info', '--takeover', '--control-plane-grace', '0'], a.dir);
@@ -88,7 +88,7 @@ test('--takeover --control-plane-grace 0: what the old one had forwarded gets th
 
 test('--takeover with a control plane attached: its policy holds across the handoff, nothing gets the default', async (t) => {
   const a = await startDataPlane(t, ['--log-level', 'info']);
-  const cp = await startControlPlane(t, a.grpcSocket);
+  const cp = await startControlPlane(t, a);
   const made = path.join(a.dir, 'made');
   fs.mkdirSync(made);
   const stopFile = path.join(a.dir, 'stop');

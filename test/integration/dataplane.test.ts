@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { test } from 'node:test';
 import { listContainers } from '../../common/dataplane-client';
 import { AnsweredBy } from '../../proto/gen/seccompagent/v1/dataplane';
-import { startTestControlPlane } from '../support/controlplane';
+import { socketArgs, startTestControlPlane } from '../support/controlplane';
 import { startDataPlane, watchEvents } from '../support/dataplane';
 import { TEST_CONTROL_PLANE } from '../support/paths';
 import { start } from '../support/processes';
@@ -44,7 +44,7 @@ test('seccomp-dataplane --default-action errno:EPERM: mkdir fails with EPERM whi
 test('seccomp-dataplane Attach: a control plane answering errno:EPERM makes mkdir fail with EPERM, answered by the control plane', async (t) => {
   const dp = await startDataPlane(t);
   const watch = watchEvents(t, dp.client);
-  await startTestControlPlane(t, dp.grpcSocket, 'errno:EPERM');
+  await startTestControlPlane(t, dp, 'errno:EPERM');
   const status = await dp.status();
   assert.equal(status.controlPlane?.name, 'test-control-plane');
   const target = path.join(dp.dir, 'refused-by-cp');
@@ -58,8 +58,8 @@ test('seccomp-dataplane Attach: a control plane answering errno:EPERM makes mkdi
 
 test('seccomp-dataplane Attach: a second control plane without takeover is refused and the first keeps deciding', async (t) => {
   const dp = await startDataPlane(t);
-  await startTestControlPlane(t, dp.grpcSocket, 'errno:EACCES');
-  const second = start(t, process.execPath, [TEST_CONTROL_PLANE, '--grpc-socket', dp.grpcSocket, '--mode', 'continue']);
+  await startTestControlPlane(t, dp, 'errno:EACCES');
+  const second = start(t, process.execPath, [TEST_CONTROL_PLANE, ...socketArgs(dp), '--mode', 'continue']);
   await second.waitFor(/stream error .*attached already/);
   const result = await runUnderFilter({ socket: dp.listenerSocket, syscalls: ['mkdir'] }, ['/bin/mkdir', path.join(dp.dir, 'x')]);
   assert.match(result.stderr, /Permission denied/);
@@ -68,7 +68,7 @@ test('seccomp-dataplane Attach: a second control plane without takeover is refus
 test('seccomp-dataplane deadline: a control plane that never answers is overruled by the default action after --decision-timeout', async (t) => {
   const dp = await startDataPlane(t, ['--decision-timeout', '300ms']);
   const watch = watchEvents(t, dp.client);
-  await startTestControlPlane(t, dp.grpcSocket, 'ignore');
+  await startTestControlPlane(t, dp, 'ignore');
   const target = path.join(dp.dir, 'after-deadline');
   const began = Date.now();
   const result = await runUnderFilter({ socket: dp.listenerSocket, syscalls: ['mkdir'], id: 'c-deadline' }, ['/bin/mkdir', target]);
@@ -83,7 +83,7 @@ test('seccomp-dataplane deadline: a control plane that never answers is overrule
 
 test('seccomp-dataplane deadline: a late decision is counted and dropped, never applied', async (t) => {
   const dp = await startDataPlane(t, ['--decision-timeout', '200ms']);
-  const cp = await startTestControlPlane(t, dp.grpcSocket, 'late:700');
+  const cp = await startTestControlPlane(t, dp, 'late:700');
   const result = await runUnderFilter({ socket: dp.listenerSocket, syscalls: ['mkdir'] }, ['/bin/mkdir', path.join(dp.dir, 'late')]);
   assert.equal(result.code, 0, result.stderr);
   await cp.waitFor(/rejected unknown-id/);
@@ -96,7 +96,7 @@ test('seccomp-dataplane deadline: a late decision is counted and dropped, never 
 test('seccomp-dataplane Attach: SIGKILL of the control plane mid-flight answers what it held with the default action at once', async (t) => {
   const dp = await startDataPlane(t, ['--decision-timeout', '60s']);
   const watch = watchEvents(t, dp.client);
-  const cp = await startTestControlPlane(t, dp.grpcSocket, 'ignore');
+  const cp = await startTestControlPlane(t, dp, 'ignore');
   const target = path.join(dp.dir, 'held');
   const workload = startUnderFilter(t, { socket: dp.listenerSocket, syscalls: ['mkdir'], id: 'c-held' }, ['/bin/mkdir', target]);
   await watch.waitFor((e) => e.event?.$case === 'notification' && e.event.notification.containerId === 'c-held');
@@ -114,7 +114,7 @@ test('seccomp-dataplane Attach: SIGKILL of the control plane mid-flight answers 
 
 test('seccomp-dataplane under load: 8 parallel workers under one filter, every notification answered exactly once through a control plane', async (t) => {
   const dp = await startDataPlane(t, ['--log-level', 'info']);
-  await startTestControlPlane(t, dp.grpcSocket, 'continue');
+  await startTestControlPlane(t, dp, 'continue');
   const script = `for i in 1 2 3 4 5 6 7 8; do (j=0; while [ $j -lt 40 ]; do /bin/mkdir "${dp.dir}/w$i-$j" || exit 1; j=$((j+1)); done) & done; wait`;
   const result = await runUnderFilter({ socket: dp.listenerSocket, syscalls: ['mkdir'] }, ['/bin/sh', '-c', script]);
   assert.equal(result.code, 0, result.stderr);

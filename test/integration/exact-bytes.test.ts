@@ -26,7 +26,7 @@ function namesIn(dir: string): string[] {
 /** Both planes; the control plane decides with --no-kubernetes (identity from annotations). */
 async function planes(t: TestContext) {
   const dp = await startDataPlane(t);
-  const cp = await startControlPlane(t, dp.grpcSocket);
+  const cp = await startControlPlane(t, dp);
   return { dp, cp };
 }
 

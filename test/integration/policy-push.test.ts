@@ -40,7 +40,7 @@ function mkdirOnTrigger(t: TestContext, dp: RunningDataPlane, dir: string, optio
 
 /** A bare Attach client that pushes policies itself (the NACK cases a real control plane never sends). */
 async function attachPusher(t: TestContext, dp: RunningDataPlane) {
-  const call = dp.client.attach();
+  const call = dp.controlClient.attach();
   t.after(() => call.cancel());
   const acks: PolicyAck[] = [];
   let handles: bigint[] = [];
@@ -97,7 +97,7 @@ test('policy push: a NACK names the rule and the reason, and the previous versio
 test('policy push: the fast path survives a data plane SIGKILL under seccomp-keeper and a handoff, with no control plane attached', async (t) => {
   const dir = scratchDir(t);
   const dp = await startDataPlane(t, ['--log-level', 'info'], dir, true);
-  const cp = await startControlPlane(t, dp.grpcSocket, ['--no-kubernetes']);
+  const cp = await startControlPlane(t, dp, ['--no-kubernetes']);
   const w = mkdirOnTrigger(t, dp, dir, { metadata: 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}', annotations: CONTAINERD });
   const listed = async () => new Promise<{ policyVersion: string }[]>((resolve, reject) => dp.client.listContainers({}, (err, r) => (err ? reject(err) : resolve(r!.containers))));
   await waitUntil(async () => (await listed())[0]?.policyVersion !== '' && (await listed()).length === 1, 15_000, 'the policy in force');

@@ -20,7 +20,7 @@ function runtimeMessage(id: string, metadata: string): string {
 
 test('seccomp-controlplane listenerMetadata of 100,001 lines: one EPOLICY_TOO_LARGE warning, another container\'s syscalls are not delayed', { timeout: 180_000 }, async (t) => {
   const dp = await startDataPlane(t);
-  const cp = await startControlPlane(t, dp.grpcSocket);
+  const cp = await startControlPlane(t, dp);
   const dir = path.join(dp.dir, 'work');
   fs.mkdirSync(dir);
   const stop = path.join(dir, 'stop');

@@ -33,7 +33,7 @@ export interface Agent {
 export async function startAgent(t: TestContext, dir: string, controlPlaneArgs: string[] = ['--no-kubernetes']): Promise<Agent> {
   const dp = await startDataPlane(t, [], dir);
   const watch = watchEvents(t, dp.client);
-  const cp = await startControlPlane(t, dp.grpcSocket, [...controlPlaneArgs, '--metrics-addr', '127.0.0.1:0']);
+  const cp = await startControlPlane(t, dp, [...controlPlaneArgs, '--metrics-addr', '127.0.0.1:0']);
   const address = /"address":"([^"]+)","msg":"Prometheus metrics serving/.exec(await cp.waitFor(/"address":"[^"]+","msg":"Prometheus metrics serving/))![1];
   const containers = async () => (await listContainers(dp.client)).containers;
   const controlPlaneContainers = async () => {

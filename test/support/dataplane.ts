@@ -13,20 +13,31 @@ export interface RunningDataPlane {
   proc: Started;
   dir: string;
   listenerSocket: string;
+  /** The observer socket (Watch, List, Status; Attach refused). */
   grpcSocket: string;
+  /** The control socket (Attach). */
+  controlSocket: string;
+  /** On the observer socket. */
   client: DataPlaneClient;
+  /** On the control socket: what attaches. */
+  controlClient: DataPlaneClient;
   status(): Promise<GetStatusResponse>;
 }
 
 export async function startDataPlane(t: TestContext, extraArgs: string[] = [], dir = scratchDir(t), underKeeper = false): Promise<RunningDataPlane> {
   const listenerSocket = path.join(dir, 'listener.sock');
   const grpcSocket = path.join(dir, 'grpc', 'dataplane.sock');
-  const dataplane = [DATAPLANE_MAIN, '--listener-socket', listenerSocket, '--grpc-socket', grpcSocket, '--log-level', 'debug', ...extraArgs];
+  const controlSocket = path.join(dir, 'grpc', 'control.sock');
+  const dataplane = [DATAPLANE_MAIN, '--listener-socket', listenerSocket, '--grpc-socket', grpcSocket, '--control-socket', controlSocket, '--log-level', 'debug', ...extraArgs];
   const proc = underKeeper
     ? start(t, KEEPER, ['--restart-delay-ms', '50', '--', process.execPath, ...dataplane])
     : start(t, process.execPath, dataplane);
   const client = createDataPlaneClient(grpcSocket);
-  t.after(() => client.close());
+  const controlClient = createDataPlaneClient(controlSocket);
+  t.after(() => {
+    client.close();
+    controlClient.close();
+  });
   // Ready when this process answers on the gRPC socket (whatever the log level; a predecessor
   // it takes over from may answer there for a moment).
   const servedByThis = async () => {
@@ -34,7 +45,7 @@ export async function startDataPlane(t: TestContext, extraArgs: string[] = [], d
     return getStatus(client).then((s) => s.pid === pid, () => false);
   };
   await waitUntil(servedByThis, 15_000, `the data plane to serve; output:\n${proc.output()}`);
-  return { proc, dir, listenerSocket, grpcSocket, client, status: () => getStatus(client) };
+  return { proc, dir, listenerSocket, grpcSocket, controlSocket, client, controlClient, status: () => getStatus(client) };
 }
 
 /** The data plane that seccomp-keeper (pid `keeperPid`) runs now; 0 while it has none. */

@@ -4,6 +4,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { TestContext } from 'node:test';
 import { FakeKubeApiServer, type PolicyInput, type PolicyResource } from '../cmd/fake-kube-apiserver/server';
+import { socketArgs } from './controlplane';
 import { CONTROLPLANE_MAIN } from './paths';
 import { startDataPlane, type RunningDataPlane } from './dataplane';
 import { start, type Started } from './processes';
@@ -35,7 +36,7 @@ export interface PolicyPlanes {
 /** A control plane against the stand-in with small timings, its state dir and metrics in the scratch dir. */
 export async function startPolicyControlPlane(t: TestContext, dp: RunningDataPlane, kubeconfig: string, stateDir: string, extra: string[] = []): Promise<{ cp: Started; metrics: string }> {
   const cp = start(t, process.execPath, [
-    CONTROLPLANE_MAIN, '--grpc-socket', dp.grpcSocket, '--kubeconfig', kubeconfig, '--node-name', NODE, '--state-dir', stateDir,
+    CONTROLPLANE_MAIN, ...socketArgs(dp), '--kubeconfig', kubeconfig, '--node-name', NODE, '--state-dir', stateDir,
     '--metrics-addr', '127.0.0.1:0', '--status-period', '300ms', '--reconnect-max', '300ms', '--log-level', 'debug', ...extra,
   ]);
   await cp.waitFor(/attached to the data plane/, 20_000);

@@ -17,9 +17,10 @@ import { CustomResourceDefinition } from 'kubernetes-models/apiextensions.k8s.io
 import { celEnv, CelScalar, isCelError, mapType, parse as parseCel, plan as planCel } from '@bufbuild/cel';
 import { parseCommandLine, type OptionTable } from '../../common/options';
 import { VERSION } from '../../common/version';
-import { DEFAULT_GRPC_SOCKET } from '../../common/shared-options';
+import { controlSocketPath, DEFAULT_GRPC_SOCKET } from '../../common/shared-options';
 import { DATAPLANE_OPTIONS, DEFAULT_LISTENER_SOCKET } from '../../dataplane/options';
 import { CONTROLPLANE_OPTIONS } from '../../controlplane/options';
+import { CTL_OPTIONS } from '../../controlplane/ctl/options';
 import { parseListenerMetadata } from '../../controlplane/listener-metadata';
 import {
   container, dockerStages, hostPathOf, imageBinDir, K8S_FILES, kube, loadYaml, NODE_BY_NODE, one, parseUnit, podSpec, read, single,
@@ -255,10 +256,14 @@ test('DaemonSet: data plane flags exist in DATAPLANE_OPTIONS and put both socket
   assert.equal(options.grpcSocket, DEFAULT_GRPC_SOCKET);
   assert.equal(hostPathOf(options.grpcSocket, dp), DEFAULT_GRPC_SOCKET);
   assert.equal(path.posix.dirname(hostPathOf(options.listenerSocket, dp)), path.posix.dirname(DEFAULT_GRPC_SOCKET));
-  // The control plane runs as a member of the socket group, not as root.
+  // The control plane runs as a member of the control socket's group, not as root; the observer
+  // socket's group is another one, so those who watch cannot attach.
   assert.equal(options.socketMode, 0o660);
-  assert.ok(podSpec().securityContext?.supplementalGroups?.includes(Number(options.socketGroup)));
-  assert.equal(container('controlplane').securityContext?.runAsGroup, Number(options.socketGroup));
+  assert.equal(controlSocketPath(options.controlSocket, options.grpcSocket), path.posix.join(path.posix.dirname(DEFAULT_GRPC_SOCKET), 'control.sock'));
+  assert.ok(options.controlSocketGroup !== null && options.socketGroup !== null);
+  assert.notEqual(options.controlSocketGroup, options.socketGroup, 'observers do not get the control socket');
+  for (const group of [options.socketGroup, options.controlSocketGroup]) assert.ok(podSpec().securityContext?.supplementalGroups?.includes(Number(group)), `supplementalGroups has ${group}`);
+  assert.equal(container('controlplane').securityContext?.runAsGroup, Number(options.controlSocketGroup));
 });
 
 test('DaemonSet: the listener-link init container makes the default listenerPath reach the data plane listener', () => {
@@ -277,6 +282,8 @@ test('DaemonSet: control plane flags exist in CONTROLPLANE_OPTIONS; it attaches 
   assertProgram(cp.command![0], 'seccomp-controlplane', 'controlplane command');
   const options = effectiveOptions(CONTROLPLANE_OPTIONS, cp);
   assert.equal(options.grpcSocket, effectiveOptions(DATAPLANE_OPTIONS, container('dataplane')).grpcSocket);
+  const dpOptions = effectiveOptions(DATAPLANE_OPTIONS, container('dataplane'));
+  assert.equal(controlSocketPath(options.controlSocket, options.grpcSocket), controlSocketPath(dpOptions.controlSocket, dpOptions.grpcSocket), 'it attaches on the data plane\'s control socket');
   assert.equal(options.noKubernetes, false);
   assert.equal(CONTROLPLANE_OPTIONS.nodeName.env, 'NODE_NAME');
   const nodeName = (cp.env ?? []).find((e) => e.name === 'NODE_NAME');
@@ -309,7 +316,7 @@ function dataPlaneProbeScript(): string {
   return script;
 }
 
-test('DaemonSet: probes: the data plane is ready only when its own pod serves; no liveness probe restarts it; the control plane runs "seccompctl health"', () => {
+test('DaemonSet: probes: the data plane is ready only when its own pod serves; no liveness probe restarts it; the control plane runs "seccompctl health --control"', () => {
   const dp = container('dataplane');
   dataPlaneProbeScript();
   assert.ok((dp.readinessProbe!.timeoutSeconds ?? 1) > 5, 'dataplane: seccompctl waits up to 5 s; the kubelet must not give up first');
@@ -320,7 +327,11 @@ test('DaemonSet: probes: the data plane is ready only when its own pod serves; n
     const command = probe?.exec?.command;
     assert.ok(command, 'controlplane: exec probe');
     assertProgram(command[0], 'seccompctl', 'controlplane probe');
-    assert.deepEqual(command.slice(1), ['health']);
+    // health --control: the control socket answers this container (the one it attaches on).
+    assert.deepEqual(command.slice(1, 3), ['health', '--control']);
+    const probeOptions = parseCommandLine(CTL_OPTIONS, command.slice(1), {}).options;
+    const cpOptions = effectiveOptions(CONTROLPLANE_OPTIONS, cp);
+    assert.equal(controlSocketPath(probeOptions.controlSocket, probeOptions.grpcSocket), controlSocketPath(cpOptions.controlSocket, cpOptions.grpcSocket));
     assert.ok((probe!.timeoutSeconds ?? 1) > 5, 'controlplane: probe timeoutSeconds');
   }
 });

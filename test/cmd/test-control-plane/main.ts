@@ -1,7 +1,9 @@
-// test-control-plane --grpc-socket S --mode continue|errno:NAME|ignore|late:MS|bogus [--takeover]
+// test-control-plane --grpc-socket S [--control-socket C] --mode continue|errno:NAME|ignore|late:MS|bogus [--takeover]
+// Attaches on the control socket (default: control.sock beside --grpc-socket).
 // Prints "attached <session>" once welcomed and "decided <n>" as it goes, for tests to wait on.
 import { parseErrno } from '../../../common/errors';
 import { createDataPlaneClient } from '../../../common/dataplane-client';
+import { controlSocketPath } from '../../../common/shared-options';
 import type { AttachRequest, AttachResponse, Decision, Notification } from '../../../proto/gen/seccompagent/v1/dataplane';
 
 const args = process.argv.slice(2);
@@ -9,7 +11,7 @@ const flag = (name: string, fallback: string) => {
   const i = args.indexOf(`--${name}`);
   return i === -1 ? fallback : args[i + 1];
 };
-const socket = flag('grpc-socket', '/run/seccomp-agent/dataplane.sock');
+const socket = controlSocketPath(flag('control-socket', ''), flag('grpc-socket', '/run/seccomp-agent/dataplane.sock'));
 const mode = flag('mode', 'continue');
 const takeover = args.includes('--takeover');
 
