@@ -388,7 +388,12 @@ export class DataPlane {
     rule = -1,
   ): void {
     if (outcome.kind === AnswerKind.ANSWER_KIND_TARGET_GONE) this.counters.targetGone++;
-    else this.counters[answeredByLabel(by)!.counter]++;
+    else {
+      const label = answeredByLabel(by)!;
+      this.counters[label.counter]++;
+      if (label.defaultReason !== '') this.containers.countAnswer(handle, 'default');
+      else if (by === AnsweredBy.ANSWERED_BY_FAST_PATH) this.containers.countAnswer(handle, 'fast-path');
+    }
     this.observeLatency?.(by, latencyNs);
     if (!this.hub.active) return;
     this.hub.publish({
