@@ -127,6 +127,13 @@ function implementation(dataplane: DataPlane): DataPlaneServer {
     getStatus(_call, callback) {
       callback(null, dataplane.status());
     },
+    explainRule(call, callback) {
+      try {
+        callback(null, dataplane.explainRule(call.request));
+      } catch (err) {
+        callback({ code: grpc.status.INVALID_ARGUMENT, details: (err as Error).message });
+      }
+    },
   };
 }
 

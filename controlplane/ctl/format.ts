@@ -122,9 +122,18 @@ export function formatContainers(containers: Container[]): string {
     const name = a['io.kubernetes.cri.sandbox-name'] ?? a['io.kubernetes.pod.name'];
     return ns && name ? `${ns}/${name}` : '-';
   };
+  // The labels the control plane pushed with the policy (kept by the data plane), "-" before any.
+  const labels = (c: Container) => {
+    const entries = Object.entries(c.labels).sort(([a], [b]) => (a < b ? -1 : 1));
+    return entries.length ? entries.map(([k, v]) => `${k}=${v}`).join(',') : '-';
+  };
+  const policy = (c: Container) => (c.policyVersion ? `${c.policyVersion} (${c.policyRules} rules)` : 'none');
   return table(
-    ['HANDLE', 'CONTAINER', 'STATUS', 'PID', 'POD', 'SINCE'],
-    containers.map((c) => [String(c.handle), c.containerId, c.status === 'running' ? 'exec' : 'init', String(c.pid), pod(c), c.registeredAt?.toISOString() ?? '']),
+    ['HANDLE', 'CONTAINER', 'STATUS', 'PID', 'POD', 'POLICY', 'FAST PATH', 'DEFAULT', 'SINCE', 'LABELS'],
+    containers.map((c) => [
+      String(c.handle), c.containerId, c.status === 'running' ? 'exec' : 'init', String(c.pid), pod(c), policy(c),
+      String(c.answeredFastPath), String(c.answeredDefault), c.registeredAt?.toISOString() ?? '', labels(c),
+    ]),
   );
 }
 
