@@ -4,38 +4,19 @@
 // emulated with the "-bench-pod" suffix (a decision that goes over gRPC to the emulator).
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
-import type { Child, Children } from './children';
-import { startDataPlane, type DataPlaneProcess } from './dataplane-process';
+import { startRealControlPlane } from './controlplane-process';
+import { startDataPlane } from './dataplane-process';
 import { runScenario } from './scenario-process';
-import { checkTools, runWorkload, TOOLS, workloadMetrics } from './tools';
+import { checkTools, runWorkload, workloadMetrics } from './tools';
 
 const NAMESPACE = 'bench';
 const POD = 'pod';
-
-async function startControlPlane(children: Children, dataplane: DataPlaneProcess, dir: string): Promise<Child> {
-  const child = children.start('control plane', process.execPath, [
-    TOOLS.controlplaneMain, '--grpc-socket', dataplane.grpcSocket, '--no-kubernetes', '--fast-path=false', '--log-level', 'warn',
-  ], { logFile: path.join(dir, 'controlplane.log') });
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    if (!child.alive() || Date.now() > deadline) {
-      throw new Error(`the control plane did not attach to the data plane: ${child.stderr().trim() || 'no output'}`);
-    }
-    try {
-      if ((await dataplane.status()).controlPlane !== undefined) return child;
-    } catch {
-      // the data plane is busy starting; ask again
-    }
-    await sleep(20);
-  }
-}
 
 runScenario(async ({ params, dir, children }) => {
   checkTools(['seccompRun', 'workload', 'dataplaneMain', 'controlplaneMain']);
   const dataplane = await startDataPlane(children, dir);
   try {
-    await startControlPlane(children, dataplane, dir);
+    await startRealControlPlane(children, dataplane, dir, ['--fast-path=false']);
     const before = (await dataplane.status()).counters;
     const result = await runWorkload(children, {
       listenerSocket: dataplane.listenerSocket, threads: params.threads, seconds: params.seconds,

@@ -150,6 +150,24 @@ export const SCENARIOS: Scenario[] = [
     ratios: LATENCY_RATIOS,
   },
   {
+    id: 'fast-path',
+    title: '(d), (e) data plane + the real control plane with its fast path (issue 9)',
+    about: 'seccomp-controlplane --no-kubernetes pushes each container\'s compiled policy; the engine thread answers from it: getppid of a container without policy keys (continue), mkdir of a MKDIR_TMPL container (emulated by the helper, "-bench-pod" suffix); no JS, no gRPC per call',
+    script: 'fast-path',
+    variants: [
+      { label: '(d) getppid, 1 thread', params: { threads: 1, syscall: 'getppid' }, referenceVariant: 'getppid, 1 thread' },
+      { label: '(d) getppid, 8 threads', params: { threads: 8, syscall: 'getppid' }, referenceVariant: 'getppid, 8 threads' },
+      { label: '(e) MKDIR_TMPL mkdir, 1 thread', params: { threads: 1, syscall: 'mkdir' }, referenceVariant: 'mkdir, 1 thread' },
+    ],
+    columns: [
+      { key: 'callsPerSec', title: 'calls/s', digits: 0 }, ...LATENCY_COLUMNS,
+      { key: 'byControlPlane', title: 'by control plane', digits: 0 }, { key: 'defaultAnswers', title: 'by default', digits: 0 },
+      { key: 'rssMiB', title: 'RSS MiB', digits: 1 },
+    ],
+    reference: 'reference',
+    ratios: LATENCY_RATIOS,
+  },
+  {
     id: 'containers',
     title: 'data plane with many live containers (default path)',
     about: 'N idle seccomp-run\'d processes each hold a notify fd; RSS of the data plane and latency of one getppid workload beside 1 and beside N',
