@@ -24,3 +24,13 @@ export async function startRealControlPlane(children: Children, dataplane: DataP
     await sleep(20);
   }
 }
+
+/** The pod the MKDIR_TMPL rows' workload is, by containerd annotations: "-bench-pod" suffixes. */
+export const BENCH_POD = { namespace: 'bench', pod: 'pod' } as const;
+
+/** seccomp-run flags of a workload whose profile says MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}, as BENCH_POD. */
+export const MKDIR_TMPL_RUN_ARGS: readonly string[] = [
+  '--metadata', 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}',
+  '--annotation', `io.kubernetes.cri.sandbox-namespace=${BENCH_POD.namespace}`,
+  '--annotation', `io.kubernetes.cri.sandbox-name=${BENCH_POD.pod}`,
+];

@@ -6,13 +6,10 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startRealControlPlane } from './controlplane-process';
+import { BENCH_POD, MKDIR_TMPL_RUN_ARGS, startRealControlPlane } from './controlplane-process';
 import { startDataPlane } from './dataplane-process';
 import { runScenario } from './scenario-process';
 import { checkTools, runWorkload, workloadMetrics } from './tools';
-
-const NAMESPACE = 'bench';
-const POD = 'pod';
 
 runScenario(async ({ params, dir, children }) => {
   checkTools(['seccompRun', 'workload', 'dataplaneMain', 'controlplaneMain']);
@@ -21,9 +18,7 @@ runScenario(async ({ params, dir, children }) => {
     await startRealControlPlane(children, dataplane, dir, []);
     const mkdir = params.syscall === 'mkdir';
     const id = 'bench-fast';
-    const runArgs = mkdir
-      ? ['--metadata', 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}', '--annotation', `io.kubernetes.cri.sandbox-namespace=${NAMESPACE}`, '--annotation', `io.kubernetes.cri.sandbox-name=${POD}`]
-      : [];
+    const runArgs = mkdir ? [...MKDIR_TMPL_RUN_ARGS] : [];
     // The policy must be in force before the measured seconds begin: the warm-up covers its push.
     const warmupMs = Math.max(params.warmupMs, 1000);
     const workload = runWorkload(children, {
@@ -50,7 +45,7 @@ runScenario(async ({ params, dir, children }) => {
     if (fast === 0 || byControlPlane > fast / 100 || byDefault !== 0) {
       throw new Error(`not the fast path: ${fast} fast-path answers, ${byControlPlane} by the control plane, ${byDefault} by default, for ${result.calls} calls`);
     }
-    const suffixed = path.join(dir, `mkdir-${id}-0-${NAMESPACE}-${POD}`);
+    const suffixed = path.join(dir, `mkdir-${id}-0-${BENCH_POD.namespace}-${BENCH_POD.pod}`);
     if (mkdir && !fs.existsSync(suffixed)) throw new Error(`${suffixed} was not created: mkdir was not emulated with the MKDIR_TMPL suffix`);
     return { ...workloadMetrics(result), byControlPlane, defaultAnswers: byDefault, eventsDropped: Number(counters?.eventsDropped ?? 0n), rssMiB: rss };
   } finally {

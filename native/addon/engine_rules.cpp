@@ -68,6 +68,25 @@ Answer ErrorAnswer(int err) {
   return a;
 }
 
+// The answer a rule gives at once (continue, errno, value); false for an emulation or "ask".
+bool ImmediateAnswer(const Rule& rule, Answer* out) {
+  switch (rule.kind) {
+    case RuleKind::kContinue:
+      *out = Answer();
+      return true;
+    case RuleKind::kError:
+      *out = ErrorAnswer(static_cast<int>(rule.value));
+      return true;
+    case RuleKind::kValue:
+      *out = Answer();
+      out->kind = Answer::kValue;
+      out->value = rule.value;
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 // JS thread.
@@ -148,24 +167,11 @@ bool Engine::AnswerFromRules(Container* container, const Notification& n, const 
   if (index < 0) return false;
   const Rule& rule = policy->set.rules[static_cast<size_t>(index)];
   NotifyBuffers* buffers = mu_held ? &js_buffers_ : &engine_buffers_;
-  switch (rule.kind) {
-    case RuleKind::kAsk:
-      return false;
-    case RuleKind::kContinue:
-      AnswerByRule(container, n, Answer(), index, EmulatedKind::kNone, event, blob, buffers);
-      return true;
-    case RuleKind::kError:
-      AnswerByRule(container, n, ErrorAnswer(static_cast<int>(rule.value)), index, EmulatedKind::kNone, event, blob, buffers);
-      return true;
-    case RuleKind::kValue: {
-      Answer a;
-      a.kind = Answer::kValue;
-      a.value = rule.value;
-      AnswerByRule(container, n, a, index, EmulatedKind::kNone, event, blob, buffers);
-      return true;
-    }
-    default:
-      break;
+  if (rule.kind == RuleKind::kAsk) return false;
+  Answer now;
+  if (ImmediateAnswer(rule, &now)) {
+    AnswerByRule(container, n, now, index, EmulatedKind::kNone, event, blob, buffers);
+    return true;
   }
   if (detailed_events_.load(std::memory_order_relaxed)) queue_->Push(event, strings_, blob, false);
   if (mu_held) {
@@ -184,20 +190,9 @@ bool Engine::AnswerLostFromRules(Container* container, uint64_t id) {
   if (!policy || policy->set.rules.empty()) return false;
   const Rule& rule = policy->set.rules.front();
   if (!rule.any_syscall || !rule.args.empty() || !rule.paths.empty()) return false;
-  Answer answer;  // continue
-  switch (rule.kind) {
-    case RuleKind::kContinue:
-      break;
-    case RuleKind::kError:
-      answer = ErrorAnswer(static_cast<int>(rule.value));
-      break;
-    case RuleKind::kValue:
-      answer.kind = Answer::kValue;
-      answer.value = rule.value;
-      break;
-    default:
-      return false;  // an emulation needs the syscall's arguments; "ask" needs a control plane
-  }
+  Answer answer;
+  // An emulation needs the syscall's arguments; "ask" needs a control plane.
+  if (!ImmediateAnswer(rule, &answer)) return false;
   const SendResult result = NotifySend(container->fd, &js_buffers_, id, answer, nullptr);
   PushAnswered(container->handle, id, AnsweredBy::kFastPath, answer, result, 0, false, Unseen(), 0);
   return result == SendResult::kOk;
