@@ -10,7 +10,7 @@ import { ArgOp, PathOp, type Rule } from '../../proto/gen/seccompagent/v1/policy
 import type { Explanation } from '../ctl-server';
 import { identityFromAnnotations } from '../identity';
 import { matchContainer, parseExplainArgs, type NamedContainer } from './explain-query';
-import { quoteBytes } from './format';
+import { formatLabels, quoteBytes } from './format';
 import { formatExplanation, getJson } from './policies';
 
 const ARG_OP_TEXT: Record<number, string> = {
@@ -90,11 +90,11 @@ export async function explainCommand(client: DataPlaneClient, ctlSocket: string,
   if (response.version === '') {
     lines.push('data plane: no policy in force for this container: the control plane decides each call while one is attached, else the default action answers');
   } else if (!rule) {
-    lines.push(`data plane: policy ${response.version} (${response.rules.length} rules, labels ${formatLabels(response.labels)}): no rule matches, so the control plane decides while attached, else the default action answers`);
+    lines.push(`data plane: policy ${response.version} (${response.rules.length} rules, labels ${formatLabels(response.labels, 'none')}): no rule matches, so the control plane decides while attached, else the default action answers`);
   } else {
     const native = rule.action?.action?.$case !== 'ask';
     askControlPlane = !native;
-    lines.push(`data plane: policy ${response.version} (${response.rules.length} rules, labels ${formatLabels(response.labels)}): rule ${response.ruleIndex} (${rule.origin || 'no origin'}) answers: ${describeRuleAction(rule)}${native ? ', natively, whether a control plane is attached or not' : ''}`);
+    lines.push(`data plane: policy ${response.version} (${response.rules.length} rules, labels ${formatLabels(response.labels, 'none')}): rule ${response.ruleIndex} (${rule.origin || 'no origin'}) answers: ${describeRuleAction(rule)}${native ? ', natively, whether a control plane is attached or not' : ''}`);
     lines.push(`  why: ${whyRuleMatches(rule, syscall)}${response.ruleIndex > 0 ? `; rules 0 to ${response.ruleIndex - 1} do not match` : ''}`);
     if (!native) lines.push('  while no control plane is attached, or it misses its deadline, the default action answers');
   }
@@ -115,9 +115,4 @@ export async function explainCommand(client: DataPlaneClient, ctlSocket: string,
     container: c.containerId, handle: String(c.handle), identity, syscall, args,
     dataPlane: ExplainRuleResponse.toJSON(response), controlPlane, controlPlaneError, lines,
   };
-}
-
-function formatLabels(labels: Record<string, string>): string {
-  const entries = Object.entries(labels);
-  return entries.length ? entries.map(([k, v]) => `${k}=${v}`).join(',') : 'none';
 }

@@ -296,6 +296,7 @@ test('seccompctl policies lists scope, mode, Ready, rules and containers here; s
   await waitUntil(async () => /web-sleeper\s+init\s+\d+\s+\S+\s+[0-9a-f]{16} /.test((await ctl(['containers'])).stdout), 15_000, 'the container\'s policy to be in force in the data plane');
   const denied = await ctl(['explain', 'web-sleeper', 'mkdir', `${dir}/etc/x`, '0755']);
   assert.equal(denied.code, 0, denied.stderr);
+  t.diagnostic(denied.stdout);
   assert.match(denied.stdout, /^container web-sleeper \(shop\/web-1\/app\): mkdir .*\/etc\/x 0755$/m);
   assert.match(denied.stdout, /^data plane: policy [0-9a-f]{16} \(\d+ rules, labels [^)]*\): rule 0 \(policy resources: decided by the control plane\) answers: ask the control plane$/m, denied.stdout);
   assert.match(denied.stdout, /^control plane:$/m);
