@@ -113,4 +113,15 @@ test('seccompctl explain without a policy in force: says the control plane or th
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /^data plane: no policy in force for this container: the control plane decides each call while one is attached, else the default action answers$/m);
   assert.match(r.stdout, /^control plane: not available \(cannot reach the control plane at /m);
+
+  // ExplainRule itself, as a hostile client may call it: refused with a reason, the data plane serves on.
+  const { status } = await import('@grpc/grpc-js');
+  const explain = (request: Parameters<typeof dp.client.explainRule>[0]) =>
+    new Promise<number>((resolve) => dp.client.explainRule(request, (err) => resolve(err ? err.code : 0)));
+  const handle = (await new Promise<bigint>((resolve, reject) => dp.client.listContainers({}, (err, l) => (err ? reject(err) : resolve(l!.containers[0].handle)))));
+  assert.equal(await explain({ handle: 999_999n, syscall: 'mkdir', args: [], stringArgs: [] }), status.INVALID_ARGUMENT);
+  assert.equal(await explain({ handle, syscall: '', args: [], stringArgs: [] }), status.INVALID_ARGUMENT);
+  assert.equal(await explain({ handle, syscall: 'mkdir', args: [1n, 2n, 3n, 4n, 5n, 6n, 7n], stringArgs: [] }), status.INVALID_ARGUMENT);
+  assert.equal(await explain({ handle, syscall: 'mkdir', args: [], stringArgs: [{ index: 9, value: 'x', truncated: false, raw: Buffer.alloc(70_000, 0x41) }] }), 0, 'a path out of range is ignored');
+  assert.equal((await dp.status()).containers, 1, 'the data plane serves on');
 });
