@@ -235,10 +235,6 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // when a rule other than "ask" matches (at once, or through an emulation's executor). False:
   // no policy, no match, or "ask": the caller goes on as for a container without policy.
   bool AnswerFromRules(Container* container, const Notification& n, const Event& event, size_t blob, bool mu_held);
-  // JS thread (Restore, mu_ held): an id a dead predecessor received but never journaled. Its
-  // syscall is unknown, so only a policy whose first rule answers every syscall alike (no syscall,
-  // argument or path named; continue, errno or value) answers it. False: the caller's default does.
-  bool AnswerLostFromRules(Container* container, uint64_t id);
   // JS thread: the serialized policy in force for `container` in a memfd, kept in the fd store.
   void KeepPolicy(uint32_t handle, const std::string& wire);
   // JS thread: starts the emulator and the action worker when the rules of `set` need them.

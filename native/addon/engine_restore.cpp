@@ -3,7 +3,7 @@
 // container's notify fd and record. The journal is replayed: the ids the predecessor received and
 // never answered are answered from the container's rules, else with the default (or held for the
 // next control plane), and after a crash the ids it received but died before journaling are found
-// and answered too (from rules that answer every syscall alike, else with the default).
+// and answered too.
 #include <unistd.h>
 
 #include <map>
@@ -203,13 +203,7 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
     if (it == containers_.end() || !mark.second.has_last) continue;
     for (uint64_t k = 1; k <= kLostIdWindow; k++) {
       const uint64_t id = mark.second.last_id + k;
-      if (!NotifyIdValid(it->second->fd, id)) continue;
-      // A policy that answers every syscall alike answers it as it would have (fast path).
-      if (AnswerLostFromRules(it->second.get(), id)) {
-        result->in_flight_by_rules++;
-      } else if (AnswerRecovered(it->second.get(), id)) {
-        result->lost_answered++;
-      }
+      if (NotifyIdValid(it->second->fd, id) && AnswerRecovered(it->second.get(), id)) result->lost_answered++;
     }
   }
   journal_->ReleaseContainersExcept(kept_slots);

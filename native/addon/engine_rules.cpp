@@ -183,21 +183,6 @@ bool Engine::AnswerFromRules(Container* container, const Notification& n, const 
   return true;
 }
 
-// JS thread (Restore, mu_ held).
-bool Engine::AnswerLostFromRules(Container* container, uint64_t id) {
-  if (!container->has_policy.load(std::memory_order_relaxed)) return false;
-  std::shared_ptr<const PolicyInForce> policy = rules_.RulesFor(container->handle);
-  if (!policy || policy->set.rules.empty()) return false;
-  const Rule& rule = policy->set.rules.front();
-  if (!rule.any_syscall || !rule.args.empty() || !rule.paths.empty()) return false;
-  Answer answer;
-  // An emulation needs the syscall's arguments; "ask" needs a control plane.
-  if (!ImmediateAnswer(rule, &answer)) return false;
-  const SendResult result = NotifySend(container->fd, &js_buffers_, id, answer, nullptr);
-  PushAnswered(container->handle, id, AnsweredBy::kFastPath, answer, result, 0, false, Unseen(), 0);
-  return result == SendResult::kOk;
-}
-
 // Any thread (its buffers).
 void Engine::AnswerByRule(Container* container, const Notification& n, const Answer& answer, int index, EmulatedKind kind,
                           const Event& event, size_t blob, NotifyBuffers* buffers) {
