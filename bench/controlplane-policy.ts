@@ -4,47 +4,21 @@
 // emulated with the "-bench-pod" suffix (a decision that goes over gRPC to the emulator).
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
-import type { Child, Children } from './children';
-import { startDataPlane, type DataPlaneProcess } from './dataplane-process';
+import { BENCH_POD, MKDIR_TMPL_RUN_ARGS, startRealControlPlane } from './controlplane-process';
+import { startDataPlane } from './dataplane-process';
 import { runScenario } from './scenario-process';
-import { checkTools, runWorkload, TOOLS, workloadMetrics } from './tools';
-
-const NAMESPACE = 'bench';
-const POD = 'pod';
-
-async function startControlPlane(children: Children, dataplane: DataPlaneProcess, dir: string): Promise<Child> {
-  const child = children.start('control plane', process.execPath, [
-    TOOLS.controlplaneMain, '--grpc-socket', dataplane.grpcSocket, '--control-socket', dataplane.controlSocket, '--no-kubernetes', '--fast-path=false', '--log-level', 'warn',
-  ], { logFile: path.join(dir, 'controlplane.log') });
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    if (!child.alive() || Date.now() > deadline) {
-      throw new Error(`the control plane did not attach to the data plane: ${child.stderr().trim() || 'no output'}`);
-    }
-    try {
-      if ((await dataplane.status()).controlPlane !== undefined) return child;
-    } catch {
-      // the data plane is busy starting; ask again
-    }
-    await sleep(20);
-  }
-}
+import { checkTools, runWorkload, workloadMetrics } from './tools';
 
 runScenario(async ({ params, dir, children }) => {
   checkTools(['seccompRun', 'workload', 'dataplaneMain', 'controlplaneMain']);
   const dataplane = await startDataPlane(children, dir);
   try {
-    await startControlPlane(children, dataplane, dir);
+    await startRealControlPlane(children, dataplane, dir, ['--fast-path=false']);
     const before = (await dataplane.status()).counters;
     const result = await runWorkload(children, {
       listenerSocket: dataplane.listenerSocket, threads: params.threads, seconds: params.seconds,
       warmupMs: params.warmupMs, syscall: params.syscall, workDir: dir, id: 'bench-policy',
-      runArgs: [
-        '--metadata', 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}',
-        '--annotation', `io.kubernetes.cri.sandbox-namespace=${NAMESPACE}`,
-        '--annotation', `io.kubernetes.cri.sandbox-name=${POD}`,
-      ],
+      runArgs: [...MKDIR_TMPL_RUN_ARGS],
     });
     const after = (await dataplane.status()).counters;
     const answered = Number((after?.answeredControlPlane ?? 0n) - (before?.answeredControlPlane ?? 0n));
@@ -56,7 +30,7 @@ runScenario(async ({ params, dir, children }) => {
       throw new Error(`the control plane answered ${answered} notifications for ${result.calls} measured calls; ${byDefault} default answers`);
     }
     // The suffixed directory proves the mkdirs were emulated as the policy says, not continued.
-    const suffixed = path.join(dir, `mkdir-bench-policy-0-${NAMESPACE}-${POD}`);
+    const suffixed = path.join(dir, `mkdir-bench-policy-0-${BENCH_POD.namespace}-${BENCH_POD.pod}`);
     if (params.syscall === 'mkdir' && !fs.existsSync(suffixed)) {
       throw new Error(`${suffixed} was not created: mkdir was not emulated with the MKDIR_TMPL suffix`);
     }

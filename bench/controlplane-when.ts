@@ -49,7 +49,7 @@ function loadPolicies(api: FakeKubeApiServer): void {
 
 async function startControlPlane(children: Children, dataplane: DataPlaneProcess, dir: string, kubeconfig: string, metricsPort: number): Promise<Child> {
   const child = children.start('control plane', process.execPath, [
-    TOOLS.controlplaneMain, '--grpc-socket', dataplane.grpcSocket, '--kubeconfig', kubeconfig, '--node-name', NODE, '--state-dir', '',
+    TOOLS.controlplaneMain, '--grpc-socket', dataplane.grpcSocket, '--control-socket', dataplane.controlSocket, '--kubeconfig', kubeconfig, '--node-name', NODE, '--state-dir', '',
     '--metrics-addr', `127.0.0.1:${metricsPort}`, '--ctl-socket', 'off', '--log-level', 'warn',
   ], { logFile: path.join(dir, 'controlplane.log') });
   const deadline = Date.now() + 30_000;

@@ -150,6 +150,24 @@ export const SCENARIOS: Scenario[] = [
     ratios: LATENCY_RATIOS,
   },
   {
+    id: 'fast-path',
+    title: '(d), (e) data plane + the real control plane with its fast path (issue 9)',
+    about: 'seccomp-controlplane --no-kubernetes pushes each container\'s compiled policy; the engine thread answers from it: getppid of a container without policy keys (continue), mkdir of a MKDIR_TMPL container (emulated by the helper, "-bench-pod" suffix); no JS, no gRPC per call',
+    script: 'fast-path',
+    variants: [
+      { label: '(d) getppid, 1 thread', params: { threads: 1, syscall: 'getppid' }, referenceVariant: 'getppid, 1 thread' },
+      { label: '(d) getppid, 8 threads', params: { threads: 8, syscall: 'getppid' }, referenceVariant: 'getppid, 8 threads' },
+      { label: '(e) MKDIR_TMPL mkdir, 1 thread', params: { threads: 1, syscall: 'mkdir' }, referenceVariant: 'mkdir, 1 thread' },
+    ],
+    columns: [
+      { key: 'callsPerSec', title: 'calls/s', digits: 0 }, ...LATENCY_COLUMNS,
+      { key: 'byControlPlane', title: 'by control plane', digits: 0 }, { key: 'defaultAnswers', title: 'by default', digits: 0 },
+      { key: 'rssMiB', title: 'RSS MiB', digits: 1 },
+    ],
+    reference: 'reference',
+    ratios: LATENCY_RATIOS,
+  },
+  {
     id: 'controlplane-when',
     title: 'a policy resource\'s when rule decides, 100 policies loaded (issue 10)',
     about: 'seccomp-controlplane against the loopback API stand-in with 100 SeccompNotifyPolicy/ClusterSeccompNotifyPolicy objects; getppid is an ask rule: decision channel -> selection (cached per container) -> CEL when -> allow',

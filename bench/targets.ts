@@ -48,6 +48,13 @@ export const TARGETS: Target[] = [
   { scenario: 'dataplane-attached', variant: 'getppid, 8 threads', name: 'decisions/s', unit: '/s', limit: 20_000, atMost: false, value: (row) => row.decisionsPerSec },
   // Issue 10: a notification decided by a when rule with 100 policies loaded, p50 <= 5x (a).
   { scenario: 'controlplane-when', variant: 'getppid, 1 thread', name: 'p50 vs (a)', unit: '×', limit: 5, atMost: true, value: ratio('p50Us') },
+  // Issue 9: (b) p50 <= 1.1x (a) with one thread.
+  { scenario: 'dataplane-default', variant: 'getppid, 1 thread', name: 'p50 vs (a), issue 9', unit: '×', limit: 1.1, atMost: true, value: ratio('p50Us') },
+  // Issue 9: (d) the fast path's continue p50 <= 1.15x (a) with one thread; with eight, rate >= 0.9x (a)'s.
+  { scenario: 'fast-path', variant: '(d) getppid, 1 thread', name: 'p50 vs (a)', unit: '×', limit: 1.15, atMost: true, value: ratio('p50Us') },
+  { scenario: 'fast-path', variant: '(d) getppid, 8 threads', name: 'rate vs (a)', unit: '×', limit: 0.9, atMost: false, value: ratio('callsPerSec') },
+  // Issue 9: (e) a MKDIR_TMPL mkdir answered by the fast path, end to end, p50 <= 100 µs.
+  { scenario: 'fast-path', variant: '(e) MKDIR_TMPL mkdir, 1 thread', name: 'p50', unit: ' µs', limit: 100, atMost: true, value: (row) => row.p50Us },
   // Issue 2: latency at 1,000 containers within 1.2x of one; RSS at 1,000 <= 120 MiB.
   {
     scenario: 'containers', variant: '1 vs N containers', name: 'p50@N vs p50@1', unit: '×', limit: 1.2, atMost: true,

@@ -12,6 +12,7 @@ import { AgentError } from '../common/errors';
 import type { Logger } from '../common/logger';
 import type { Notification } from '../proto/gen/seccompagent/v1/dataplane';
 import type { ContainerEntry, ContainerRegistry } from './container-registry';
+import { matchContainer, parseExplainArgs } from './ctl/explain-query';
 import { policyRef } from './policy-objects';
 import type { PolicySet } from './policy-set';
 import { readyOf, type NodeReport } from './policy-status';
@@ -79,31 +80,13 @@ export function policyRows(parts: CtlParts): PolicyRow[] {
 
 /** The container by id, id prefix, or NAMESPACE/POD[/CONTAINER]. Throws AgentError ENOCONTAINER. */
 export function findContainer(registry: ContainerRegistry, spec: string): ContainerEntry {
-  const all = [...registry.values()];
-  const parts = spec.split('/');
-  const matches =
-    parts.length >= 2
-      ? all.filter((e) => e.identity && e.identity.namespace === parts[0] && e.identity.pod === parts[1] && (parts.length < 3 || e.identity.container === parts[2]))
-      : all.filter((e) => e.containerId === spec || e.containerId.startsWith(spec));
-  const ids = [...new Set(matches.map((e) => e.containerId))];
-  if (ids.length === 0) throw new AgentError('ENOCONTAINER', `no container ${spec} on this node (seccompctl containers lists them)`);
-  if (ids.length > 1) throw new AgentError('ENOCONTAINER', `${spec} names ${ids.length} containers (${ids.slice(0, 4).join(', ')}): give more of the id`);
-  return matches[0];
+  return matchContainer([...registry.values()], spec);
 }
 
 /** Explains what answers SYSCALL with ARGS for a container: numbers are raw args, anything else a path. */
 export function explain(parts: CtlParts, containerSpec: string, syscall: string, args: string[]): Explanation {
   const entry = findContainer(parts.registry, containerSpec);
-  const raw: bigint[] = [];
-  const paths = new Map<number, string>();
-  args.slice(0, 6).forEach((a, i) => {
-    if (/^(0x[0-9a-f]+|0o[0-7]+|0b[01]+|\d+)$/i.test(a)) raw.push(BigInt(a));
-    else {
-      raw.push(0n);
-      paths.set(i, a);
-    }
-  });
-  while (raw.length < 6) raw.push(0n);
+  const { raw, paths } = parseExplainArgs(args);
   const notification: Notification = {
     handle: handleToProto(entry.handle),
     id: 0n,

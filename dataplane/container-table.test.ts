@@ -22,3 +22,20 @@ test('container table: a kill of an exec fd that came with pid 0 (crun) targets 
   table.remove(1);
   assert.equal(table.initPidOf(2), 0, 'the init fd gone: nothing to kill by');
 });
+
+test('container table: answers are counted per container (default, fast path) and listed as the API\'s figures', () => {
+  const table = new ContainerTable();
+  table.add(1, state('c1', 'creating', 10), PEER);
+  table.add(2, state('c2', 'creating', 11), PEER);
+  table.countAnswer(1, 'default');
+  table.countAnswer(1, 'default');
+  table.countAnswer(2, 'fast-path');
+  table.countAnswer(9, 'default'); // unknown handle: ignored
+  const byId = new Map(table.list().map((c) => [c.containerId, c]));
+  assert.equal(byId.get('c1')?.answeredDefault, 2n);
+  assert.equal(byId.get('c1')?.answeredFastPath, 0n);
+  assert.equal(byId.get('c2')?.answeredFastPath, 1n);
+  table.remove(1);
+  table.countAnswer(1, 'default');
+  assert.deepEqual(table.list().map((c) => c.containerId), ['c2']);
+});

@@ -9,6 +9,7 @@ const RECENTLY_GONE = 1024;
 export class ContainerTable {
   private readonly byHandle = new Map<ContainerHandle, Container>();
   private readonly gone = new Map<ContainerHandle, Container>();
+  private readonly answers = new Map<ContainerHandle, { byDefault: number; fastPath: number }>();
 
   get size(): number {
     return this.byHandle.size;
@@ -30,8 +31,11 @@ export class ContainerTable {
       labels: {},
       policyVersion: '',
       policyRules: 0,
+      answeredDefault: 0n,
+      answeredFastPath: 0n,
     };
     this.byHandle.set(handle, container);
+    this.answers.set(handle, { byDefault: 0, fastPath: 0 });
     return container;
   }
 
@@ -42,6 +46,17 @@ export class ContainerTable {
     container.policyVersion = version;
     container.policyRules = rules;
     container.labels = labels;
+  }
+
+  /**
+   * Counts one answer of a live container by who gave it (Container.answered_default and
+   * answered_fast_path). Plain numbers here, on the answer path; bigints only when listed.
+   */
+  countAnswer(handle: ContainerHandle, by: 'default' | 'fast-path'): void {
+    const counts = this.answers.get(handle);
+    if (!counts) return;
+    if (by === 'default') counts.byDefault++;
+    else counts.fastPath++;
   }
 
   get(handle: ContainerHandle): Container | undefined {
@@ -65,6 +80,7 @@ export class ContainerTable {
   remove(handle: ContainerHandle): Container | undefined {
     const container = this.byHandle.get(handle);
     this.byHandle.delete(handle);
+    this.answers.delete(handle);
     if (container) {
       this.gone.set(handle, container);
       if (this.gone.size > RECENTLY_GONE) this.gone.delete(this.gone.keys().next().value!);
@@ -73,7 +89,10 @@ export class ContainerTable {
   }
 
   list(): Container[] {
-    return [...this.byHandle.values()];
+    return [...this.byHandle].map(([handle, container]) => {
+      const counts = this.answers.get(handle)!;
+      return { ...container, answeredDefault: BigInt(counts.byDefault), answeredFastPath: BigInt(counts.fastPath) };
+    });
   }
 
   /**

@@ -9,7 +9,7 @@ import { CHANNEL_FEATURE } from '../common/decision-channel';
 import { defaultActionToProto, formatDefaultAction } from '../common/default-action';
 import { durationFromMs, durationFromNs, durationToMs } from '../common/duration';
 import { HOLD_FEATURE, MAX_HOLD_MS } from '../common/hold-feature';
-import { errnoName } from '../common/errors';
+import { AgentError, errnoName } from '../common/errors';
 import type { Logger } from '../common/logger';
 import { VERSION } from '../common/version';
 import {
@@ -18,6 +18,8 @@ import {
   type Container,
   type Counters,
   type Decision,
+  type ExplainRuleRequest,
+  type ExplainRuleResponse,
   type GetStatusResponse,
   type Notification,
 } from '../proto/gen/seccompagent/v1/dataplane';
@@ -407,7 +409,12 @@ export class DataPlane {
     findings: PolicyFinding[] = [],
   ): void {
     if (outcome.kind === AnswerKind.ANSWER_KIND_TARGET_GONE) this.counters.targetGone++;
-    else this.counters[answeredByLabel(by)!.counter]++;
+    else {
+      const label = answeredByLabel(by)!;
+      this.counters[label.counter]++;
+      if (label.defaultReason !== '') this.containers.countAnswer(handle, 'default');
+      else if (by === AnsweredBy.ANSWERED_BY_FAST_PATH) this.containers.countAnswer(handle, 'fast-path');
+    }
     this.observeLatency?.(by, latencyNs);
     if (!this.hub.active) return;
     this.hub.publish({
@@ -617,6 +624,20 @@ export class DataPlane {
 
   listContainers(): Container[] {
     return this.containers.list();
+  }
+
+  /** ExplainRule: the rule the engine itself would answer this call with. Throws AgentError EBAD_REQUEST. */
+  explainRule(request: ExplainRuleRequest): ExplainRuleResponse {
+    const handle = handleFromProto(request.handle);
+    if (!this.containers.get(handle)) throw new AgentError('EBAD_REQUEST', `no container with handle ${request.handle} is served here`);
+    const nr = this.syscallNames.indexOf(request.syscall);
+    if (request.syscall === '' || nr < 0) throw new AgentError('EBAD_REQUEST', `"${request.syscall}" is not an x86_64 syscall name`);
+    if (request.args.length > 6 || request.stringArgs.length > 6) throw new AgentError('EBAD_REQUEST', 'a syscall has at most six arguments');
+    const paths = request.stringArgs.map((a) => ({ index: a.index, bytes: a.raw && a.raw.length > 0 ? a.raw : Buffer.from(a.value) }));
+    const found = this.engine.explainRule(handle, nr, request.args, paths);
+    if (!found) return { version: '', ruleIndex: -1, rules: [], labels: {} };
+    const policy = ContainerPolicy.decode(found.wire);
+    return { version: found.version, ruleIndex: found.index, rules: policy.rules, labels: policy.labels };
   }
 
   status(): GetStatusResponse {

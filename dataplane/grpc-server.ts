@@ -166,6 +166,13 @@ function implementation(dataplane: DataPlane, role: SocketRole, controlSocket: s
     getStatus(_call, callback) {
       callback(null, dataplane.status());
     },
+    explainRule(call, callback) {
+      try {
+        callback(null, dataplane.explainRule(call.request));
+      } catch (err) {
+        callback({ code: grpc.status.INVALID_ARGUMENT, details: (err as Error).message });
+      }
+    },
   };
 }
 

@@ -292,6 +292,12 @@ export interface NativeEngine {
   applyPolicy(handle: ContainerHandle, policy: Uint8Array, initPid: number): NativePolicyVerdict;
   /** The policy that answers a handle natively (pushed for it, or inherited from its container's first fd), or null. */
   policyOf(handle: ContainerHandle): NativePolicyState | null;
+  /**
+   * The rule the engine's matcher picks for syscall `nr` (x86_64) with these arguments and path
+   * bytes, from the policy in force for `handle` (index -1: none matches), with that policy as
+   * pushed (a serialized ContainerPolicy); null when the handle has no policy. Read-only.
+   */
+  explainRule(handle: ContainerHandle, nr: number, args: bigint[], paths: Array<{ index: number; bytes: Uint8Array }>): { version: string; index: number; wire: Uint8Array } | null;
   /** Starts the epoll thread; returns once it runs. */
   start(): void;
   /** Creates the listener socket (removes a stale socket file first), chmod `mode`; kept in the fd store as "listener". */

@@ -2,7 +2,8 @@
 # Installs what the test suite needs from Debian's packages when it is missing: runc, crun,
 # containerd (its CRI plugin and ctr), Podman, umoci and a static busybox for the end-to-end
 # tests; systemd-socket-activate (systemd), unshare/nsenter (util-linux) and kubectl
-# (kubernetes-client) for the deploy tests. Fails loudly instead of letting a test skip.
+# (kubernetes-client) for the deploy tests; strace to hold a helper inside a syscall
+# (test/e2e/nshelper-crash.test.ts). Fails loudly instead of letting a test skip.
 # The unit tier needs none of them.
 set -euo pipefail
 # command (or, for a package that ships no command of its own name, a file) -> Debian package
@@ -19,6 +20,7 @@ declare -A tools=(
   [nsenter]=util-linux
   [unshare]=util-linux
   [kubectl]=kubernetes-client
+  [strace]=strace
 )
 present() { case "$1" in /*) [ -x "$1" ] ;; *) command -v "$1" >/dev/null 2>&1 ;; esac; }
 need=()

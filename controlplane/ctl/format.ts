@@ -115,6 +115,12 @@ export function formatStatus(s: GetStatusResponse): string {
   return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n');
 }
 
+/** The labels the control plane pushed with a policy (kept by the data plane), sorted; `none` when there are none. */
+export function formatLabels(labels: Record<string, string>, none: string): string {
+  const entries = Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : 1));
+  return entries.length ? entries.map(([k, v]) => `${k}=${v}`).join(',') : none;
+}
+
 export function formatContainers(containers: Container[]): string {
   const pod = (c: Container) => {
     const a = c.annotations;
@@ -122,9 +128,13 @@ export function formatContainers(containers: Container[]): string {
     const name = a['io.kubernetes.cri.sandbox-name'] ?? a['io.kubernetes.pod.name'];
     return ns && name ? `${ns}/${name}` : '-';
   };
+  const policy = (c: Container) => (c.policyVersion ? `${c.policyVersion} (${c.policyRules} rules)` : 'none');
   return table(
-    ['HANDLE', 'CONTAINER', 'STATUS', 'PID', 'POD', 'SINCE'],
-    containers.map((c) => [String(c.handle), c.containerId, c.status === 'running' ? 'exec' : 'init', String(c.pid), pod(c), c.registeredAt?.toISOString() ?? '']),
+    ['HANDLE', 'CONTAINER', 'STATUS', 'PID', 'POD', 'POLICY', 'FAST PATH', 'DEFAULT', 'SINCE', 'LABELS'],
+    containers.map((c) => [
+      String(c.handle), c.containerId, c.status === 'running' ? 'exec' : 'init', String(c.pid), pod(c), policy(c),
+      String(c.answeredFastPath), String(c.answeredDefault), c.registeredAt?.toISOString() ?? '', formatLabels(c.labels, '-'),
+    ]),
   );
 }
 

@@ -9,20 +9,22 @@ import { controlSocketPath } from '../../common/shared-options';
 import { CTL_OPTIONS } from './options';
 import { Event, GetStatusResponse, ListContainersResponse } from '../../proto/gen/seccompagent/v1/dataplane';
 import { formatContainers, formatEvent, formatStatus } from './format';
-import type { Explanation, PolicyRow } from '../ctl-server';
-import { ctlSocketPath, formatExplanation, formatPolicies, getJson } from './policies';
+import type { PolicyRow } from '../ctl-server';
+import { explainCommand } from './explain';
+import { ctlSocketPath, formatPolicies, getJson } from './policies';
 
 
 const SUMMARY = `Inspect the seccomp agent's data plane.
 
 Commands:
   status       version, control plane, default action, counters
-  containers   the containers (notify fds) served now
+  containers   the containers (notify fds) served now: pod labels, policy version and rules
   watch        live events: notifications, answers, containers, control planes
   health       exit 0 when the data plane serves (grpc.health.v1), 1 otherwise (--control: on the control socket)
   policies     the policy resources the control plane knows: scope, mode, Ready, rules, containers here
   explain CONTAINER SYSCALL [ARGS]
-               which policy and rule answer SYSCALL of CONTAINER (id, id prefix or NS/POD[/CONTAINER]);
+               which rule answers SYSCALL of CONTAINER (id, id prefix or NS/POD[/CONTAINER]) and why:
+               the data plane's rules as pushed, then, for an "ask" rule, the control plane's policy;
                numeric ARGS are raw arguments, others paths (explain c1 mkdir /etc/x 0755)`;
 
 function deadline(seconds: number): Date {
@@ -64,19 +66,10 @@ async function main(): Promise<number> {
   }
   const { grpcSocket, json, timeout } = parsed.options;
   const out = (text: string) => process.stdout.write(`${text}\n`);
-  if (command === 'policies' || command === 'explain') {
-    const socket = ctlSocketPath(parsed.options.ctlSocket, grpcSocket);
-    if (command === 'policies') {
-      const { policies } = await getJson<{ policies: PolicyRow[] }>(socket, '/v1/policies', timeout);
-      out(json ? JSON.stringify(policies) : formatPolicies(policies));
-      return 0;
-    }
-    const [, container, syscall, ...args] = parsed.positional;
-    if (!container || !syscall) throw new AgentError('EUSAGE', 'usage: seccompctl explain CONTAINER SYSCALL [ARGS...]');
-    const query = new URLSearchParams({ container, syscall });
-    for (const a of [...args, ...parsed.rest]) query.append('arg', a);
-    const e = await getJson<Explanation>(socket, `/v1/explain?${query}`, timeout);
-    out(json ? JSON.stringify(e) : formatExplanation(e));
+  const ctlSocket = ctlSocketPath(parsed.options.ctlSocket, grpcSocket);
+  if (command === 'policies') {
+    const { policies } = await getJson<{ policies: PolicyRow[] }>(ctlSocket, '/v1/policies', timeout);
+    out(json ? JSON.stringify(policies) : formatPolicies(policies));
     return 0;
   }
   if (command === 'health') {
@@ -99,6 +92,13 @@ async function main(): Promise<number> {
       case 'status': {
         const status = await getStatus(client);
         out(json ? JSON.stringify(GetStatusResponse.toJSON(status)) : formatStatus(status));
+        return 0;
+      }
+      case 'explain': {
+        const [, container, syscall, ...args] = parsed.positional;
+        if (!container || !syscall) throw new AgentError('EUSAGE', 'usage: seccompctl explain CONTAINER SYSCALL [ARGS...]');
+        const { lines, ...result } = await explainCommand(client, ctlSocket, container, syscall, [...args, ...parsed.rest], timeout);
+        out(json ? JSON.stringify(result) : lines.join('\n'));
         return 0;
       }
       case 'containers': {

@@ -356,6 +356,7 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // Engine thread only.
   NotifyBuffers engine_buffers_;
   uint64_t busy_until_ns_ = 0;
+  bool forwarded_ = false;  // engine thread: this iteration forwarded a notification to a session
   char strings_[6 * kTargetPathMax];
   bool use_pwait2_ = true;
 

@@ -4,6 +4,7 @@
 #include "engine_binding.hpp"
 
 #include <dirent.h>
+#include <linux/audit.h>
 #include <node_api.h>
 
 #include <cmath>
@@ -263,6 +264,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
                            InstanceMethod<&EngineWrap::JsNameContainer>("nameContainer"),
                            InstanceMethod<&EngineWrap::JsApplyPolicy>("applyPolicy"),
                            InstanceMethod<&EngineWrap::JsPolicyOf>("policyOf"),
+                           InstanceMethod<&EngineWrap::JsExplainRule>("explainRule"),
                            InstanceMethod<&EngineWrap::JsListenChannel>("listenChannel"),
                            InstanceMethod<&EngineWrap::JsOpenSession>("openSession"),
                            InstanceMethod<&EngineWrap::JsSetActiveSession>("setActiveSession"),
@@ -461,6 +463,59 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     uint32_t handle;
     if (!ParseUint32(env, info[0], "handle", &handle)) return env.Undefined();
     return PolicyState(env, engine_->PolicyOf(handle));
+  }
+
+  // JS thread. explainRule(handle, nr, args: bigint[] (up to 6), paths: [{ index, bytes: Uint8Array }])
+  // -> { version, index, wire: Uint8Array } or null (no policy): the rule the engine's own matcher
+  // picks for that call (MatchRule, as on the engine thread), and the policy it picked it from.
+  Napi::Value JsExplainRule(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    uint32_t handle;
+    uint32_t nr;
+    if (!ParseUint32(env, info[0], "handle", &handle) || !ParseUint32(env, info[1], "nr", &nr)) return env.Undefined();
+    if (info.Length() < 4 || !info[2].IsArray() || !info[3].IsArray()) {
+      ThrowType(env, "explainRule(handle, nr, args: bigint[], paths: { index, bytes }[])");
+      return env.Undefined();
+    }
+    uint64_t args[6] = {0, 0, 0, 0, 0, 0};
+    Napi::Array js_args = info[2].As<Napi::Array>();
+    for (uint32_t i = 0; i < js_args.Length() && i < 6; ++i) {
+      Napi::Value v = js_args.Get(i);
+      if (!v.IsBigInt()) {
+        ThrowType(env, "explainRule: args must be bigints");
+        return env.Undefined();
+      }
+      bool lossless = false;
+      args[i] = v.As<Napi::BigInt>().Uint64Value(&lossless);
+    }
+    Napi::Array js_paths = info[3].As<Napi::Array>();
+    PathView views[6];
+    size_t count = 0;
+    for (uint32_t i = 0; i < js_paths.Length() && count < 6; ++i) {
+      Napi::Value v = js_paths.Get(i);
+      if (!v.IsObject()) continue;
+      Napi::Object o = v.As<Napi::Object>();
+      Napi::Value index = o.Get("index");
+      Napi::Value bytes = o.Get("bytes");
+      if (!index.IsNumber() || !bytes.IsTypedArray() || bytes.As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
+        ThrowType(env, "explainRule: each path is { index: 0..5, bytes: Uint8Array }");
+        return env.Undefined();
+      }
+      Napi::Uint8Array b = bytes.As<Napi::Uint8Array>();
+      const uint32_t at = index.As<Napi::Number>().Uint32Value();
+      if (at > 5) continue;
+      // Views into the caller's arrays: they live until this call returns, as MatchRule needs.
+      views[count++] = PathView{static_cast<uint8_t>(at), reinterpret_cast<const char*>(b.Data()), static_cast<uint32_t>(b.ByteLength()), false};
+    }
+    std::shared_ptr<const PolicyInForce> policy = engine_->PolicyOf(handle);
+    if (!policy) return env.Null();
+    MatchInput in{AUDIT_ARCH_X86_64, static_cast<int32_t>(nr), args, views, count};
+    Napi::Object r = Napi::Object::New(env);
+    r.Set("version", Napi::String::New(env, policy->set.version));
+    r.Set("index", Napi::Number::New(env, MatchRule(policy->set, in)));
+    r.Set("wire", Napi::Buffer<uint8_t>::Copy(env, reinterpret_cast<const uint8_t*>(policy->wire.data()), policy->wire.size()));
+    return r;
   }
 
   // JS thread. applyPolicy(handle, policy: Uint8Array, initPid) -> { accepted, version, ruleIndex, reason, detail }.

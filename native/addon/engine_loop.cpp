@@ -105,7 +105,10 @@ void Engine::Run() {
     }
     // One write per channel for every frame this iteration produced.
     channel_->FlushAll();
-    if (n > 0 && options_.busy_poll_ns != 0 && (busy_until_ns_ != 0 || active_session_.load(std::memory_order_relaxed) != 0)) {
+    // Only while decisions are in flight: an iteration that forwarded none (the fast path, the
+    // default) with none outstanding takes no lock here.
+    if (n > 0 && options_.busy_poll_ns != 0 && (busy_until_ns_ != 0 || forwarded_)) {
+      forwarded_ = false;
       std::lock_guard<std::mutex> lock(mu_);
       busy_until_ns_ = pending_.empty() ? 0 : MonotonicNs() + options_.busy_poll_ns;
     }
@@ -203,6 +206,7 @@ void Engine::OnNotifyReady(Container* container, uint32_t events) {
     // JS hears of a held one when setActiveSession() forwards it, or from its deadline's answer.
     if (held) return;
     if (owner != 0) {
+      forwarded_ = true;
       event.forwarded = true;
       event.session = owner;
       // On the channel the control plane has it at the end of this iteration; JS only reports it,

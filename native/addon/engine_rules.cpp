@@ -68,6 +68,25 @@ Answer ErrorAnswer(int err) {
   return a;
 }
 
+// The answer a rule gives at once (continue, errno, value); false for an emulation or "ask".
+bool ImmediateAnswer(const Rule& rule, Answer* out) {
+  switch (rule.kind) {
+    case RuleKind::kContinue:
+      *out = Answer();
+      return true;
+    case RuleKind::kError:
+      *out = ErrorAnswer(static_cast<int>(rule.value));
+      return true;
+    case RuleKind::kValue:
+      *out = Answer();
+      out->kind = Answer::kValue;
+      out->value = rule.value;
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 // JS thread.
@@ -148,24 +167,11 @@ bool Engine::AnswerFromRules(Container* container, const Notification& n, const 
   if (index < 0) return false;
   const Rule& rule = policy->set.rules[static_cast<size_t>(index)];
   NotifyBuffers* buffers = mu_held ? &js_buffers_ : &engine_buffers_;
-  switch (rule.kind) {
-    case RuleKind::kAsk:
-      return false;
-    case RuleKind::kContinue:
-      AnswerByRule(container, n, Answer(), index, EmulatedKind::kNone, event, blob, buffers);
-      return true;
-    case RuleKind::kError:
-      AnswerByRule(container, n, ErrorAnswer(static_cast<int>(rule.value)), index, EmulatedKind::kNone, event, blob, buffers);
-      return true;
-    case RuleKind::kValue: {
-      Answer a;
-      a.kind = Answer::kValue;
-      a.value = rule.value;
-      AnswerByRule(container, n, a, index, EmulatedKind::kNone, event, blob, buffers);
-      return true;
-    }
-    default:
-      break;
+  if (rule.kind == RuleKind::kAsk) return false;
+  Answer now;
+  if (ImmediateAnswer(rule, &now)) {
+    AnswerByRule(container, n, now, index, EmulatedKind::kNone, event, blob, buffers);
+    return true;
   }
   if (detailed_events_.load(std::memory_order_relaxed)) queue_->Push(event, strings_, blob, false);
   if (mu_held) {

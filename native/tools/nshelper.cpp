@@ -92,6 +92,7 @@ struct Target {
 };
 
 int g_proc = -1;           // the host's /proc, opened before anything else
+pid_t g_parent = 0;        // the data plane that started us (getppid at start)
 int g_host_root = -1;      // the helper's own root, taken back after each chroot
 uint64_t g_own_userns = 0;  // inode of the helper's (the host's) user namespace
 
@@ -480,6 +481,11 @@ bool ServeOne(char* buf) {
     n = recvmsg(nshelper::kSocketFd, &msg, MSG_CMSG_CLOEXEC);
   } while (n < 0 && errno == EINTR);
   if (n <= 0) return false;
+  // A request in hand is carried to its end, the target answered, even if the data plane dies
+  // meanwhile: killed between its mkdir and NOTIF_SEND, the successor would replay the still
+  // pending notification and do it again (EEXIST for a mkdir that was made). The data plane's
+  // death is looked at once this one is answered.
+  prctl(PR_SET_PDEATHSIG, 0);
   uint64_t start = NowNs();
 
   int fds[4];
@@ -526,6 +532,8 @@ bool ServeOne(char* buf) {
   do {
     w = send(nshelper::kSocketFd, &resp, sizeof(resp), MSG_NOSIGNAL);
   } while (w < 0 && errno == EINTR);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != g_parent) return false;  // it died while this request ran: nothing more to serve
   return w == ssize_t(sizeof(resp));
 }
 
@@ -543,7 +551,9 @@ int main(int argc, char** argv) {
     fprintf(stderr, "seccomp-nshelper: fd 3 is not a SOCK_SEQPACKET socket; it is started by the data plane only\n");
     return 2;
   }
-  // Die with the data plane's thread that started us; the socket's EOF covers the rest.
+  // Die with the data plane's thread that started us (between requests: see ServeOne); the
+  // socket's EOF covers the rest.
+  g_parent = getppid();
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   prctl(PR_SET_DUMPABLE, 0);
   syscall(SYS_close_range, nshelper::kSocketFd + 1, ~0u, 0);

@@ -4,6 +4,14 @@
 //
 //   seccomp-soak-workload [--threads N] [--interval-ms M] [--join-timeout-ms J]
 //                         [--stop-on-stdin-eof]
+//                         [--mkdir DIR [--expect-suffix S | --expect-errno E] [--pause-us P]]
+//
+// With --mkdir each call is mkdir(DIR/tT-n) instead of getppid (run it under seccomp-run
+// --syscalls mkdir,mkdirat), checked against the answer the policy gives: --expect-suffix S, the
+// directory made is DIR/tT-nS and DIR/tT-n does not exist (MKDIR_TMPL); --expect-errno E, mkdir
+// fails with E and makes nothing (a rule's errno, counted as correct, not as an error); neither,
+// DIR/tT-n is made. Anything else is "wrong" (a default continue makes the unsuffixed directory).
+// What is made is removed again (rmdir is not notified). P: microseconds between two calls.
 //
 // Every M ms one JSON line (this window only):
 //   {"t":unixMs,"mono":monotonicMs,"calls":n,"maxUs":x,"oldestInFlightUs":x,"errors":{"38":n},"wrong":n}
@@ -25,7 +33,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,11 +58,17 @@ struct alignas(64) ThreadState {
   std::atomic<uint64_t> errors[kMaxErrno + 1] = {};  // by errno; [0] for an errno out of range
 };
 
+ThreadState* g_states = nullptr;  // the workers, so each knows its index
+
 struct Config {
   int threads = 4;
   long interval_ms = 100;
   long join_timeout_ms = 5000;
   bool stop_on_stdin_eof = false;
+  const char* mkdir_dir = nullptr;
+  const char* expect_suffix = nullptr;
+  long expect_errno = 0;
+  long pause_us = 0;
 };
 
 // Running sums over the windows already printed.
@@ -65,6 +81,7 @@ struct Totals {
 
 std::atomic<bool> g_stop{false};
 std::atomic<long> g_expected_ppid{0};
+Config g_config;  // set once in main, before the threads start
 
 uint64_t NowNs(clockid_t clock) {
   struct timespec ts;
@@ -94,18 +111,64 @@ long ReadPpid() {
   return ppid;
 }
 
+bool IsDir(const char* path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// After mkdir(path) returned rc/err: true when that is the answer the policy gives (see the top).
+// Removes whatever the call made. Sets *failed when the call failed with an errno not expected.
+bool MkdirAnswerRight(const char* path, long rc, int err, bool* failed) {
+  const Config& c = g_config;
+  *failed = false;
+  if (c.expect_errno != 0) {
+    if (rc == -1 && err == c.expect_errno && !IsDir(path)) return true;
+    if (rc == 0) rmdir(path);
+    *failed = rc == -1 && err != c.expect_errno;
+    return *failed;  // a failure counts as an error, not as wrong too
+  }
+  if (rc == -1) {
+    *failed = true;
+    return true;
+  }
+  if (c.expect_suffix == nullptr) {
+    const bool made = IsDir(path);
+    rmdir(path);
+    return made;
+  }
+  char suffixed[PATH_MAX];
+  snprintf(suffixed, sizeof suffixed, "%s%s", path, c.expect_suffix);
+  const bool plain = IsDir(path);
+  const bool right = IsDir(suffixed) && !plain;
+  rmdir(suffixed);
+  if (plain) rmdir(path);
+  return right;
+}
+
 void* RunThread(void* arg) {
   ThreadState* s = static_cast<ThreadState*>(arg);
+  const bool mkdir_mode = g_config.mkdir_dir != nullptr;
+  char path[PATH_MAX] = "";
+  uint64_t n = 0;
+  const long index = s - g_states;
   while (!g_stop.load(std::memory_order_relaxed)) {
+    if (mkdir_mode) snprintf(path, sizeof path, "%s/t%ld-%llu", g_config.mkdir_dir, index, static_cast<unsigned long long>(n++));
     const uint64_t start = NowNs(CLOCK_MONOTONIC);
     s->call_start_ns.store(start, std::memory_order_release);
     // The raw syscall: libc may not cache or skip it.
-    const long rc = syscall(SYS_getppid);
+    const long rc = mkdir_mode ? syscall(SYS_mkdir, path, 0755) : syscall(SYS_getppid);
     const int err = errno;
     const uint64_t elapsed = NowNs(CLOCK_MONOTONIC) - start;
     s->call_start_ns.store(0, std::memory_order_release);
 
-    if (rc == -1) {
+    if (mkdir_mode) {
+      bool failed = false;
+      if (!MkdirAnswerRight(path, rc, err, &failed)) s->wrong.fetch_add(1, std::memory_order_relaxed);
+      if (failed) {
+        const int idx = err >= 1 && err <= kMaxErrno ? err : 0;
+        s->errors[idx].fetch_add(1, std::memory_order_relaxed);
+      }
+    } else if (rc == -1) {
       const int index = err >= 1 && err <= kMaxErrno ? err : 0;
       s->errors[index].fetch_add(1, std::memory_order_relaxed);
     } else if (rc != g_expected_ppid.load(std::memory_order_relaxed)) {
@@ -123,6 +186,7 @@ void* RunThread(void* arg) {
            !s->max_ns.compare_exchange_weak(seen, elapsed, std::memory_order_relaxed)) {
     }
     s->calls.fetch_add(1, std::memory_order_relaxed);
+    if (g_config.pause_us > 0) usleep(static_cast<useconds_t>(g_config.pause_us));
   }
   return nullptr;
 }
@@ -215,6 +279,7 @@ void PrintFinal(const Totals& totals, int stuck) {
 const char kUsage[] =
     "usage: seccomp-soak-workload [--threads N] [--interval-ms M] [--join-timeout-ms J]\n"
     "                             [--stop-on-stdin-eof]\n"
+    "                             [--mkdir DIR [--expect-suffix S | --expect-errno E] [--pause-us P]]\n"
     "\n"
     "N threads (default 4) call getppid without pause; run it under seccomp-run --syscalls getppid.\n"
     "Every M ms (default 100) prints one JSON line for that window:\n"
@@ -223,6 +288,9 @@ const char kUsage[] =
     "On SIGTERM, SIGINT or (with --stop-on-stdin-eof) stdin EOF: stops, waits J ms (default 5000)\n"
     "for the threads, prints the last window and\n"
     "  {\"final\":true,\"calls\":n,\"errors\":{...},\"wrong\":n,\"maxUs\":x,\"stuckThreads\":n}\n"
+    "With --mkdir DIR each call is mkdir(DIR/tT-n), checked: --expect-suffix S, DIR/tT-nS is made\n"
+    "and DIR/tT-n is not; --expect-errno E, mkdir fails with E (not counted as an error); neither:\n"
+    "DIR/tT-n is made. Anything else counts as wrong. P: microseconds between two calls.\n"
     "Exits 0, or 3 when a thread is still blocked in its syscall; 2 on a bad flag.\n";
 
 long ParseLong(const char* flag, const char* value, long min, long max) {
@@ -249,7 +317,9 @@ void ParseArgs(int argc, char** argv, Config* config) {
       continue;
     }
     const bool known = strcmp(arg, "--threads") == 0 || strcmp(arg, "--interval-ms") == 0 ||
-                       strcmp(arg, "--join-timeout-ms") == 0;
+                       strcmp(arg, "--join-timeout-ms") == 0 || strcmp(arg, "--mkdir") == 0 ||
+                       strcmp(arg, "--expect-suffix") == 0 || strcmp(arg, "--expect-errno") == 0 ||
+                       strcmp(arg, "--pause-us") == 0;
     if (!known) {
       fprintf(stderr, "seccomp-soak-workload: unknown flag '%s'\n%s", arg, kUsage);
       exit(2);
@@ -261,6 +331,14 @@ void ParseArgs(int argc, char** argv, Config* config) {
     const char* value = argv[++i];
     if (strcmp(arg, "--threads") == 0) {
       config->threads = static_cast<int>(ParseLong(arg, value, 1, 1024));
+    } else if (strcmp(arg, "--mkdir") == 0) {
+      config->mkdir_dir = value;
+    } else if (strcmp(arg, "--expect-suffix") == 0) {
+      config->expect_suffix = value;
+    } else if (strcmp(arg, "--expect-errno") == 0) {
+      config->expect_errno = ParseLong(arg, value, 1, kMaxErrno);
+    } else if (strcmp(arg, "--pause-us") == 0) {
+      config->pause_us = ParseLong(arg, value, 0, 1000000);
     } else if (strcmp(arg, "--interval-ms") == 0) {
       config->interval_ms = ParseLong(arg, value, 1, 3600000);
     } else {
@@ -320,8 +398,16 @@ int WaitForStop(const Config& config, int signal_fd, ThreadState* states, Totals
 }  // namespace
 
 int main(int argc, char** argv) {
-  Config config;
+  Config& config = g_config;
   ParseArgs(argc, argv, &config);
+  if ((config.expect_suffix != nullptr || config.expect_errno != 0) && config.mkdir_dir == nullptr) {
+    fprintf(stderr, "seccomp-soak-workload: --expect-suffix and --expect-errno need --mkdir\n%s", kUsage);
+    return 2;
+  }
+  if (config.expect_suffix != nullptr && config.expect_errno != 0) {
+    fprintf(stderr, "seccomp-soak-workload: --expect-suffix and --expect-errno exclude each other\n%s", kUsage);
+    return 2;
+  }
 
   // A closed stdin is at its end; and fd 0 must not be reused by the signalfd below.
   if (fcntl(STDIN_FILENO, F_GETFD) < 0 && errno == EBADF &&
@@ -354,6 +440,7 @@ int main(int argc, char** argv) {
 
   const int n = config.threads;
   ThreadState* states = new (std::nothrow) ThreadState[n];
+  g_states = states;
   static Totals totals;
   if (states == nullptr) {
     fprintf(stderr, "seccomp-soak-workload: out of memory for %d threads\n", n);

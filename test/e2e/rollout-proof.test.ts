@@ -1,21 +1,29 @@
-// The promise of issue 4, proven: under a 4-thread workload that never pauses and a container
-// start every second (seccomp-run and real runc), 5 control plane handovers, 3 control plane
-// SIGKILLs, 3 data plane handoffs (the rolling update of the DaemonSet: a new keeper + data plane
-// with --takeover, then the old pod's keeper is stopped) and 3 data plane SIGKILLs under the keeper.
-// Required: no syscall fails (ENOSYS or other), none hangs, every container starts; a planned
-// control plane handover leaves nothing to the default action, nor does a data plane handoff or
-// restart (the new data plane holds notifications for the control plane). Reported: who answered
-// how many, and the longest pause of each phase.
+// The promise of issues 4 and 9, proven: under a 4-thread workload that never pauses and a
+// container start every second (seccomp-run and real runc), 5 control plane handovers, 3 control
+// plane SIGKILLs, 3 more that stay down 2 s, 3 data plane handoffs (the rolling update of the
+// DaemonSet: a new keeper + data plane with --takeover, then the old pod's keeper is stopped) and
+// 3 data plane SIGKILLs under the keeper. Beside the getppid workload run containers whose policy
+// the control plane compiles and pushes (issue 9): MKDIR_TMPL with a known pod (mkdir suffixed),
+// MKDIR_TMPL without one (the --unresolved-action errno), and, in each long control plane gap, a
+// fresh DEFAULT_ACTION=kill-container container (each is killed).
+// Required: no syscall fails (ENOSYS or other), none hangs, every container starts; every answer
+// equals what an attached control plane gives (each workload checks every call); containers whose
+// policy is known never get the default action; the kill-container ones are killed with no control
+// plane up; a planned control plane handover leaves nothing to the default action, nor does a data
+// plane handoff or restart (the new data plane holds notifications for the control plane).
+// Reported: who answered how many, the mismatches, and the longest pause of each phase.
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import { createDataPlaneClient, getStatus } from '../../common/dataplane-client';
-import type { Counters } from '../../proto/gen/seccompagent/v1/dataplane';
+import type { Container, Counters, DataPlaneClient } from '../../proto/gen/seccompagent/v1/dataplane';
+import * as fs from 'node:fs';
 import { startControlPlane } from '../support/controlplane';
 import { keeperChild, startDataPlane, type RunningDataPlane } from '../support/dataplane';
 import { SOAK_WORKLOAD } from '../support/paths';
-import { stop, type Started } from '../support/processes';
-import { makeBundle, runContainer } from '../support/runc';
+import { containerd } from '../support/policy';
+import { run, stop, type Started } from '../support/processes';
+import { makeBundle, runContainer, runcExec, sleepingContainer, type Bundle } from '../support/runc';
 import { scratchDir } from '../support/scratch';
 import { runUnderFilter, startUnderFilter } from '../support/workload';
 import { sleep, waitUntil } from '../support/wait';
@@ -48,23 +56,63 @@ const defaults = (c: Counters) => DEFAULT_COUNTERS.reduce((sum, k) => sum + c[k]
 const attaches = (cp: Started) => (cp.output().match(/attached to the data plane/g) ?? []).length;
 /** Notifications a data plane answered by default because no control plane was there. */
 const gapDefaults = (c: Counters) => c.answeredDefaultNoControlPlane + c.answeredDefaultDeadline + c.answeredDefaultDetached;
+/** Every control plane of the proof: no API server; a pod identity that is not known gives EACCES. */
+const CP_ARGS = ['--no-kubernetes', '--unresolved-action', 'errno:EACCES'];
+const EACCES = 13;
 
-test('zero-disruption proof: 5 CP handovers, 3 CP SIGKILLs, 3 DP handoffs, 3 DP SIGKILLs; nothing fails, nothing hangs', { timeout: 600_000 }, async (t) => {
+function listContainers(client: DataPlaneClient): Promise<Container[]> {
+  return new Promise((resolve, reject) => client.listContainers({}, (err, r) => (err ? reject(err) : resolve(r!.containers))));
+}
+
+async function stopped(bundle: Bundle, id: string): Promise<boolean> {
+  const state = await run('runc', ['--root', bundle.stateRoot, 'state', id]);
+  return state.code !== 0 || /"status": "stopped"/.test(state.stdout);
+}
+
+function finalOf(workload: Started): Final {
+  const lines = workload.output().trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Window | Final);
+  const final = lines.find((l): l is Final => 'final' in l);
+  assert.ok(final, `no final report from the workload:\n${workload.output().slice(-2000)}`);
+  return final;
+}
+
+test('zero-disruption proof: 5 CP handovers, 3+3 CP SIGKILLs, 3 DP handoffs, 3 DP SIGKILLs; nothing fails, nothing hangs, every answer is the policy\'s', { timeout: 600_000 }, async (t) => {
   const dir = scratchDir(t);
   let dp: RunningDataPlane = await startDataPlane(t, ['--log-level', 'info'], dir, true);
   const { listenerSocket, grpcSocket } = dp;
-  let cp = await startControlPlane(t, dp, ['--no-kubernetes', '--fast-path=false']);
+  let cp = await startControlPlane(t, dp, CP_ARGS);
   const client = createDataPlaneClient(grpcSocket);
   t.after(() => client.close());
-  // Counters of each data plane process, as last seen (a SIGKILLed one loses its last 100 ms).
+  // Counters of each data plane process, as last seen (a SIGKILLed one loses its last 100 ms),
+  // and per process, the default answers each container whose policy is known got.
   const countersByPid = new Map<number, Counters>();
+  const known = new Set<string>();
+  const knownDefaults = new Map<string, bigint>(); // "pid/handle" -> answered by default
   const poll = setInterval(() => {
-    getStatus(client).then((s) => countersByPid.set(s.pid, s.counters!), () => undefined);
+    Promise.all([getStatus(client), listContainers(client)]).then(([s, containers]) => {
+      countersByPid.set(s.pid, s.counters!);
+      for (const c of containers) if (known.has(c.containerId)) knownDefaults.set(`${s.pid}/${c.handle}`, c.answeredDefault);
+    }, () => undefined);
   }, 100);
   t.after(() => clearInterval(poll));
 
   const soak = startUnderFilter(t, { socket: listenerSocket, syscalls: ['getppid'], id: 'soak' }, [SOAK_WORKLOAD, '--threads', '4']);
-  await soak.waitFor(/"calls":[1-9]/, 10_000);
+  // Containers with a policy of their own, one mkdir every 2 ms each, every answer checked.
+  const mkdirWorkload = (id: string, metadata: string, annotations: Record<string, string>, expect: string[]) => {
+    const target = path.join(dir, id);
+    fs.mkdirSync(target);
+    return startUnderFilter(t, { socket: listenerSocket, syscalls: ['mkdir', 'mkdirat'], id, metadata, annotations },
+      [SOAK_WORKLOAD, '--threads', '1', '--pause-us', '2000', '--mkdir', target, ...expect]);
+  };
+  const suffixed = mkdirWorkload('mkdir-tmpl', 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}', containerd('shop', 'web-1', 'app'), ['--expect-suffix', '-shop-web-1']);
+  const refused = mkdirWorkload('mkdir-errno', 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}', {}, ['--expect-errno', String(EACCES)]);
+  const policyWorkloads = { 'getppid (no keys: continue)': soak, 'MKDIR_TMPL suffix': suffixed, 'MKDIR_TMPL unresolved: errno EACCES': refused };
+  for (const id of ['soak', 'mkdir-tmpl', 'mkdir-errno']) known.add(id);
+  for (const w of Object.values(policyWorkloads)) await w.waitFor(/"calls":[1-9]/, 10_000);
+  await waitUntil(async () => {
+    const listed = await listContainers(client);
+    return [...known].every((id) => listed.some((c) => c.containerId === id && c.policyVersion !== ''));
+  }, 15_000, 'the three workloads to have their policy in force');
 
   // A container start every second, alternating seccomp-run and runc; each must run to its end.
   const bundle = makeBundle(path.join(dir, 'bundle'), ['/bin/sh', '-c', 'echo ppid $PPID'], { listenerPath: listenerSocket, syscalls: ['getppid'] });
@@ -105,7 +153,7 @@ test('zero-disruption proof: 5 CP handovers, 3 CP SIGKILLs, 3 DP handoffs, 3 DP 
   for (let i = 1; i <= 5; i++) {
     await phase(`control plane handover ${i}`, async () => {
       const before = await getStatus(client);
-      const next = await startControlPlane(t, dp, ['--no-kubernetes', '--takeover', '--fast-path=false']);
+      const next = await startControlPlane(t, dp, [...CP_ARGS, '--takeover']);
       await cp.waitFor(/handed over to seccomp-controlplane \S+: attaching again if it goes away/);
       cp.child.kill('SIGTERM');
       assert.equal(await cp.exited, 0, cp.output());
@@ -119,7 +167,27 @@ test('zero-disruption proof: 5 CP handovers, 3 CP SIGKILLs, 3 DP handoffs, 3 DP 
     await phase(`control plane SIGKILL ${i}`, async () => {
       cp.child.kill('SIGKILL');
       await cp.exited;
-      cp = await startControlPlane(t, dp, ['--no-kubernetes', '--fast-path=false']);
+      cp = await startControlPlane(t, dp, CP_ARGS);
+    });
+  }
+  // Down 2 s each: a container whose policy says DEFAULT_ACTION=kill-container (a fresh one each
+  // time, since each is killed) makes a notified syscall while no control plane is up.
+  const kills: Array<{ id: string; killed: boolean; downMs: number }> = [];
+  for (let i = 1; i <= 3; i++) {
+    await phase(`control plane SIGKILL ${i}, down 2 s`, async () => {
+      const victim = await sleepingContainer(t, dir, listenerSocket, 'DEFAULT_ACTION=kill-container', ['mkdir', 'mkdirat']);
+      known.add(victim.id);
+      await waitUntil(async () => (await listContainers(client)).some((c) => c.containerId === victim.id && c.policyVersion !== ''), 15_000, `${victim.id}'s policy to be in force`);
+      cp.child.kill('SIGKILL');
+      await cp.exited;
+      const downAt = monoMs();
+      await waitUntil(async () => (await getStatus(client)).controlPlane === undefined, 10_000, 'the data plane to see the control plane gone');
+      const exec = await runcExec(victim.bundle, victim.id, ['/bin/sh', '-c', 'mkdir /tmp/z; echo survived']);
+      const killed = !/survived/.test(exec.stdout) && (await waitUntil(() => stopped(victim.bundle, victim.id), 10_000, `${victim.id} to be killed`).then(() => true, () => false));
+      const noneUp = (await getStatus(client)).controlPlane === undefined;
+      kills.push({ id: victim.id, killed: killed && noneUp, downMs: monoMs() - downAt });
+      await sleep(Math.max(0, 2000 - (monoMs() - downAt)));
+      cp = await startControlPlane(t, dp, CP_ARGS);
     });
   }
   for (let i = 1; i <= 3; i++) {
@@ -152,12 +220,21 @@ test('zero-disruption proof: 5 CP handovers, 3 CP SIGKILLs, 3 DP handoffs, 3 DP 
 
   starting = false;
   await starter;
-  soak.child.kill('SIGTERM');
-  const code = await soak.exited;
+  // The last per-container figures, while the workloads still run.
+  const lastStatus = await getStatus(client);
+  for (const c of await listContainers(client)) if (known.has(c.containerId)) knownDefaults.set(`${lastStatus.pid}/${c.handle}`, c.answeredDefault);
+  clearInterval(poll);
+  const codes = new Map<string, number | string>();
+  for (const [name, w] of Object.entries(policyWorkloads)) {
+    w.child.kill('SIGTERM');
+    codes.set(name, await w.exited);
+  }
+  const final = finalOf(soak);
   const lines = soak.output().trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Window | Final);
-  const final = lines.find((l): l is Final => 'final' in l);
-  assert.ok(final, `no final report from the workload:\n${soak.output().slice(-2000)}`);
   const windows = lines.filter((l): l is Window => !('final' in l));
+  const finals = Object.fromEntries(Object.entries(policyWorkloads).map(([name, w]) => [name, finalOf(w)]));
+  const mismatches = Object.values(finals).reduce((sum, f) => sum + f.wrong, 0);
+  const defaultsForKnown = [...knownDefaults.values()].reduce((sum, n) => sum + n, 0n);
 
   // Figures for the closing note, printed whether or not the checks below pass.
   const interval = windows.length > 1 ? windows[1].mono - windows[0].mono : 100;
@@ -173,11 +250,19 @@ test('zero-disruption proof: 5 CP handovers, 3 CP SIGKILLs, 3 DP handoffs, 3 DP 
   }
   t.diagnostic(`answered by the control plane ${totals.get('answeredControlPlane')}, default (no control plane) ${totals.get('answeredDefaultNoControlPlane')}, default (detached) ${totals.get('answeredDefaultDetached')}, default (deadline) ${totals.get('answeredDefaultDeadline')}, default (recovered after a handoff or crash) ${totals.get('answeredDefaultRecovered')}, fast path ${totals.get('answeredFastPath')}; data plane processes ${countersByPid.size}`);
   t.diagnostic(`workload: ${final.calls} syscalls, longest ${(final.maxUs / 1000).toFixed(1)} ms; container starts ${starts.length} (${starts.filter((s) => s.kind === 'runc').length} runc)`);
+  for (const [name, f] of Object.entries(finals)) t.diagnostic(`${name}: ${f.calls} calls, ${f.wrong} not the policy's answer, errors ${JSON.stringify(f.errors)}`);
+  t.diagnostic(`mismatches (an answer other than an attached control plane gives): ${mismatches}; default answers for containers whose policy is known: ${defaultsForKnown}`);
+  t.diagnostic(`kill-container with no control plane up: ${kills.filter((k) => k.killed).length} of ${kills.length} killed (${kills.map((k) => `${k.downMs} ms down`).join(', ')})`);
 
-  assert.equal(code, 0, `the workload exited ${code}`);
-  assert.equal(final.stuckThreads, 0, 'every syscall returned');
-  assert.deepEqual(final.errors, {}, 'no syscall failed (38 = ENOSYS)');
-  assert.equal(final.wrong, 0);
+  for (const [name, c] of codes) assert.equal(c, 0, `the ${name} workload exited ${c}`);
+  for (const [name, f] of Object.entries(finals)) {
+    assert.equal(f.stuckThreads, 0, `${name}: every syscall returned`);
+    assert.deepEqual(f.errors, {}, `${name}: no syscall failed (38 = ENOSYS)`);
+    assert.equal(f.wrong, 0, `${name}: ${f.wrong} answer(s) differ from what an attached control plane gives`);
+  }
+  assert.equal(defaultsForKnown, 0n, 'no container whose policy is known got the default action');
+  assert.deepEqual(kills.filter((k) => !k.killed), [], 'every kill-container container was killed with no control plane up');
+  assert.equal(kills.length, 3);
   const failed = starts.filter((s) => !s.ok);
   assert.deepEqual(failed, [], 'every container started and ran');
   assert.ok(starts.length >= 20, `only ${starts.length} container starts`);

@@ -5,6 +5,8 @@ import * as path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { FakeKubeApiServer } from '../cmd/fake-kube-apiserver/server';
 import { startControlPlane } from '../support/controlplane';
+import type { Container } from '../../proto/gen/seccompagent/v1/dataplane';
+import { removeCgroups } from '../support/cgroups';
 import { startDataPlane } from '../support/dataplane';
 import { run, stop } from '../support/processes';
 import { runcExec, sleepingContainer } from '../support/runc';
@@ -97,6 +99,46 @@ test('seccomp-controlplane pod identity from the cgroup and the Kubernetes API s
   const after = await runcExec(two.bundle, two.id, ['/bin/mkdir', '/tmp/u2']);
   assert.equal(after.code, 0, after.stderr);
   assert.ok(fs.existsSync(path.join(two.bundle.rootfs, 'tmp', 'u2-kns-kpod2')));
+});
+
+test('seccomp-controlplane restarted while the API server is stopped, with no node checkpoint: a container resolved earlier from its cgroup keeps its MKDIR_TMPL suffix (identity from the data plane\'s labels)', async (t) => {
+  const api = await FakeKubeApiServer.create();
+  t.after(() => api.stop());
+  const uid = '6f1c2a4e-3333-4a5b-9c3d-00000000a003';
+  api.addPod({ name: 'lpod', namespace: 'lns', uid, nodeName: 'node-e2e' });
+  const dir = scratchDir(t);
+  const kubeconfig = api.writeKubeconfig(path.join(dir, 'kubeconfig'));
+  const dp = await startDataPlane(t, [], dir);
+  // --state-dir '' (startControlPlane): no node checkpoint, so only the data plane can remember.
+  const args = ['--kubeconfig', kubeconfig, '--node-name', 'node-e2e'];
+  const first = await startControlPlane(t, dp.grpcSocket, args);
+  const podCgroup = `/kubepods/besteffort/pod${uid}`;
+  const c = await sleepingContainer(t, dir, dp.listenerSocket, 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}', ['mkdir', 'mkdirat'], {}, `${podCgroup}/e2e-${process.pid}-labels`);
+  t.after(() => removeCgroups([podCgroup]));
+  const listed = async () => (await new Promise<Container[]>((resolve, reject) => dp.client.listContainers({}, (err, r) => (err ? reject(err) : resolve(r!.containers))))).find((x) => x.containerId === c.id);
+  await waitUntil(async () => (await listed())?.labels.resolution === 'cgroup', 15_000, `the container to resolve through its cgroup; log:\n${first.output().slice(-3000)}`);
+  const before = (await listed())!;
+  assert.deepEqual(before.labels, { resolution: 'cgroup', namespace: 'lns', pod: 'lpod', 'pod-uid': uid });
+  const made = await runcExec(c.bundle, c.id, ['/bin/mkdir', '/tmp/before']);
+  assert.equal(made.code, 0, made.stderr);
+  assert.ok(fs.existsSync(path.join(c.bundle.rootfs, 'tmp', 'before-lns-lpod')));
+
+  await api.stop();
+  first.child.kill('SIGKILL');
+  await first.exited;
+  const second = await startControlPlane(t, dp.grpcSocket, args);
+  // The new one read the snapshot and decided about the container, one way or the other.
+  await second.waitFor(new RegExp(`container ${c.id} (keeps the pod identity|is unresolved)`), 15_000);
+  await second.waitFor(/Kubernetes API server unreachable at/, 30_000);
+  await sleep(500); // a push it would make is answered within this
+  const after = (await listed())!;
+  assert.deepEqual(after.labels, before.labels, `the labels the data plane holds; log:\n${second.output().slice(-3000)}`);
+  assert.equal(after.policyVersion, before.policyVersion, 'nothing changed, so nothing was pushed again');
+  const again = await runcExec(c.bundle, c.id, ['/bin/mkdir', '/tmp/after']);
+  assert.equal(again.code, 0, again.stderr);
+  assert.ok(fs.existsSync(path.join(c.bundle.rootfs, 'tmp', 'after-lns-lpod')), 'the suffix survived the restart during the outage');
+  assert.equal(fs.existsSync(path.join(c.bundle.rootfs, 'tmp', 'after')), false);
+  assert.match(second.output(), new RegExp(`container ${c.id} keeps the pod identity the data plane holds for it \\(lns/lpod`));
 });
 
 test('seccomp-controlplane DEFAULT_ACTION=kill-container kills that container and nothing else', async (t) => {

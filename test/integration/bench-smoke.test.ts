@@ -35,3 +35,17 @@ test('seccomp-bench-workload under seccomp-run, answered by seccomp-bench-respon
   assert.ok(stats, `no stats from the responder: ${responder.output()}`);
   assert.ok(Number(stats[1]) >= Number(line.calls), `responder answered ${stats[1]} for ${line.calls} measured calls`);
 });
+
+// The fast-path scenario (rows (d) and (e)) as `npm run bench` runs it, briefly: its own checks
+// fail the run when the answers did not come from the fast path (or mkdir got no suffix).
+for (const syscall of ['getppid', 'mkdir'] as const) {
+  test(`bench fast-path scenario, ${syscall}: the real control plane pushes the policy, the data plane answers natively; one metrics line`, { timeout: 60_000 }, async () => {
+    const script = path.join(ROOT, 'dist', 'bench', 'fast-path.js');
+    const result = await run(process.execPath, [script, JSON.stringify({ threads: 1, seconds: 0.3, warmupMs: 100, syscall })]);
+    const line = JSON.parse(result.stdout.trim().split('\n').pop() ?? '{}') as { metrics?: Record<string, number>; error?: string };
+    assert.equal(line.error, undefined, `the scenario failed: ${line.error}\n${result.stderr}`);
+    assert.equal(result.code, 0, result.stderr);
+    assert.ok(line.metrics && line.metrics.calls > 0 && line.metrics.p50Us > 0, result.stdout);
+    assert.equal(line.metrics.defaultAnswers, 0);
+  });
+}

@@ -301,9 +301,13 @@ test('seccompctl policies lists scope, mode, Ready, rules and containers here; s
   const json = JSON.parse((await ctl(['policies', '--json'])).stdout);
   assert.deepEqual(json.map((r: { name: string }) => r.name), ['deny-etc', 'broken']);
 
+  await waitUntil(async () => /web-sleeper\s+init\s+\d+\s+\S+\s+[0-9a-f]{16} /.test((await ctl(['containers'])).stdout), 15_000, 'the container\'s policy to be in force in the data plane');
   const denied = await ctl(['explain', 'web-sleeper', 'mkdir', `${dir}/etc/x`, '0755']);
   assert.equal(denied.code, 0, denied.stderr);
+  t.diagnostic(denied.stdout);
   assert.match(denied.stdout, /^container web-sleeper \(shop\/web-1\/app\): mkdir .*\/etc\/x 0755$/m);
+  assert.match(denied.stdout, /^data plane: policy [0-9a-f]{16} \(\d+ rules, labels [^)]*\): rule 0 \(policy resources: decided by the control plane\) answers: ask the control plane$/m, denied.stdout);
+  assert.match(denied.stdout, /^control plane:$/m);
   assert.match(denied.stdout, /^answered by SeccompNotifyPolicy shop\/deny-etc, rule no-etc \(rules\[0\], when paths\[0\]\.startsWith\(.*\)\): errno EPERM$/m);
   const allowed = await ctl(['explain', 'shop/web-1/app', 'mkdir', '/tmp/x']);
   assert.match(allowed.stdout, /^no policy resource answers: the profile's listenerMetadata decides/m);
