@@ -34,7 +34,7 @@ test('nshelper: a data plane SIGKILLed between a fast-path mkdir and its answer:
   requireStrace();
   const dir = scratchDir(t);
   const dp = await startDataPlane(t, ['--log-level', 'info'], dir, true);
-  await startControlPlane(t, dp.grpcSocket);
+  await startControlPlane(t, dp);
   const work = path.join(dir, 'work');
   fs.mkdirSync(work);
   const go = path.join(dir, 'go');

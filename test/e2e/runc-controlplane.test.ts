@@ -111,7 +111,7 @@ test('seccomp-controlplane restarted while the API server is stopped, with no no
   const dp = await startDataPlane(t, [], dir);
   // --state-dir '' (startControlPlane): no node checkpoint, so only the data plane can remember.
   const args = ['--kubeconfig', kubeconfig, '--node-name', 'node-e2e'];
-  const first = await startControlPlane(t, dp.grpcSocket, args);
+  const first = await startControlPlane(t, dp, args);
   const podCgroup = `/kubepods/besteffort/pod${uid}`;
   const c = await sleepingContainer(t, dir, dp.listenerSocket, 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}', ['mkdir', 'mkdirat'], {}, `${podCgroup}/e2e-${process.pid}-labels`);
   t.after(() => removeCgroups([podCgroup]));
@@ -126,7 +126,7 @@ test('seccomp-controlplane restarted while the API server is stopped, with no no
   await api.stop();
   first.child.kill('SIGKILL');
   await first.exited;
-  const second = await startControlPlane(t, dp.grpcSocket, args);
+  const second = await startControlPlane(t, dp, args);
   // The new one read the snapshot and decided about the container, one way or the other.
   await second.waitFor(new RegExp(`container ${c.id} (keeps the pod identity|is unresolved)`), 15_000);
   await second.waitFor(/Kubernetes API server unreachable at/, 30_000);

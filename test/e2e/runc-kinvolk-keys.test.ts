@@ -26,7 +26,7 @@ async function planes(t: TestContext, controlPlaneArgs: string[] = []) {
   const dir = scratchDir(t);
   const dp = await startDataPlane(t, [], dir);
   const watch = watchEvents(t, dp.client);
-  const cp = await startControlPlane(t, dp.grpcSocket, ['--no-kubernetes', ...controlPlaneArgs]);
+  const cp = await startControlPlane(t, dp, ['--no-kubernetes', ...controlPlaneArgs]);
   return { dir, dp, cp, watch };
 }
 

@@ -65,7 +65,7 @@ test('seccompctl: an unknown command or flag is a clear usage error', async () =
 
 test('seccompctl containers and explain with a control plane: labels and rule version per container; explain names the native rule that answers and why, also with the control plane gone', async (t) => {
   const dp = await startDataPlane(t);
-  const cp = await startControlPlane(t, dp.grpcSocket);
+  const cp = await startControlPlane(t, dp);
   const ctl = (args: string[]) => run(CTL, [...args, '--grpc-socket', dp.grpcSocket]);
   startUnderFilter(t, {
     socket: dp.listenerSocket, syscalls: ['mkdir', 'getppid'], id: 'c-explain', metadata: 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}',
