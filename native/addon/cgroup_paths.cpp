@@ -1,31 +1,8 @@
 #include "cgroup_paths.hpp"
 
+#include "mountinfo_text.h"
+
 namespace seccomp_agent {
-
-std::vector<std::string> SplitText(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (;;) {
-    size_t pos = s.find(sep, start);
-    out.push_back(s.substr(start, pos == std::string::npos ? std::string::npos : pos - start));
-    if (pos == std::string::npos) return out;
-    start = pos + 1;
-  }
-}
-
-std::string UnescapeMountinfo(const std::string& s) {
-  auto octal = [](char c) { return c >= '0' && c <= '7'; };
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size() && octal(s[i + 1]) && octal(s[i + 2]) && octal(s[i + 3])) {
-      out.push_back(char((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0')));
-      i += 3;
-    } else {
-      out.push_back(s[i]);
-    }
-  }
-  return out;
-}
 
 void FindCgroupMounts(const std::string& mountinfo, CgroupMount* v2, CgroupMount* freezer) {
   for (const std::string& line : SplitText(mountinfo, '\n')) {

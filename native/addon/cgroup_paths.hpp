@@ -5,14 +5,10 @@
 #pragma once
 
 #include <string>
-#include <vector>
+
+#include "mountinfo_text.h"
 
 namespace seccomp_agent {
-
-std::vector<std::string> SplitText(const std::string& s, char sep);
-
-// mountinfo escapes space, tab, newline and backslash as \ooo.
-std::string UnescapeMountinfo(const std::string& s);
 
 // A cgroup hierarchy as mounted here: the mount's root inside the hierarchy and where it is.
 struct CgroupMount {

@@ -7,15 +7,18 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
-#include <ctype.h>
 
 #include <algorithm>
 #include <map>
 
+#include "mountinfo_text.h"
 #include "unique_fd.h"
 
 namespace mount_confinement {
 namespace {
+
+using seccomp_agent::SplitText;
+using seccomp_agent::UnescapeMountinfo;
 
 constexpr uint64_t kNoSuidNoDev = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 constexpr uint64_t kPseudo = kNoSuidNoDev | MOUNT_ATTR_NOEXEC;
@@ -59,34 +62,9 @@ constexpr Row kTable[] = {
     {"nfsd", Treatment::kRefuse, 0, nullptr},
 };
 
-// mountinfo escapes space, tab, newline and backslash as \ooo.
-std::string Unescape(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size() && isdigit(s[i + 1]) && isdigit(s[i + 2]) && isdigit(s[i + 3])) {
-      out.push_back(char((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0')));
-      i += 3;
-    } else {
-      out.push_back(s[i]);
-    }
-  }
-  return out;
-}
-
-std::vector<std::string> Split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (;;) {
-    size_t end = s.find(sep, start);
-    out.push_back(s.substr(start, end == std::string::npos ? std::string::npos : end - start));
-    if (end == std::string::npos) return out;
-    start = end + 1;
-  }
-}
-
 uint64_t AttrsFromOptions(const std::string& options) {
   uint64_t attrs = 0;
-  for (const std::string& o : Split(options, ',')) {
+  for (const std::string& o : SplitText(options, ',')) {
     if (o == "ro") attrs |= MOUNT_ATTR_RDONLY;
     else if (o == "nosuid") attrs |= MOUNT_ATTR_NOSUID;
     else if (o == "nodev") attrs |= MOUNT_ATTR_NODEV;
@@ -115,7 +93,7 @@ int SetFlag(int fs, const char* key) { return fsconfig(fs, FSCONFIG_SET_FLAG, ke
 
 // The caller's data string, one fsconfig per comma-separated option, as mount(2) would parse it.
 int ConfigureOptions(int fs, const std::string& options) {
-  for (const std::string& o : Split(options, ',')) {
+  for (const std::string& o : SplitText(options, ',')) {
     if (o.empty()) continue;
     size_t eq = o.find('=');
     int rc = eq == std::string::npos
@@ -129,7 +107,7 @@ int ConfigureOptions(int fs, const std::string& options) {
 // proc's own visibility options of the container's /proc (hidepid, subset, gid) win over the
 // caller's: a new instance must not show more processes than the container's own does.
 int InheritProcOptions(int fs, const std::string& super_options) {
-  for (const std::string& o : Split(super_options, ',')) {
+  for (const std::string& o : SplitText(super_options, ',')) {
     if (o.rfind("hidepid=", 0) == 0 || o.rfind("subset=", 0) == 0 || o.rfind("gid=", 0) == 0) {
       if (int rc = ConfigureOptions(fs, o)) return rc;
     }
@@ -182,17 +160,17 @@ int CopySubmount(int tree, const Reference& ref, const MountEntry& sub, uint64_t
 
 std::vector<MountEntry> ParseMountinfo(const std::string& text) {
   std::vector<MountEntry> out;
-  for (const std::string& line : Split(text, '\n')) {
+  for (const std::string& line : SplitText(text, '\n')) {
     size_t dash = line.find(" - ");
     if (dash == std::string::npos) continue;
-    std::vector<std::string> left = Split(line.substr(0, dash), ' ');
-    std::vector<std::string> right = Split(line.substr(dash + 3), ' ');
+    std::vector<std::string> left = SplitText(line.substr(0, dash), ' ');
+    std::vector<std::string> right = SplitText(line.substr(dash + 3), ' ');
     if (left.size() < 6 || right.size() < 3) continue;
     MountEntry m;
     m.id = strtoull(left[0].c_str(), nullptr, 10);
     m.parent = strtoull(left[1].c_str(), nullptr, 10);
-    m.root = Unescape(left[3]);
-    m.mountpoint = Unescape(left[4]);
+    m.root = UnescapeMountinfo(left[3]);
+    m.mountpoint = UnescapeMountinfo(left[4]);
     m.attrs = AttrsFromOptions(left[5]);
     m.fstype = right[0];
     m.super_options = right[2];
