@@ -92,8 +92,15 @@ runScenario(async ({ params, dir, children }) => {
         '--annotation', 'io.kubernetes.cri.container-name=app',
       ],
     });
-    const after = (await dataplane.status()).counters;
-    const answered = Number((after?.answeredControlPlane ?? 0n) - (before?.answeredControlPlane ?? 0n));
+    // The data plane counts answers from its engine's event batches: the last ones reach its
+    // counters a moment after the workload ends, so wait (briefly) for them before comparing.
+    let after = (await dataplane.status()).counters;
+    const countedOf = (c: typeof after) => Number((c?.answeredControlPlane ?? 0n) - (before?.answeredControlPlane ?? 0n));
+    for (const settleBy = Date.now() + 2000; countedOf(after) < result.calls && Date.now() < settleBy;) {
+      await sleep(50);
+      after = (await dataplane.status()).counters;
+    }
+    const answered = countedOf(after);
     const byRule = (await answersOfDecidingRule(metricsPort)) - answeredBefore;
     const byDefault = Number((after?.answeredDefaultDeadline ?? 0n) + (after?.answeredDefaultDetached ?? 0n) + (after?.answeredDefaultNoControlPlane ?? 0n));
     // Every measured call must have been decided by the control plane, by the when rule, or this is not the path.
