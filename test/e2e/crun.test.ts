@@ -102,6 +102,8 @@ test('crun exec with DEFAULT_ACTION=kill-container: the exec fd (pid 0) kills th
   const bystander = await sleepingContainer(crun, agent, dir, 'DEFAULT_ACTION=kill-container', {});
   const result = await crunExec(crun, victim.id, ['/bin/sh', '-c', 'mkdir /tmp/z; echo survived']);
   assert.doesNotMatch(result.stdout, /survived/);
+  // Watch delivers the exec fd's containerAdded on its own schedule: the kill can come first.
+  await waitUntil(() => agent.fdsOf(victim.id).length === 2, 10_000, 'the exec fd on Watch');
   assert.deepEqual(agent.fdsOf(victim.id).slice(1).map((e) => [e.status, e.pid]), [['running', 0]]);
   await waitUntil(async () => !(await crunList(crun)).some((c) => c.id === victim.id && c.status === 'running'), 10_000, 'the victim to stop');
   assert.deepEqual((await crunList(crun)).filter((c) => c.status === 'running').map((c) => c.id), [bystander.id]);
