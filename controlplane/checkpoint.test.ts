@@ -51,3 +51,12 @@ test('checkpoint: truncated, altered, not JSON or of another format: ECHECKPOINT
     assert.throws(() => readCheckpoint(dir), (e) => e instanceof AgentError && e.code === 'ECHECKPOINT_CORRUPT' && message.test(e.message) && /refused; starting without it/.test(e.message), what);
   }
 });
+
+test('checkpoint: the state directory is created, its missing parents are not (a removed hostPath is reported, not recreated)', async (t) => {
+  const parent = tmp(t);
+  const gone = path.join(parent, 'unmounted');
+  await assert.rejects(writeCheckpoint(path.join(gone, 'state'), content), /ENOENT/);
+  assert.equal(fs.existsSync(gone), false);
+  await writeCheckpoint(path.join(parent, 'state'), content);
+  assert.equal(fs.statSync(path.join(parent, 'state')).mode & 0o777, 0o700);
+});

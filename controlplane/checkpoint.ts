@@ -99,7 +99,11 @@ export function readCheckpoint(dir: string): CheckpointContent | null {
 export async function writeCheckpoint(dir: string, content: CheckpointContent): Promise<void> {
   const body = encodeBody(content);
   const text = JSON.stringify({ format: FORMAT, sha256: createHash('sha256').update(body).digest('hex'), body });
-  await fs.promises.mkdir(dir, { recursive: true, mode: 0o700 });
+  // The state directory itself, never its parents: a parent that is gone (an unmounted hostPath,
+  // a removed scratch dir) is an error to report, not a tree to recreate.
+  await fs.promises.mkdir(dir, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EEXIST') throw err;
+  });
   const file = path.join(dir, CHECKPOINT_FILE);
   const tmp = `${file}.tmp-${process.pid}`;
   const handle = await fs.promises.open(tmp, 'w', 0o600);
