@@ -8,8 +8,8 @@ import { handleFromProto, handleToProto, type ContainerHandle } from '../common/
 import { CHANNEL_FEATURE } from '../common/decision-channel';
 import { defaultActionToProto, formatDefaultAction } from '../common/default-action';
 import { durationFromMs, durationFromNs, durationToMs } from '../common/duration';
-import { HOLD_FEATURE, MAX_HOLD_MS } from '../common/hold-feature';
 import { AgentError, errnoName } from '../common/errors';
+import { HOLD_FEATURE, MAX_HOLD_MS } from '../common/hold-feature';
 import type { Logger } from '../common/logger';
 import { VERSION } from '../common/version';
 import {
@@ -21,11 +21,12 @@ import {
   type ExplainRuleRequest,
   type ExplainRuleResponse,
   type GetStatusResponse,
+  type Hold,
   type Notification,
+  type PolicyFinding,
 } from '../proto/gen/seccompagent/v1/dataplane';
 import { ContainerPolicy, type PolicyAck } from '../proto/gen/seccompagent/v1/policy';
 import { AttachSession } from './attach-session';
-import type { Hold, PolicyFinding } from '../proto/gen/seccompagent/v1/dataplane';
 import { DATAPLANE_FEATURES, outcomeOf, toNativeDecision, type AnswerOutcome } from './decisions';
 import { ContainerTable } from './container-table';
 import { decodeContainerRecord, encodeContainerRecord } from './container-record';

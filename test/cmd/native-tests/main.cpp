@@ -144,6 +144,21 @@ struct Owners : PendingTable::Owners {
   }
 };
 
+// One pending target (an eventfd, not a notify fd: only deadlines matter) with one owner, for the
+// deadline cases.
+struct DeadlineFixture {
+  Owners owners;
+  PendingTarget target;
+  PendingOwner owner;
+  PendingTable table{&owners};
+  DeadlineFixture() {
+    target.fd = eventfd(0, EFD_CLOEXEC);
+    target.handle = 5;
+    owner.id = 9;
+  }
+  ~DeadlineFixture() { close(target.fd); }
+};
+
 Answer Continue() { return Answer(); }
 Answer Errno(int e) {
   Answer a;
@@ -256,13 +271,10 @@ void PendingTableCases() {
   });
 
   Case("pending table: deadlines answer what is due, skip what was answered, and make later decisions late", [] {
-    Owners owners;
-    PendingTable table(&owners);
-    PendingTarget t;
-    t.fd = eventfd(0, EFD_CLOEXEC);
-    t.handle = 5;
-    PendingOwner owner;
-    owner.id = 9;
+    DeadlineFixture f;
+    PendingTable& table = f.table;
+    PendingTarget& t = f.target;
+    PendingOwner& owner = f.owner;
     const uint64_t now = MonotonicNs();
     table.Add(&t, &owner, Fake(5, 1), now + 10);
     table.Add(&t, &owner, Fake(5, 2), now + 20);
@@ -277,17 +289,13 @@ void PendingTableCases() {
     EXPECT(table.AnsweredLate(5, 1) && !table.AnsweredLate(5, 2) && !table.AnsweredLate(5, 3));
     EXPECT(table.size() == 1 && owner.owned == 1);
     EXPECT(table.NextDeadline() == now + 1000000000000ull);
-    close(t.fd);
   });
 
   Case("pending table: an extended deadline (a hold) is not answered at the old one, and is at the new one", [] {
-    Owners owners;
-    PendingTable table(&owners);
-    PendingTarget t;
-    t.fd = eventfd(0, EFD_CLOEXEC);
-    t.handle = 5;
-    PendingOwner owner;
-    owner.id = 9;
+    DeadlineFixture f;
+    PendingTable& table = f.table;
+    PendingTarget& t = f.target;
+    PendingOwner& owner = f.owner;
     const uint64_t now = MonotonicNs();
     table.Add(&t, &owner, Fake(5, 1), now + 10);
     table.Add(&t, &owner, Fake(5, 2), now + 10);
@@ -305,7 +313,6 @@ void PendingTableCases() {
     EXPECT(expired.size() == 1);
     table.ExpireDue(now + 500, Continue(), &buffers, report);
     EXPECT(expired.size() == 2 && expired[1] == 1 && table.empty());
-    close(t.fd);
   });
 
   Case("pending table: a closed target's entries go without an answer; held ones go to the first owner", [] {
