@@ -52,11 +52,11 @@ export class ContainerTable {
    * Counts one answer of a live container by who gave it (Container.answered_default and
    * answered_fast_path). Plain numbers here, on the answer path; bigints only when listed.
    */
-  countAnswer(handle: ContainerHandle, by: 'default' | 'fast-path'): void {
+  countAnswer(handle: ContainerHandle, by: 'default' | 'fast-path', count = 1): void {
     const counts = this.answers.get(handle);
     if (!counts) return;
-    if (by === 'default') counts.byDefault++;
-    else counts.fastPath++;
+    if (by === 'default') counts.byDefault += count;
+    else counts.fastPath += count;
   }
 
   get(handle: ContainerHandle): Container | undefined {

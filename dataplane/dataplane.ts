@@ -43,6 +43,7 @@ import type {
   NotificationEvent,
   RespondResult,
   RestoreResult,
+  TallyEvent,
 } from './native';
 import { FdStoreWatch } from './fd-store-watch';
 import { parseRuntimeMessage } from './runtime-message';
@@ -78,6 +79,12 @@ const inFlightKey = (handle: ContainerHandle, id: bigint) => `${handle}:${id}`;
 export type DataPlaneOrigin = 'fresh' | 'fd-store' | 'handoff';
 
 type MutableCounters = { -readonly [K in keyof Counters]: number };
+
+/** Where answer latencies go (the metrics' histogram): one answer, or a native tally's buckets. */
+export interface AnswerLatencySink {
+  observe(by: AnsweredBy, latencyNs: bigint): void;
+  add(by: AnsweredBy, buckets: readonly number[], sumNs: bigint, count: number): void;
+}
 
 const NATIVE_ANSWERED_BY: Record<AnsweredEvent['by'], AnsweredBy> = {
   'no-control-plane': AnsweredBy.ANSWERED_BY_DEFAULT_NO_CONTROL_PLANE,
@@ -116,8 +123,12 @@ export class DataPlane {
   private stopped = false;
   /** Notifications received by syscall name, for metrics. */
   readonly notificationsBySyscall = new Map<string, number>();
-  /** Called with every answer's latency (metrics). */
-  observeLatency: ((by: AnsweredBy, latencyNs: bigint) => void) | null = null;
+  /** Takes every answer's latency, one by one or a native tally's buckets at once (metrics). */
+  latency: AnswerLatencySink | null = null;
+  /** The bounds (ns) a native tally buckets latencies by: the latency histogram must use them. */
+  get latencyBucketsNs(): readonly number[] {
+    return this.addon.latencyBucketsNs;
+  }
   /** Called when a successor connects to the handoff socket (see handoff.ts). */
   onHandoffRequest: ((conn: number, peerPid: number) => void) | null = null;
   private origin: DataPlaneOrigin = 'fresh';
@@ -258,6 +269,9 @@ export class DataPlane {
           case 'answered':
             this.onNativeAnswer(event);
             break;
+          case 'tally':
+            this.onTally(event);
+            break;
           case 'connection':
             this.onConnection(event);
             break;
@@ -357,9 +371,28 @@ export class DataPlane {
     };
   }
 
-  private countNotification(syscall: string): void {
-    this.counters.notifications++;
-    this.notificationsBySyscall.set(syscall, (this.notificationsBySyscall.get(syscall) ?? 0) + 1);
+  private countNotification(syscall: string, count = 1): void {
+    this.counters.notifications += count;
+    this.notificationsBySyscall.set(syscall, (this.notificationsBySyscall.get(syscall) ?? 0) + count);
+  }
+
+  /** `count` notifications the engine answered by itself while nobody watched: as many answered events. */
+  private onTally(event: TallyEvent): void {
+    this.countNotification(this.syscallName(event.nr, event.arch), event.count);
+    const by = NATIVE_ANSWERED_BY[event.by];
+    this.countAnswers(event.handle, by, event.gone, event.count);
+    this.latency?.add(by, event.latencyBuckets, event.latencySumNs, event.count);
+  }
+
+  private countAnswers(handle: ContainerHandle, by: AnsweredBy, gone: boolean, count: number): void {
+    if (gone) {
+      this.counters.targetGone += count;
+      return;
+    }
+    const label = answeredByLabel(by)!;
+    this.counters[label.counter] += count;
+    if (label.defaultReason !== '') this.containers.countAnswer(handle, 'default', count);
+    else if (by === AnsweredBy.ANSWERED_BY_FAST_PATH) this.containers.countAnswer(handle, 'fast-path', count);
   }
 
   /** Returns the notification to send to its session over gRPC, if it goes there. */
@@ -409,14 +442,8 @@ export class DataPlane {
     rule = -1,
     findings: PolicyFinding[] = [],
   ): void {
-    if (outcome.kind === AnswerKind.ANSWER_KIND_TARGET_GONE) this.counters.targetGone++;
-    else {
-      const label = answeredByLabel(by)!;
-      this.counters[label.counter]++;
-      if (label.defaultReason !== '') this.containers.countAnswer(handle, 'default');
-      else if (by === AnsweredBy.ANSWERED_BY_FAST_PATH) this.containers.countAnswer(handle, 'fast-path');
-    }
-    this.observeLatency?.(by, latencyNs);
+    this.countAnswers(handle, by, outcome.kind === AnswerKind.ANSWER_KIND_TARGET_GONE, 1);
+    this.latency?.observe(by, latencyNs);
     if (!this.hub.active) return;
     this.hub.publish({
       $case: 'answer',

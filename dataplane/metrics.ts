@@ -1,9 +1,11 @@
 // The data plane's Prometheus metrics. Counters are read from the data plane when scraped, so
-// the notification path pays for one histogram observation per answer and nothing else.
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+// the notification path pays for one histogram observation per answer JS sees, and nothing for
+// those the engine tallies (their buckets are added per batch).
+import { Counter, Gauge, Registry } from 'prom-client';
 import { answeredByLabel, ANSWERED_BY_LABELS } from '../common/answer-labels';
 import type { AnsweredBy, Counters } from '../proto/gen/seccompagent/v1/dataplane';
 import type { DataPlane } from './dataplane';
+import { LatencyHistogram } from './latency-histogram';
 
 /** answers_total by answered_by; answers whose target was gone count apart, as target_gone. */
 const ANSWER_COUNTERS: Array<[keyof Counters, string]> = [
@@ -14,22 +16,19 @@ const ANSWER_COUNTERS: Array<[keyof Counters, string]> = [
 export class DataPlaneMetrics {
   readonly registry = new Registry();
   /** Seconds from receipt to answer, by who answered. */
-  readonly latency: Histogram<'answered_by'>;
+  readonly latency: LatencyHistogram;
 
   constructor(dataplane: DataPlane) {
     const registry = this.registry;
-    this.latency = new Histogram({
-      name: 'seccomp_agent_decision_latency_seconds',
-      help: 'Time from receiving a notification to answering it',
-      labelNames: ['answered_by'],
-      buckets: [0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.01, 0.1, 1, 5],
-      registers: [registry],
-    });
-    const children = new Map<AnsweredBy, ReturnType<Histogram<'answered_by'>['labels']>>();
-    dataplane.observeLatency = (by, latencyNs) => {
-      let child = children.get(by);
-      if (!child) children.set(by, (child = this.latency.labels(answeredByLabel(by)?.metric ?? 'unknown')));
-      child.observe(Number(latencyNs) / 1e9);
+    const latency = new LatencyHistogram(
+      'seccomp_agent_decision_latency_seconds', 'Time from receiving a notification to answering it', 'answered_by',
+      dataplane.latencyBucketsNs, registry,
+    );
+    this.latency = latency;
+    const labelOf = (by: AnsweredBy) => answeredByLabel(by)?.metric ?? 'unknown';
+    dataplane.latency = {
+      observe: (by, latencyNs) => latency.observe(labelOf(by), latencyNs),
+      add: (by, buckets, sumNs, count) => latency.add(labelOf(by), buckets, sumNs, count),
     };
     new Counter({
       name: 'seccomp_agent_notifications_total',

@@ -139,6 +139,25 @@ export interface AnsweredEvent {
   rule: number;
 }
 
+/**
+ * Answers the engine thread gave by itself (by 'no-control-plane' or 'fast-path') while nobody
+ * watches (setDetailedEvents(false)), counted natively instead of one 'answered' event each: per
+ * batch, one of these per container, syscall, who answered and whether the target was gone. Each
+ * stands for `count` notifications and their answers.
+ */
+export interface TallyEvent {
+  type: 'tally';
+  handle: ContainerHandle;
+  nr: number;
+  arch: number;
+  by: NativeAnsweredBy;
+  gone: boolean;
+  count: number;
+  latencySumNs: bigint;
+  /** latencyBuckets[i]: answers with latency in (latencyBucketsNs[i-1], latencyBucketsNs[i]]; the rest are above the last bound. */
+  latencyBuckets: number[];
+}
+
 /** The notify fd hung up (no task left in the filter); the fd is closed. */
 export interface RemovedEvent {
   type: 'removed';
@@ -195,6 +214,7 @@ export type NativeEvent =
   | IngestErrorEvent
   | NotificationEvent
   | AnsweredEvent
+  | TallyEvent
   | RemovedEvent
   | DecisionDroppedEvent
   | SessionDrainedEvent
@@ -388,6 +408,8 @@ export interface NativeAddon {
   /** Opens fds the process holds: for leak checks in tests and GetStatus. */
   openFdCount(): number;
   AUDIT_ARCH_X86_64: number;
+  /** Upper bounds (ns, ascending) of the latency buckets of 'tally' events: the latency metric's. */
+  latencyBucketsNs: number[];
   /**
    * One datagram to $NOTIFY_SOCKET (systemd or seccomp-keeper): "KEY=VALUE" lines, `fds` (≤ 253)
    * as SCM_RIGHTS. False when NOTIFY_SOCKET is unset; throws when it is unusable or the send fails.

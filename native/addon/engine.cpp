@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "engine_names.hpp"
@@ -50,6 +51,15 @@ bool Engine::Init(Napi::Env env, Napi::Function on_events, std::string* error) {
   }
   if (EpollControl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &wake_source_, EPOLLIN) != 0) {
     *error = "epoll_ctl(ADD) of the wake eventfd: " + ErrnoText(errno);
+    return false;
+  }
+  timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+  if (timer_fd_ < 0) {
+    *error = "timerfd_create: " + ErrnoText(errno);
+    return false;
+  }
+  if (EpollControl(epoll_fd_, EPOLL_CTL_ADD, timer_fd_, &timer_source_, EPOLLIN) != 0) {
+    *error = "epoll_ctl(ADD) of the timerfd: " + ErrnoText(errno);
     return false;
   }
   journal_ = InFlightJournal::Create(error);
@@ -162,6 +172,8 @@ void Engine::Stop() {
   journal_.reset();
   notifier_.reset();
   if (wake_fd_ >= 0) close(wake_fd_);
+  if (timer_fd_ >= 0) close(timer_fd_);
+  timer_fd_ = -1;
   if (epoll_fd_ >= 0) close(epoll_fd_);
   wake_fd_ = -1;
   epoll_fd_ = -1;
@@ -173,6 +185,8 @@ Answer Engine::DefaultAction() const { return UnpackAnswer(default_action_.load(
 
 // Engine thread: no task is left in the filter (or the fd failed): forget it and its pendings.
 void Engine::RemoveContainer(Container* container) {
+  // Its counts before its 'removed': JS forgets the container then.
+  DrainTally();
   uint32_t handle = container->handle;
   Emulator* emulator = nullptr;
   {

@@ -35,6 +35,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "answer_tally.hpp"
 #include "container_actions.hpp"
 #include "decision_channel.hpp"
 #include "epoll_source.hpp"
@@ -212,6 +213,10 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
     int policy_fd = -1;          // the memfd of its policy in force ("p<handle>"), -1: none
     std::atomic<bool> has_policy{false};  // lets the hot path skip the rule table for containers without
     std::atomic<pid_t> init_pid{0};       // from the runtime, for kill-container rules
+    // Engine thread: its policy as RulesFor gave it while the rule table's generation was
+    // `policy_generation` (the hot path then needs neither the table's lock nor a reference count).
+    std::shared_ptr<const PolicyInForce> policy;
+    uint64_t policy_generation = UINT64_MAX;
   };
   // A control plane's session (gRPC Attach) as the engine knows it. Guarded by mu_.
   struct Session : PendingOwner {
@@ -225,10 +230,18 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   void Run();                                                 // engine thread
   void OnNotifyReady(Container* container, uint32_t events);  // engine thread
   uint64_t NextWakeNs();                                       // engine thread
+  // Engine thread: the epoll timeout for a wake-up due at `wake_ns` (0 or -1; arms timer_fd_).
+  int WaitTimeoutMs(uint64_t wake_ns, uint64_t now_ns);
   // Reads the path arguments of `event` (x86_64) into buffer; false once the notification is gone.
   static bool ReadPathArgs(int notify_fd, Event* event, char* buffer, size_t* blob);
   void PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, SendResult result,
                     uint64_t latency_ns, bool urgent, Unseen unseen = Unseen(), int32_t rule = -1);
+  // Engine thread: an answer it gave by itself while nobody watches, counted in tally_ instead of
+  // an event; DrainTally() queues the counts (at the batch delay, when the table fills, before a
+  // container's 'removed', before parking or stopping).
+  void TallyAnswer(uint32_t handle, uint32_t nr, uint32_t arch, AnsweredBy by, SendResult result, uint64_t latency_ns,
+                   uint64_t now_ns);
+  bool DrainTally();
   // Under mu_: the 'answered' event of an entry the pending table answered; `by` for an owned one
   // (a held one was never seen by JS: by no control plane, and this event counts it).
   void PushSettled(const PendingTable::Answered& a, AnsweredBy by, bool urgent);
@@ -357,8 +370,17 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   NotifyBuffers engine_buffers_;
   uint64_t busy_until_ns_ = 0;
   bool forwarded_ = false;  // engine thread: this iteration forwarded a notification to a session
+  AnswerTally tally_;
+  // The last clock read of the hot path in this iteration (0: none): the loop's `now` for its
+  // timers, so a notification costs two clock reads (receipt, answer), not four.
+  uint64_t answered_ns_ = 0;
   char strings_[6 * kTargetPathMax];
-  bool use_pwait2_ = true;
+  // The loop's timers (event batch, tally, deadlines) as one timerfd in the epoll set, armed only
+  // when the next wake-up moves earlier: the wait itself then has no timeout, so a notification
+  // costs no hrtimer set-up and tear-down per wait, as it did with epoll_pwait2's timeout.
+  int timer_fd_ = -1;
+  uint64_t timer_armed_ns_ = UINT64_MAX;  // engine thread: when timer_fd_ fires (UINT64_MAX: disarmed)
+  EpollSource timer_source_{EpollSource::Kind::kTimer};
 
   NotifyBuffers js_buffers_;  // JS thread (respond, closeSession, stop)
 };

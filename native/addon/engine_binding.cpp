@@ -910,4 +910,10 @@ void RegisterEngine(Napi::Env env, Napi::Object exports) {
   exports.Set("syscallNames", Napi::Function::New(env, SyscallNames, "syscallNames"));
   exports.Set("openFdCount", Napi::Function::New(env, OpenFdCount, "openFdCount"));
   exports.Set("AUDIT_ARCH_X86_64", Napi::Number::New(env, static_cast<double>(AUDIT_ARCH_X86_64)));
+  // The latency histogram's bounds, as the engine's tallies bucket them (answer_tally.hpp).
+  Napi::Array bounds = Napi::Array::New(env, kLatencyBuckets);
+  for (size_t i = 0; i < kLatencyBuckets; i++) {
+    bounds.Set(static_cast<uint32_t>(i), Napi::Number::New(env, static_cast<double>(kLatencyBucketBoundsNs[i])));
+  }
+  exports.Set("latencyBucketsNs", bounds);
 }

@@ -155,8 +155,22 @@ void Engine::KeepPolicy(uint32_t handle, const std::string& wire) {
 // Engine thread, or JS thread in Restore (mu_ held).
 bool Engine::AnswerFromRules(Container* container, const Notification& n, const Event& event, size_t blob, bool mu_held) {
   if (!container->has_policy.load(std::memory_order_acquire)) return false;
-  std::shared_ptr<const PolicyInForce> policy = rules_.RulesFor(container->handle);
-  if (!policy) return false;
+  std::shared_ptr<const PolicyInForce> looked_up;
+  const PolicyInForce* policy;
+  if (mu_held) {
+    looked_up = rules_.RulesFor(container->handle);
+    policy = looked_up.get();
+  } else {
+    // The engine thread keeps each container's policy until the table changes (generation first:
+    // a change between the two reads only makes the next notification look it up again).
+    const uint64_t generation = rules_.generation();
+    if (container->policy_generation != generation) {
+      container->policy = rules_.RulesFor(container->handle);
+      container->policy_generation = generation;
+    }
+    policy = container->policy.get();
+  }
+  if (policy == nullptr) return false;
   PathView views[6];
   for (uint8_t k = 0; k < event.string_count; ++k) {
     const StringArg& s = event.strings[k];
@@ -188,24 +202,31 @@ void Engine::AnswerByRule(Container* container, const Notification& n, const Ans
                           const Event& event, size_t blob, NotifyBuffers* buffers) {
   int err = 0;
   const SendResult result = NotifySend(container->fd, buffers, n.id, answer, &err);
-  const uint64_t latency = MonotonicNs() - n.received_ns;
+  const uint64_t now = MonotonicNs();
+  const uint64_t latency = now - n.received_ns;
   const bool detailed = detailed_events_.load(std::memory_order_relaxed);
   if (detailed && kind == EmulatedKind::kNone) queue_->Push(event, strings_, blob, false);
-  Event answered;
-  answered.type = EventType::kAnswered;
-  answered.handle = container->handle;
-  answered.id = n.id;
-  answered.by = AnsweredBy::kFastPath;
-  answered.rule = index;
-  answered.action = answer;
-  answered.emulated = kind;
-  answered.gone = result == SendResult::kGone;
-  answered.ns = latency;
-  // Nobody watches: the answer stands for its notification too (as the default path's does).
-  answered.notified = !detailed;
-  answered.nr = n.nr;
-  answered.arch = n.arch;
-  queue_->Push(answered, false);
+  // The engine's own buffers: this is the engine thread, whose tally counts it while nobody watches.
+  if (!detailed && kind == EmulatedKind::kNone && buffers == &engine_buffers_) {
+    answered_ns_ = now;
+    TallyAnswer(container->handle, n.nr, n.arch, AnsweredBy::kFastPath, result, latency, now);
+  } else {
+    Event answered;
+    answered.type = EventType::kAnswered;
+    answered.handle = container->handle;
+    answered.id = n.id;
+    answered.by = AnsweredBy::kFastPath;
+    answered.rule = index;
+    answered.action = answer;
+    answered.emulated = kind;
+    answered.gone = result == SendResult::kGone;
+    answered.ns = latency;
+    // Nobody watches: the answer stands for its notification too (as the default path's does).
+    answered.notified = !detailed;
+    answered.nr = n.nr;
+    answered.arch = n.arch;
+    queue_->Push(answered, false);
+  }
   if (result == SendResult::kFailed) {
     queue_->PushError("NOTIF_SEND of rule " + std::to_string(index) + "'s answer for notification " + std::to_string(n.id) +
                       " of container " + std::to_string(container->handle) + " failed: " + ErrnoText(err));

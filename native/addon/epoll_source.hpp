@@ -10,7 +10,7 @@ namespace seccomp_agent {
 
 struct EpollSource {
   enum class Kind : uint8_t { kWake, kListener, kConnection, kContainer, kChannelListener, kChannelConn,
-                    kHandoffListener };
+                    kHandoffListener, kTimer };
   explicit EpollSource(Kind k) : kind(k) {}
   const Kind kind;
 };

@@ -20,6 +20,7 @@ enum class EventType : uint8_t {
   kSessionDrained,
   kChannel,
   kHandoff,
+  kTally,  // answer_tally.hpp: id is the count, ns the latency sum, text the bucket counts (u32 each)
 };
 // Why a decision was not applied (decision-dropped); the order is the decoder's.
 enum class DropReason : uint8_t { kUnknown, kLate, kWrongSession, kInvalid };

@@ -105,6 +105,19 @@ const char kDecoderSource[] = R"JS(
         case 9:
           events[i] = { type: 'handoff', conn: u[b + 1], peer: { pid: u[b + 2] | 0, uid: u[b + 3], gid: u[b + 4] } };
           break;
+        case 10: {
+          // Bucket counts: u[b + 7] little-endian u32s in `raw` (after the strings before them).
+          const n = u[b + 7];
+          const view = new DataView(raw, r, n * 4);
+          const buckets = new Array(n);
+          for (let k = 0; k < n; k++) buckets[k] = view.getUint32(k * 4, true);
+          r += n * 4;
+          events[i] = {
+            type: 'tally', handle: u[b + 1], nr: u[b + 3], arch: u[b + 4], by: BY[(flags >> 8) & 0xff],
+            gone: (flags & 2) !== 0, count: Number(w[a]), latencySumNs: w[a + 8], latencyBuckets: buckets,
+          };
+          break;
+        }
         default:
           events[i] = { type: 'error', message: strings[s] };
       }
@@ -189,6 +202,14 @@ void Encode(const Event& e, const std::string& arena, uint64_t* w64, uint32_t* w
       w32[2] = static_cast<uint32_t>(e.peer.pid);
       w32[3] = e.peer.uid;
       w32[4] = e.peer.gid;
+      break;
+    case EventType::kTally:
+      w32[1] = e.handle;
+      w32[3] = e.nr;
+      w32[4] = e.arch;
+      w32[5] = (e.gone ? kGone : 0) | (static_cast<uint32_t>(e.by) << 8);
+      w32[7] = e.text.length / sizeof(uint32_t);
+      raws->emplace_back(arena.data() + e.text.offset, e.text.length);
       break;
   }
 }

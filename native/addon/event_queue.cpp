@@ -73,9 +73,7 @@ bool EventQueue::Init(Napi::Env env, Napi::Function on_events) {
 
 bool EventQueue::Push(const Event& event, const char* blob, size_t blob_len, bool urgent) {
   std::lock_guard<std::mutex> lock(mu_);
-  size_t queued = (current_ != nullptr ? current_->events.size() : 0) +
-                  (sink_ != nullptr ? sink_->in_flight.load(std::memory_order_relaxed) : 0);
-  if (!open_ || queued >= max_queued_) {
+  if (!open_ || QueuedLocked() >= max_queued_) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
@@ -90,6 +88,7 @@ bool EventQueue::Push(const Event& event, const char* blob, size_t blob_len, boo
     for (uint8_t i = 0; i < stored.string_count; i++) stored.strings[i].text.offset += base;
   }
   if (urgent) urgent_ = true;
+  UpdateDueLocked();
   return true;
 }
 
@@ -100,21 +99,28 @@ void EventQueue::PushError(const std::string& message) {
   Push(event, message.data(), message.size(), true);
 }
 
-bool EventQueue::Full() {
+bool EventQueue::HasRoom(size_t count) {
   std::lock_guard<std::mutex> lock(mu_);
-  size_t queued = (current_ != nullptr ? current_->events.size() : 0) +
-                  (sink_ != nullptr ? sink_->in_flight.load(std::memory_order_relaxed) : 0);
-  return !open_ || queued >= max_queued_;
+  return open_ && QueuedLocked() + count <= max_queued_;
 }
 
-uint64_t EventQueue::DueNs() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (current_ == nullptr || current_->events.empty()) return std::numeric_limits<uint64_t>::max();
-  if (urgent_ || current_->events.size() >= kBatchMaxEvents) return 0;
-  return first_ns_ + batch_delay_ns_;
+// Under mu_: events in the current batch and in batches JS has not converted yet.
+size_t EventQueue::QueuedLocked() const {
+  return (current_ != nullptr ? current_->events.size() : 0) +
+         (sink_ != nullptr ? sink_->in_flight.load(std::memory_order_relaxed) : 0);
+}
+
+// Under mu_.
+void EventQueue::UpdateDueLocked() {
+  uint64_t due = std::numeric_limits<uint64_t>::max();
+  if (current_ != nullptr && !current_->events.empty()) {
+    due = urgent_ || current_->events.size() >= kBatchMaxEvents ? 0 : first_ns_ + batch_delay_ns_;
+  }
+  due_ns_.store(due, std::memory_order_release);
 }
 
 void EventQueue::Flush(uint64_t now_ns) {
+  if (now_ns != 0 && now_ns < due_ns_.load(std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (current_ == nullptr || current_->events.empty()) return;
   if (now_ns != 0 && !urgent_ && current_->events.size() < kBatchMaxEvents && now_ns < first_ns_ + batch_delay_ns_)
@@ -127,6 +133,7 @@ void EventQueue::FlushLocked() {
   Batch* batch = current_;
   current_ = nullptr;
   urgent_ = false;
+  UpdateDueLocked();
   if (!open_) {
     delete batch;
     return;

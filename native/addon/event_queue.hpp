@@ -51,12 +51,19 @@ class EventQueue {
   // Any thread. Pushes an 'error' event with `message`.
   void PushError(const std::string& message);
 
-  // Any thread. CLOCK_MONOTONIC ns at which the current batch must go (UINT64_MAX: nothing queued).
-  uint64_t DueNs();
-  // Any thread. Hands the current batch to JS if it is due at `now_ns` (0: unconditionally).
+  // Any thread, no lock. CLOCK_MONOTONIC ns at which the current batch must go (UINT64_MAX:
+  // nothing queued).
+  uint64_t DueNs() const { return due_ns_.load(std::memory_order_acquire); }
+  uint64_t batch_delay_ns() const { return batch_delay_ns_; }
+  // Any thread. Hands the current batch to JS if it is due at `now_ns` (0: unconditionally). Takes
+  // no lock when it is not due: the engine thread asks once per loop iteration.
   void Flush(uint64_t now_ns = 0);
   // Whether a new event would be dropped: engine thread, before it commits to forwarding.
-  bool Full();
+  bool Full() { return !HasRoom(1); }
+  // Whether `count` more events would all be queued.
+  bool HasRoom(size_t count);
+  // Counts events that were never pushed (lost for want of room elsewhere) as dropped.
+  void CountDropped(uint64_t count) { dropped_.fetch_add(count, std::memory_order_relaxed); }
 
   // JS thread (Stop). Flushes and releases the thread-safe function; later pushes are dropped.
   void Close();
@@ -67,6 +74,8 @@ class EventQueue {
   static void CallJs(Napi::Env env, Napi::Function decoder, EventSink* sink, Batch* batch);
   using Tsfn = Napi::TypedThreadSafeFunction<EventSink, Batch, EventQueue::CallJs>;
   void FlushLocked();
+  void UpdateDueLocked();
+  size_t QueuedLocked() const;
 
   const size_t max_queued_;
   const uint64_t batch_delay_ns_;
@@ -74,6 +83,8 @@ class EventQueue {
   Batch* current_ = nullptr;  // guarded by mu_
   bool urgent_ = false;       // guarded by mu_
   uint64_t first_ns_ = 0;     // guarded by mu_: when the first event of current_ arrived
+  // What DueNs() says: written under mu_ whenever current_, urgent_ or first_ns_ change.
+  std::atomic<uint64_t> due_ns_{UINT64_MAX};
   bool open_ = false;         // guarded by mu_
   Tsfn tsfn_;
   EventSink* sink_ = nullptr;  // owned by the TSFN once Init succeeded

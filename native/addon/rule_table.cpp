@@ -23,7 +23,10 @@ PolicyVerdict RuleTable::Apply(uint32_t handle, const uint8_t* wire, size_t size
   next->wire.assign(reinterpret_cast<const char*>(wire), size);
   verdict.ack = true;
   verdict.version = next->set.version;
-  if (it == sets_.end() || it->second->wire != next->wire) sets_[handle] = std::move(next);
+  if (it == sets_.end() || it->second->wire != next->wire) {
+    sets_[handle] = std::move(next);
+    Changed();
+  }
   return verdict;
 }
 
@@ -32,6 +35,7 @@ std::shared_ptr<const PolicyInForce> RuleTable::Share(uint32_t to, uint32_t from
   auto it = sets_.find(from);
   if (it == sets_.end()) return nullptr;
   sets_[to] = it->second;
+  Changed();
   return it->second;
 }
 
@@ -44,12 +48,13 @@ std::shared_ptr<const PolicyInForce> RuleTable::RulesFor(uint32_t handle) const 
 
 void RuleTable::Forget(uint32_t handle) {
   std::lock_guard<std::mutex> lock(mu_);
-  sets_.erase(handle);
+  if (sets_.erase(handle) != 0) Changed();
 }
 
 void RuleTable::Clear() {
   std::lock_guard<std::mutex> lock(mu_);
   sets_.clear();
+  Changed();
 }
 
 }  // namespace seccomp_agent

@@ -5,6 +5,7 @@
 // notifications against the set in force (engine_rules.cpp). Pure C++ (no N-API); its own lock,
 // so the engine thread can read while JS applies.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -46,9 +47,16 @@ class RuleTable {
   // Engine thread (its container is gone) or JS thread (Stop).
   void Forget(uint32_t handle);
   void Clear();
+  // Any thread, no lock. Changes on every change to any container's policy (read it before
+  // RulesFor): a reader that cached a RulesFor result may keep using it while this is the same.
+  uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
 
  private:
+  // Under mu_: after a change to sets_.
+  void Changed() { generation_.fetch_add(1, std::memory_order_release); }
+
   mutable std::mutex mu_;
+  std::atomic<uint64_t> generation_{0};
   std::unordered_map<uint32_t, std::shared_ptr<const PolicyInForce>> sets_;  // guarded by mu_
 };
 

@@ -112,6 +112,35 @@ test('native engine default errno:EPERM: mkdir fails with EPERM', async (t) => {
   assert.deepEqual(answered.action, { kind: 'error', errno: EPERM });
 });
 
+test('native engine tally: unwatched, 20,000 default answers reach JS as a few tally events, counted exactly through a 64-event queue', async (t) => {
+  const h = new Harness(t, { maxQueuedEvents: 64, batchDelayUs: 20_000 });
+  h.engine.setDetailedEvents(false);
+  const calls = 20_000;
+  const NR_GETPPID = 110;
+  const result = await h.run(['--syscalls', 'getppid'], ['/usr/bin/perl', '-e', `syscall(${NR_GETPPID}) for 1..${calls}`]).exit;
+  assert.equal(result.code, 0, result.stderr);
+  const removed = await h.waitFor((e) => e.type === 'removed', 'the container removed');
+  const at = h.events.indexOf(removed);
+  const tallies = h.events.filter((e) => e.type === 'tally');
+  assert.equal(h.events.filter((e) => e.type === 'answered' || e.type === 'notification').length, 0, 'no event per answer');
+  // One per batch delay at most (the workload runs for well under a second), all before 'removed'.
+  assert.ok(tallies.length >= 1 && tallies.length <= 100, `${tallies.length} tally events`);
+  assert.ok(tallies.every((e) => h.events.indexOf(e) < at), 'every count arrives before its container is removed');
+  let total = 0;
+  for (const tally of tallies) {
+    assert.deepEqual({ handle: tally.handle, nr: tally.nr, arch: tally.arch, by: tally.by, gone: tally.gone },
+      { handle: removed.handle, nr: NR_GETPPID, arch: native.AUDIT_ARCH_X86_64, by: 'no-control-plane', gone: false });
+    assert.equal(tally.latencyBuckets.length, native.latencyBucketsNs.length);
+    const bucketed = tally.latencyBuckets.reduce((a, b) => a + b, 0);
+    assert.ok(bucketed <= tally.count && bucketed > 0, `${bucketed} of ${tally.count} answers within the largest bound`);
+    assert.ok(tally.latencySumNs > 0n);
+    total += tally.count;
+  }
+  // perl makes no getppid of its own: every call of the loop, and only those, counted.
+  assert.equal(total, calls);
+  assert.equal(h.engine.stats().eventsDropped, 0, 'nothing dropped although 20,000 answers passed a 64-event queue');
+});
+
 test('native engine forwarding: respond error EPERM fails the mkdir; a second respond is unknown', async (t) => {
   const h = new Harness(t);
   h.attach();
