@@ -107,6 +107,7 @@
       "type": "executable",
       "sources": [
         "test/cmd/native-tests/main.cpp",
+        "native/addon/answer_tally.cpp",
         "native/addon/cgroup_paths.cpp",
         "native/addon/pending_table.cpp",
         "native/addon/decision_check.cpp",

@@ -232,6 +232,7 @@ std::unique_ptr<Emulator> Emulator::Create(const EmulatorOptions& options, std::
   po.max_helpers = options.max_helpers;
   po.request_timeout_ms = options.request_timeout_ms;
   po.idle_timeout_ms = options.idle_timeout_ms;
+  po.busy_poll_us = options.busy_poll_us;
   po.failure_errno = options.failure_errno;
   std::unique_ptr<NsHelperPool> pool = NsHelperPool::Start(po, error);
   if (!pool) return nullptr;

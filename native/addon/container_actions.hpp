@@ -87,6 +87,7 @@ struct EmulatorOptions {
   size_t max_helpers = 64;
   uint32_t request_timeout_ms = 10000;
   uint32_t idle_timeout_ms = 60000;
+  uint32_t busy_poll_us = 0;  // NsHelperPoolOptions::busy_poll_us
   int failure_errno = EPERM;  // answer when no helper could act (respond=true)
 };
 

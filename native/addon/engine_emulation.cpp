@@ -151,6 +151,7 @@ Emulator* Engine::EnsureEmulator() {
     EmulatorOptions o;
     o.helper_path = options_.helper_path;
     o.failure_errno = kEmulationFailureErrno;
+    o.busy_poll_us = static_cast<uint32_t>(options_.busy_poll_ns / 1000);
     emulator = Emulator::Create(o, &error);
   }
   if (emulator == nullptr) {

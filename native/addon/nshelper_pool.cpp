@@ -323,8 +323,9 @@ NsHelperPool::Helper* NsHelperPool::Spawn(uint64_t key, int* err) {
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &all);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  const char* once = options_.spawn_per_call ? "--once" : nullptr;
-  char* argv[] = {const_cast<char*>(options_.helper_path.c_str()), const_cast<char*>(once), nullptr};
+  const std::string busy_poll = "--busy-poll-us=" + std::to_string(options_.busy_poll_us);
+  const char* mode = options_.spawn_per_call ? "--once" : busy_poll.c_str();
+  char* argv[] = {const_cast<char*>(options_.helper_path.c_str()), const_cast<char*>(mode), nullptr};
   char* envp[] = {nullptr};
   pid_t pid = -1;
   int rc = posix_spawn(&pid, options_.helper_path.c_str(), &actions, &attr, argv, envp);

@@ -34,6 +34,9 @@ struct NsHelperPoolOptions {
   size_t max_helpers = 64;           // kept helpers alive at once (and spawn-per-call in flight)
   uint32_t request_timeout_ms = 10000;
   uint32_t idle_timeout_ms = 60000;  // a kept helper unused this long exits
+  // A kept helper polls for its next request this long after answering one before it sleeps
+  // (0: always sleeps): the data plane's --busy-poll, for the same reason (a wake-up per request).
+  uint32_t busy_poll_us = 0;
   // What a notification asked to be answered (kRespond) gets when no helper answered it: spawn
   // failure, helper death or timeout, shutdown.
   int failure_errno = EPERM;

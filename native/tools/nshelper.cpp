@@ -2,7 +2,8 @@
 // would, confined to its root. Started by the data plane (native/addon/nshelper_pool.cpp) with a
 // SOCK_SEQPACKET socket as fd 3; protocol in native/common/nshelper_protocol.h.
 //
-//   seccomp-nshelper           serve requests until the socket closes (kept helper)
+//   seccomp-nshelper [--busy-poll-us=N]  serve requests until the socket closes (kept helper);
+//                              after answering one, poll N µs for the next before sleeping
 //   seccomp-nshelper --once    serve one request, then exit (the spawn-per-call variant)
 //
 // Why a process: the work switches fsuid/fsgid, groups, capabilities, umask and root, which must
@@ -92,7 +93,11 @@ struct Target {
 };
 
 int g_proc = -1;           // the host's /proc, opened before anything else
-pid_t g_parent = 0;        // the data plane that started us (getppid at start)
+pid_t g_parent = 0;         // the data plane that started us (getppid at start)
+// Kept helper: poll this long after an answer for the next request (a burst of mkdirs then costs
+// no wake-up of this process each, which on a VM is most of a request's time: docs/benchmarks.md).
+uint64_t g_busy_poll_ns = 0;
+uint64_t g_answered_ns = 0;  // when the last request was answered
 int g_host_root = -1;      // the helper's own root, taken back after each chroot
 uint64_t g_own_userns = 0;  // inode of the helper's (the host's) user namespace
 
@@ -176,36 +181,74 @@ bool SetEffectiveCaps(uint64_t wanted) {
   return syscall(SYS_capset, &hdr, data) == 0;
 }
 
+// The helper's own credentials between requests (fsuid and fsgid 0, no supplementary groups,
+// every permitted capability effective, umask 022), set once at start: ActAs changes only what a
+// target has otherwise and puts back only what it changed. Each change is a syscall, and on a VM
+// with speculative-execution mitigations a dozen of them are a good part of a request.
+uint64_t g_own_permitted = 0;
+
+bool TakeOwnCredentials() {
+  __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2];
+  if (setgroups(0, nullptr) != 0 || syscall(SYS_capget, &hdr, data) != 0) return false;
+  g_own_permitted = uint64_t(data[0].permitted) | (uint64_t(data[1].permitted) << 32);
+  setfsuid(0);
+  setfsgid(0);
+  umask(022);
+  return uid_t(setfsuid(uid_t(-1))) == 0 && gid_t(setfsgid(gid_t(-1))) == 0 && SetEffectiveCaps(~0ull);
+}
+
 class ActAs {
  public:
   // A target outside the host user namespace has its capabilities only over its own namespace;
   // the helper cannot express that, so it drops them all there (fails safe: EACCES, not access).
   Status Enter(const Credentials& c) {
-    entered_ = true;
-    if (setgroups(c.groups.size(), c.groups.data()) != 0) return Fail(nshelper::kStageCredentials, errno);
-    setfsgid(c.fsgid);
-    if (gid_t(setfsgid(gid_t(-1))) != c.fsgid) return Fail(nshelper::kStageCredentials, EPERM);
-    setfsuid(c.fsuid);
-    if (uid_t(setfsuid(uid_t(-1))) != c.fsuid) return Fail(nshelper::kStageCredentials, EPERM);
-    if (!SetEffectiveCaps(c.init_userns ? c.cap_eff : 0)) return Fail(nshelper::kStageCredentials, errno);
-    umask(c.umask);
+    if (!c.groups.empty()) {
+      groups_ = true;
+      if (setgroups(c.groups.size(), c.groups.data()) != 0) return Fail(nshelper::kStageCredentials, errno);
+    }
+    if (c.fsgid != 0) {
+      fsgid_ = true;
+      setfsgid(c.fsgid);
+      if (gid_t(setfsgid(gid_t(-1))) != c.fsgid) return Fail(nshelper::kStageCredentials, EPERM);
+    }
+    if (c.fsuid != 0) {
+      fsuid_ = true;
+      setfsuid(c.fsuid);
+      if (uid_t(setfsuid(uid_t(-1))) != c.fsuid) return Fail(nshelper::kStageCredentials, EPERM);
+    }
+    // A non-zero fsuid also took the file capabilities out of the effective set: set them then.
+    const uint64_t wanted = (c.init_userns ? c.cap_eff : 0) & g_own_permitted;
+    if (fsuid_ || wanted != g_own_permitted) {
+      caps_ = true;
+      if (!SetEffectiveCaps(wanted)) return Fail(nshelper::kStageCredentials, errno);
+    }
+    if (c.umask != 022) {
+      umask_ = true;
+      umask(c.umask);
+    }
     return {};
   }
   ~ActAs() { Leave(); }
   void Leave() {
-    if (!entered_) return;
-    entered_ = false;
     // Capabilities first: setfsuid/setgroups below need CAP_SETUID/CAP_SETGID back. A helper that
     // cannot get its own credentials back must not serve another request.
-    if (!SetEffectiveCaps(~0ull)) _exit(70);
-    setfsuid(0);
-    setfsgid(0);
-    if (setgroups(0, nullptr) != 0 || setfsuid(uid_t(-1)) != 0 || setfsgid(gid_t(-1)) != 0) _exit(70);
-    umask(022);
+    if (caps_ && !SetEffectiveCaps(~0ull)) _exit(70);
+    if (fsuid_) {
+      setfsuid(0);
+      if (setfsuid(uid_t(-1)) != 0) _exit(70);
+    }
+    if (fsgid_) {
+      setfsgid(0);
+      if (setfsgid(gid_t(-1)) != 0) _exit(70);
+    }
+    if (groups_ && setgroups(0, nullptr) != 0) _exit(70);
+    if (umask_) umask(022);
+    caps_ = fsuid_ = fsgid_ = groups_ = umask_ = false;
   }
 
  private:
-  bool entered_ = false;
+  bool caps_ = false, fsuid_ = false, fsgid_ = false, groups_ = false, umask_ = false;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -476,10 +519,18 @@ bool ServeOne(char* buf) {
   msg.msg_iovlen = 1;
   msg.msg_control = control;
   msg.msg_controllen = sizeof(control);
-  ssize_t n;
-  do {
-    n = recvmsg(nshelper::kSocketFd, &msg, MSG_CMSG_CLOEXEC);
-  } while (n < 0 && errno == EINTR);
+  ssize_t n = -1;
+  bool polled = false;  // the poll got a request, or an error that ends us
+  const uint64_t poll_until = g_answered_ns + g_busy_poll_ns;
+  while (!polled && g_busy_poll_ns != 0 && NowNs() < poll_until) {
+    n = recvmsg(nshelper::kSocketFd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    polled = n >= 0 || (errno != EAGAIN && errno != EINTR);
+  }
+  if (!polled) {
+    do {
+      n = recvmsg(nshelper::kSocketFd, &msg, MSG_CMSG_CLOEXEC);
+    } while (n < 0 && errno == EINTR);
+  }
   if (n <= 0) return false;
   // A request in hand is carried to its end, the target answered, even if the data plane dies
   // meanwhile: killed between its mkdir and NOTIF_SEND, the successor would replay the still
@@ -533,6 +584,7 @@ bool ServeOne(char* buf) {
     w = send(nshelper::kSocketFd, &resp, sizeof(resp), MSG_NOSIGNAL);
   } while (w < 0 && errno == EINTR);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
+  g_answered_ns = NowNs();
   if (getppid() != g_parent) return false;  // it died while this request ran: nothing more to serve
   return w == ssize_t(sizeof(resp));
 }
@@ -541,8 +593,15 @@ bool ServeOne(char* buf) {
 
 int main(int argc, char** argv) {
   bool once = argc > 1 && strcmp(argv[1], "--once") == 0;
-  if (argc > 1 && !once) {
-    fprintf(stderr, "usage: seccomp-nshelper [--once]  (started by the seccomp data plane, socket on fd 3)\n");
+  const char* poll_flag = "--busy-poll-us=";
+  char* end = nullptr;
+  if (argc > 1 && !once && strncmp(argv[1], poll_flag, strlen(poll_flag)) == 0) {
+    const unsigned long long us = strtoull(argv[1] + strlen(poll_flag), &end, 10);
+    if (end != argv[1] + strlen(poll_flag) && *end == '\0' && us <= 1000000) g_busy_poll_ns = us * 1000;
+    else end = nullptr;
+  }
+  if (argc > 2 || (argc > 1 && !once && end == nullptr)) {
+    fprintf(stderr, "usage: seccomp-nshelper [--once | --busy-poll-us=N]  (started by the seccomp data plane, socket on fd 3)\n");
     return 2;
   }
   int type = 0;
@@ -570,7 +629,10 @@ int main(int argc, char** argv) {
     perror("seccomp-nshelper: /");
     return 1;
   }
-  umask(022);
+  if (!TakeOwnCredentials()) {
+    perror("seccomp-nshelper: its own credentials (fsuid 0, no groups, capabilities)");
+    return 1;
+  }
   static char buf[nshelper::kMaxRequestBytes];
   do {
     if (!ServeOne(buf)) break;

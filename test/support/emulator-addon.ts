@@ -31,6 +31,8 @@ export interface EmulatorOptions {
   maxHelpers?: number;
   requestTimeoutMs?: number;
   idleTimeoutMs?: number;
+  /** A kept helper polls this long (µs) for its next request after answering one (0: sleeps at once). */
+  busyPollUs?: number;
   failureErrno?: number;
 }
 

@@ -242,7 +242,7 @@ class EmulatorWrap : public Napi::ObjectWrap<EmulatorWrap> {
   }
 
   // JS thread: new Emulator({helperPath?, spawnPerCall?, maxHelpers?, requestTimeoutMs?,
-  // idleTimeoutMs?, failureErrno?}).
+  // idleTimeoutMs?, busyPollUs?, failureErrno?}).
   explicit EmulatorWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<EmulatorWrap>(info) {
     Napi::Env env = info.Env();
     env_ = env;
@@ -255,14 +255,17 @@ class EmulatorWrap : public Napi::ObjectWrap<EmulatorWrap> {
       }
       Napi::Object opts = info[0].As<Napi::Object>();
       double max = double(o.max_helpers), req = o.request_timeout_ms, idle = o.idle_timeout_ms, fail = o.failure_errno;
+      double busy = o.busy_poll_us;
       if (!GetString(opts, "helperPath", false, &o.helper_path) || !GetBool(opts, "spawnPerCall", &o.spawn_per_call) ||
           !GetInt(opts, "maxHelpers", false, 1, 4096, &max) || !GetInt(opts, "requestTimeoutMs", false, 1, 3600000, &req) ||
-          !GetInt(opts, "idleTimeoutMs", false, 1, 86400000, &idle) || !GetInt(opts, "failureErrno", false, 1, 4095, &fail)) {
+          !GetInt(opts, "idleTimeoutMs", false, 1, 86400000, &idle) || !GetInt(opts, "failureErrno", false, 1, 4095, &fail) ||
+          !GetInt(opts, "busyPollUs", false, 0, 1000000, &busy)) {
         return;
       }
       o.max_helpers = size_t(max);
       o.request_timeout_ms = uint32_t(req);
       o.idle_timeout_ms = uint32_t(idle);
+      o.busy_poll_us = uint32_t(busy);
       o.failure_errno = int(fail);
     }
     std::string error;

@@ -1,6 +1,7 @@
 // Unit tests of the native core's pure pieces: the pending table (on a real seccomp notify fd, with
 // a real target blocked in getppid), the decision check, the rule table, the runtime message's
-// JSON boundary, the fd-store names and the cgroup path parsing that picks a container's freezer.
+// JSON boundary, the fd-store names, the cgroup path parsing that picks a container's freezer and
+// the tally of unwatched native answers.
 // No framework: each case prints "ok N - name" or
 // "not ok N - name" with what differed, and the last line is "N passed, N failed"; the exit code
 // is 1 when anything failed. Run by test/unit/native-core.test.ts (npm test).
@@ -23,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "answer_tally.hpp"
 #include "cgroup_paths.hpp"
 #include "decision_check.hpp"
 #include "engine_names.hpp"
@@ -600,6 +602,59 @@ void CgroupPathCases() {
     EXPECT(none.file.empty() && none.refusal != nullptr);
   });
 }
+
+void TallyCases() {
+  AnswerTally::Key a;
+  a.handle = 1;
+  a.nr = 110;
+  a.arch = AUDIT_ARCH_X86_64;
+  Case("answer tally: latencies fall in the bucket whose bound is the first >= them; above all of them: none", [&] {
+    EXPECT(LatencyBucket(0) == 0);
+    EXPECT(LatencyBucket(10000) == 0);
+    EXPECT(LatencyBucket(10001) == 1);
+    EXPECT(LatencyBucket(5000000000ull) == kLatencyBuckets - 1);
+    EXPECT(LatencyBucket(5000000001ull) == kLatencyBuckets);
+    for (size_t i = 1; i < kLatencyBuckets; i++) EXPECT(kLatencyBucketBoundsNs[i - 1] < kLatencyBucketBoundsNs[i]);
+  });
+  Case("answer tally: one entry per key with count, latency sum and buckets; first_ns from the first answer", [&] {
+    AnswerTally tally;
+    EXPECT(tally.empty() && tally.first_ns() == UINT64_MAX);
+    AnswerTally::Key gone = a;
+    gone.gone = true;
+    AnswerTally::Key other = a;
+    other.by = AnsweredBy::kFastPath;
+    EXPECT(tally.Add(a, 1000, 500));
+    EXPECT(tally.Add(a, 30000, 600));
+    EXPECT(tally.Add(gone, 2000, 700));
+    EXPECT(tally.Add(other, 9000000000ull, 800));
+    EXPECT(tally.Add(a, 3000, 900));
+    EXPECT(tally.first_ns() == 500);
+    EXPECT(tally.entries().size() == 3);
+    const AnswerTally::Entry& e = tally.entries()[0];
+    EXPECT(e.key == a && e.count == 3 && e.latency_sum_ns == 34000);
+    EXPECT(e.buckets[0] == 2 && e.buckets[2] == 1);
+    EXPECT(tally.entries()[1].key == gone && tally.entries()[1].count == 1);
+    uint64_t bucketed = 0;
+    for (uint32_t b : tally.entries()[2].buckets) bucketed += b;
+    EXPECT(tally.entries()[2].count == 1 && bucketed == 0);  // 9 s: above the last bound
+    tally.Clear();
+    EXPECT(tally.empty() && tally.first_ns() == UINT64_MAX);
+    EXPECT(tally.Add(a, 1, 1000) && tally.first_ns() == 1000 && tally.entries()[0].count == 1);
+  });
+  Case("answer tally: a new key past kMaxEntries is refused (nothing counted); known keys still count", [&] {
+    AnswerTally tally;
+    AnswerTally::Key k = a;
+    for (uint32_t i = 0; i < AnswerTally::kMaxEntries; i++) {
+      k.handle = i + 1;
+      EXPECT(tally.Add(k, 1, 1));
+    }
+    k.handle = 100000;
+    EXPECT(!tally.Add(k, 1, 1));
+    EXPECT(tally.entries().size() == AnswerTally::kMaxEntries);
+    EXPECT(tally.Add(a, 1, 1));
+    EXPECT(tally.entries()[0].count == 2);
+  });
+}
 }  // namespace
 
 int main() {
@@ -608,6 +663,7 @@ int main() {
   RuleTableCases();
   BoundaryCases();
   CgroupPathCases();
+  TallyCases();
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;
 }
