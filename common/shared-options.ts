@@ -44,6 +44,6 @@ export const SHARED_OPTIONS = {
   },
   busyPollMs: {
     flag: 'busy-poll', env: 'SECCOMP_AGENT_BUSY_POLL', default: '200us', parse: parseDurationOrOffMs,
-    description: 'While decisions are in flight between the planes, poll this long after the last one instead of sleeping: saves a wake-up per decision, costs CPU only under load (0: off)',
+    description: 'While decisions are in flight between the planes, poll this long after the last one instead of sleeping: saves a wake-up per decision, costs CPU only under load; the emulation helpers poll as long between requests (0: off)',
   },
 } satisfies OptionTable;

@@ -52,7 +52,7 @@ export interface NativeEngineOptions {
   decisionTimeoutMs: number;
   /** How long events that need no reaction (default answers) may wait to be batched, in µs. */
   batchDelayUs?: number;
-  /** While a control plane holds notifications, poll this long (µs) after the last event instead of sleeping (0: off). */
+  /** While a control plane holds notifications, poll this long (µs) after the last event instead of sleeping; a kept emulation helper polls as long after each answer (0: off). */
   busyPollUs?: number;
   /** Ingest: a runtime connection that has not reached EOF by then is dropped, in ms. */
   ingestTimeoutMs?: number;

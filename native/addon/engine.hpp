@@ -12,6 +12,7 @@
 // One class, one room per file:
 //   engine.cpp            life (init, start, stop), containers (adopt, remove), the fd store, stats
 //   engine_loop.cpp       the epoll thread's loop and the hot path (RECV, default answer or pend)
+//   answer_tally.*        what the engine answered by itself while nobody watches, counted
 //   pending_table.*       the notifications waiting for an answer: the one take/answer/release
 //   engine_sessions.cpp   control plane sessions, their decision channels, respond()
 //   decision_check.*      every decision checked once, with a reason code
@@ -65,8 +66,9 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
     uint64_t decision_timeout_ns = 2000000000ull;
     uint64_t batch_delay_ns = 1000000ull;
     // While a control plane holds notifications, poll (epoll timeout 0) this long after the last
-    // event instead of sleeping: its decision then costs no wake-up (0: always sleep). See
-    // docs/benchmarks.md for what a wake-up costs.
+    // event instead of sleeping: its decision then costs no wake-up (0: always sleep). The kept
+    // emulation helpers poll as long after each answer. See docs/benchmarks.md for what a
+    // wake-up costs.
     uint64_t busy_poll_ns = 0;
     uint64_t ingest_timeout_ns = 5000000000ull;
     size_t ingest_max_bytes = 1024 * 1024;
