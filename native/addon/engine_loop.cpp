@@ -1,5 +1,6 @@
-// The engine thread: its loop (epoll, timers, batches) and the hot path, RECV -> strings ->
-// ID_VALID -> the default answer on the spot, or pend (owned by the active session, or held for
+// The engine thread: its loop (epoll, one timerfd for its timers, batches) and the hot path,
+// RECV -> strings -> ID_VALID -> the container's rules or the default answer on the spot (an event,
+// or while nobody watches a count in the tally), or pend (owned by the active session, or held for
 // one that has not attached) and queue a channel frame and an event.
 #include <errno.h>
 #include <string.h>
