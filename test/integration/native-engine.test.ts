@@ -141,6 +141,18 @@ test('native engine tally: unwatched, 20,000 default answers reach JS as a few t
   assert.equal(h.engine.stats().eventsDropped, 0, 'nothing dropped although 20,000 answers passed a 64-event queue');
 });
 
+test('native engine tally: one answer of a container that stays alive is counted within the batch delay, by the timer alone', async (t) => {
+  const h = new Harness(t, { batchDelayUs: 20_000 });
+  h.engine.setDetailedEvents(false);
+  const started = Date.now();
+  const { child } = h.run(['--syscalls', 'getppid'], ['/usr/bin/perl', '-e', 'syscall(110); sleep 30']);
+  const tally = await h.waitFor((e) => e.type === 'tally', 'the tally of the one answer', 2000);
+  assert.ok(tally.type === 'tally' && tally.count === 1 && tally.by === 'no-control-plane');
+  assert.equal(h.events.filter((e) => e.type === 'removed').length, 0, 'the container is still alive: no removal flushed it');
+  assert.ok(Date.now() - started < 2000);
+  child.kill('SIGKILL');
+});
+
 test('native engine forwarding: respond error EPERM fails the mkdir; a second respond is unknown', async (t) => {
   const h = new Harness(t);
   h.attach();
