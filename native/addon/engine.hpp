@@ -237,13 +237,20 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // Reads the path arguments of `event` (x86_64) into buffer; false once the notification is gone.
   static bool ReadPathArgs(int notify_fd, Event* event, char* buffer, size_t* blob);
   void PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, SendResult result,
-                    uint64_t latency_ns, bool urgent, Unseen unseen = Unseen(), int32_t rule = -1);
+                    uint64_t latency_ns, bool urgent, Unseen unseen = Unseen(), int32_t rule = -1,
+                    EmulatedKind emulated = EmulatedKind::kNone);
+  // What JS hears of an answer this engine gave at once by itself (default action, or `rule`'s):
+  // its notification and answer while someone watches; else a count in the tally (engine thread)
+  // or one 'answered' event that stands for both.
+  void ReportAnswer(Container* container, const Notification& n, const Event& event, size_t blob, AnsweredBy by,
+                    const Answer& action, SendResult result, uint64_t answered_ns, int32_t rule, bool engine_thread);
   // Engine thread: an answer it gave by itself while nobody watches, counted in tally_ instead of
   // an event; DrainTally() queues the counts (at the batch delay, when the table fills, before a
   // container's 'removed', before parking or stopping).
   void TallyAnswer(uint32_t handle, uint32_t nr, uint32_t arch, AnsweredBy by, SendResult result, uint64_t latency_ns,
                    uint64_t now_ns);
   bool DrainTally();
+  uint64_t TallyDueNs() const;
   // Under mu_: the 'answered' event of an entry the pending table answered; `by` for an owned one
   // (a held one was never seen by JS: by no control plane, and this event counts it).
   void PushSettled(const PendingTable::Answered& a, AnsweredBy by, bool urgent);

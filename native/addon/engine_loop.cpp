@@ -118,9 +118,7 @@ void Engine::Run() {
     if (ingest_->NextDeadline() <= now) ingest_->OnTimer(now);
     if (channel_->NextDeadline() <= now) channel_->OnTimer(now);
     // The counts go with the next batch, or on their own at the batch delay.
-    if (!tally_.empty() && (queue_->DueNs() <= now || tally_.first_ns() + queue_->batch_delay_ns() <= now)) {
-      DrainTally();
-    }
+    if (!tally_.empty() && (queue_->DueNs() <= now || TallyDueNs() <= now)) DrainTally();
     queue_->Flush(now);
   }
   DrainTally();
@@ -129,8 +127,7 @@ void Engine::Run() {
 // Engine thread. pending_.NextDeadline() is read without mu_: only this thread adds deadlines
 // while it runs (Restore adds them before it starts), and the heap's top is only ever popped here.
 uint64_t Engine::NextWakeNs() {
-  uint64_t wake = queue_->DueNs();
-  if (!tally_.empty() && tally_.first_ns() + queue_->batch_delay_ns() < wake) wake = tally_.first_ns() + queue_->batch_delay_ns();
+  uint64_t wake = std::min(queue_->DueNs(), TallyDueNs());
   if (pending_.NextDeadline() < wake) wake = pending_.NextDeadline();
   if (ingest_->NextDeadline() < wake) wake = ingest_->NextDeadline();
   if (channel_->NextDeadline() < wake) wake = channel_->NextDeadline();
@@ -237,21 +234,30 @@ void Engine::OnNotifyReady(Container* container, uint32_t events) {
     Answer action = DefaultAction();
     int err = 0;
     SendResult result = NotifySend(container->fd, &engine_buffers_, n.id, action, &err);
-    answered_ns_ = MonotonicNs();
-    const uint64_t latency = answered_ns_ - n.received_ns;
-    if (detailed_events_.load(std::memory_order_relaxed)) {
-      queue_->Push(event, strings_, blob, false);
-      PushAnswered(container->handle, n.id, AnsweredBy::kNoControlPlane, action, result, latency, false);
-    } else {
-      // Nobody watches: counted, not an event each (JS would convert 150k records a second).
-      TallyAnswer(container->handle, n.nr, n.arch, AnsweredBy::kNoControlPlane, result, latency, answered_ns_);
-    }
+    ReportAnswer(container, n, event, blob, AnsweredBy::kNoControlPlane, action, result, MonotonicNs(), -1,
+                 /*engine_thread=*/true);
     if (result == SendResult::kFailed) {
       queue_->PushError("NOTIF_SEND of the default action for notification " + std::to_string(n.id) +
                         " of container " + std::to_string(container->handle) + " failed: " + ErrnoText(err));
     }
   }
   if ((events & (EPOLLHUP | EPOLLERR)) != 0) RemoveContainer(container);
+}
+
+// Engine thread, or the JS thread in Restore (`engine_thread` false).
+void Engine::ReportAnswer(Container* container, const Notification& n, const Event& event, size_t blob, AnsweredBy by,
+                          const Answer& action, SendResult result, uint64_t answered_ns, int32_t rule, bool engine_thread) {
+  const uint64_t latency = answered_ns - n.received_ns;
+  if (detailed_events_.load(std::memory_order_relaxed)) {
+    queue_->Push(event, strings_, blob, false);
+    PushAnswered(container->handle, n.id, by, action, result, latency, false, Unseen(), rule);
+  } else if (engine_thread) {
+    // Nobody watches: counted, not an event each (JS would convert 150k records a second).
+    answered_ns_ = answered_ns;
+    TallyAnswer(container->handle, n.nr, n.arch, by, result, latency, answered_ns);
+  } else {
+    PushAnswered(container->handle, n.id, by, action, result, latency, false, Unseen{n.nr, n.arch}, rule);
+  }
 }
 
 // Engine thread.
@@ -266,6 +272,11 @@ void Engine::TallyAnswer(uint32_t handle, uint32_t nr, uint32_t arch, AnsweredBy
   if (tally_.Add(key, latency_ns, now_ns)) return;
   // A 257th key before the batch delay: the counts so far go now.
   if (!DrainTally() || !tally_.Add(key, latency_ns, now_ns)) queue_->CountDropped(1);
+}
+
+// Engine thread. When the tally must go on its own (UINT64_MAX: it is empty).
+uint64_t Engine::TallyDueNs() const {
+  return tally_.empty() ? std::numeric_limits<uint64_t>::max() : tally_.first_ns() + queue_->batch_delay_ns();
 }
 
 // Engine thread. All of the tally or none of it: false (kept, tried again a batch delay later)
@@ -295,7 +306,7 @@ bool Engine::DrainTally() {
 
 // Any thread.
 void Engine::PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, SendResult result,
-                          uint64_t latency_ns, bool urgent, Unseen unseen, int32_t rule) {
+                          uint64_t latency_ns, bool urgent, Unseen unseen, int32_t rule, EmulatedKind emulated) {
   Event event;
   event.type = EventType::kAnswered;
   event.handle = handle;
@@ -303,6 +314,7 @@ void Engine::PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Ans
   event.by = by;
   event.rule = rule;
   event.action = action;
+  event.emulated = emulated;
   event.gone = result == SendResult::kGone;
   event.ns = latency_ns;
   event.notified = unseen.nr != Unseen::kNone;

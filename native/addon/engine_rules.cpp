@@ -203,29 +203,13 @@ void Engine::AnswerByRule(Container* container, const Notification& n, const Ans
   int err = 0;
   const SendResult result = NotifySend(container->fd, buffers, n.id, answer, &err);
   const uint64_t now = MonotonicNs();
-  const uint64_t latency = now - n.received_ns;
-  const bool detailed = detailed_events_.load(std::memory_order_relaxed);
-  if (detailed && kind == EmulatedKind::kNone) queue_->Push(event, strings_, blob, false);
-  // The engine's own buffers: this is the engine thread, whose tally counts it while nobody watches.
-  if (!detailed && kind == EmulatedKind::kNone && buffers == &engine_buffers_) {
-    answered_ns_ = now;
-    TallyAnswer(container->handle, n.nr, n.arch, AnsweredBy::kFastPath, result, latency, now);
+  if (kind == EmulatedKind::kNone) {
+    // The engine's own buffers mean the engine thread (the JS thread in Restore has its own).
+    ReportAnswer(container, n, event, blob, AnsweredBy::kFastPath, answer, result, now, index, buffers == &engine_buffers_);
   } else {
-    Event answered;
-    answered.type = EventType::kAnswered;
-    answered.handle = container->handle;
-    answered.id = n.id;
-    answered.by = AnsweredBy::kFastPath;
-    answered.rule = index;
-    answered.action = answer;
-    answered.emulated = kind;
-    answered.gone = result == SendResult::kGone;
-    answered.ns = latency;
-    // Nobody watches: the answer stands for its notification too (as the default path's does).
-    answered.notified = !detailed;
-    answered.nr = n.nr;
-    answered.arch = n.arch;
-    queue_->Push(answered, false);
+    // An emulation refused up front: its notification event went out before the dispatch.
+    const Unseen unseen = detailed_events_.load(std::memory_order_relaxed) ? Unseen() : Unseen{n.nr, n.arch};
+    PushAnswered(container->handle, n.id, AnsweredBy::kFastPath, answer, result, now - n.received_ns, false, unseen, index, kind);
   }
   if (result == SendResult::kFailed) {
     queue_->PushError("NOTIF_SEND of rule " + std::to_string(index) + "'s answer for notification " + std::to_string(n.id) +

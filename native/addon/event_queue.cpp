@@ -123,8 +123,7 @@ void EventQueue::Flush(uint64_t now_ns) {
   if (now_ns != 0 && now_ns < due_ns_.load(std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (current_ == nullptr || current_->events.empty()) return;
-  if (now_ns != 0 && !urgent_ && current_->events.size() < kBatchMaxEvents && now_ns < first_ns_ + batch_delay_ns_)
-    return;
+  if (now_ns != 0 && now_ns < due_ns_.load(std::memory_order_relaxed)) return;
   FlushLocked();
 }
 

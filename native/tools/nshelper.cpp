@@ -92,14 +92,14 @@ struct Target {
   }
 };
 
-int g_proc = -1;           // the host's /proc, opened before anything else
+int g_proc = -1;            // the host's /proc, opened before anything else
 pid_t g_parent = 0;         // the data plane that started us (getppid at start)
+int g_host_root = -1;       // the helper's own root, taken back after each chroot
+uint64_t g_own_userns = 0;  // inode of the helper's (the host's) user namespace
 // Kept helper: poll this long after an answer for the next request (a burst of mkdirs then costs
 // no wake-up of this process each, which on a VM is most of a request's time: docs/benchmarks.md).
 uint64_t g_busy_poll_ns = 0;
 uint64_t g_answered_ns = 0;  // when the last request was answered
-int g_host_root = -1;      // the helper's own root, taken back after each chroot
-uint64_t g_own_userns = 0;  // inode of the helper's (the host's) user namespace
 
 bool ParseIds(const char* line, unsigned* out4) {
   return sscanf(line, "%u %u %u %u", &out4[0], &out4[1], &out4[2], &out4[3]) == 4;
@@ -589,18 +589,29 @@ bool ServeOne(char* buf) {
   return w == ssize_t(sizeof(resp));
 }
 
+// No argument, `--once`, or `--busy-poll-us=N` (N decimal, at most 1 s). False: a usage error.
+bool ParseArgs(int argc, char** argv, bool* once) {
+  if (argc == 1) return true;
+  if (argc > 2) return false;
+  if (strcmp(argv[1], "--once") == 0) {
+    *once = true;
+    return true;
+  }
+  static const char kPollFlag[] = "--busy-poll-us=";
+  if (strncmp(argv[1], kPollFlag, sizeof kPollFlag - 1) != 0) return false;
+  const char* digits = argv[1] + sizeof kPollFlag - 1;
+  char* end = nullptr;
+  const unsigned long long us = strtoull(digits, &end, 10);
+  if (*digits < '0' || *digits > '9' || *end != '\0' || us > 1000000) return false;
+  g_busy_poll_ns = us * 1000;
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool once = argc > 1 && strcmp(argv[1], "--once") == 0;
-  const char* poll_flag = "--busy-poll-us=";
-  char* end = nullptr;
-  if (argc > 1 && !once && strncmp(argv[1], poll_flag, strlen(poll_flag)) == 0) {
-    const unsigned long long us = strtoull(argv[1] + strlen(poll_flag), &end, 10);
-    if (end != argv[1] + strlen(poll_flag) && *end == '\0' && us <= 1000000) g_busy_poll_ns = us * 1000;
-    else end = nullptr;
-  }
-  if (argc > 2 || (argc > 1 && !once && end == nullptr)) {
+  bool once = false;
+  if (!ParseArgs(argc, argv, &once)) {
     fprintf(stderr, "usage: seccomp-nshelper [--once | --busy-poll-us=N]  (started by the seccomp data plane, socket on fd 3)\n");
     return 2;
   }
