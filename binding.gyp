@@ -69,6 +69,8 @@
       "type": "executable",
       "sources": [
         "native/tools/nshelper.cpp",
+        "native/tools/nshelper_credentials.cpp",
+        "native/tools/nshelper_target.cpp",
         "native/tools/mount_confinement.cpp"
       ],
       "libraries": [

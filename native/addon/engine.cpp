@@ -120,9 +120,7 @@ void Engine::Stop() {
       park_requested_ = false;
     }
     park_cv_.notify_all();
-    uint64_t one = 1;
-    while (write(wake_fd_, &one, sizeof one) < 0 && errno == EINTR) {
-    }
+    WakeThread();
     pthread_join(thread_, nullptr);
     thread_started_ = false;
   }

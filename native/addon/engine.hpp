@@ -232,6 +232,7 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   void Run();                                                 // engine thread
   void OnNotifyReady(Container* container, uint32_t events);  // engine thread
   uint64_t NextWakeNs();                                       // engine thread
+  void WakeThread();                                           // any thread: the loop iterates once
   // Engine thread: the epoll timeout for a wake-up due at `wake_ns` (0 or -1; arms timer_fd_).
   int WaitTimeoutMs(uint64_t wake_ns, uint64_t now_ns);
   // Reads the path arguments of `event` (x86_64) into buffer; false once the notification is gone.
@@ -388,7 +389,9 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // when the next wake-up moves earlier: the wait itself then has no timeout, so a notification
   // costs no hrtimer set-up and tear-down per wait, as it did with epoll_pwait2's timeout.
   int timer_fd_ = -1;
-  uint64_t timer_armed_ns_ = UINT64_MAX;  // engine thread: when timer_fd_ fires (UINT64_MAX: disarmed)
+  // When timer_fd_ fires (UINT64_MAX: disarmed). Written by the engine thread; an executor reads it
+  // to know whether the engine will wake for the batch it just added to (OnEmulated).
+  std::atomic<uint64_t> timer_armed_ns_{UINT64_MAX};
   EpollSource timer_source_{EpollSource::Kind::kTimer};
 
   NotifyBuffers js_buffers_;  // JS thread (respond, closeSession, stop)

@@ -208,7 +208,11 @@ void Engine::OnEmulated(uint32_t handle, uint64_t id, EmulatedKind kind, uint64_
   event.action.error = (kind == EmulatedKind::kKill || kind == EmulatedKind::kFreeze) && acted ? 0 : r.err;
   event.gone = gone;
   event.ns = MonotonicNs() - received_ns;
-  queue_->Push(event, true);
+  // JS waits for the result of its own decision: that one goes at once. A rule's emulation was
+  // decided natively, and its event rides the batch like the rule's other answers: a wake-up of
+  // the JS thread per mkdir would sit on the next request's path (two vCPUs: the very next one).
+  const bool urgent = by == AnsweredBy::kControlPlane;
+  queue_->Push(event, urgent);
   const std::string what = std::string("emulated ") + EmulatedName(kind) + " of notification " + std::to_string(id) +
                            " of container " + std::to_string(handle);
   const std::string got = r.answered ? "; its syscall got " + ErrnoText(r.err) : std::string();
@@ -222,7 +226,12 @@ void Engine::OnEmulated(uint32_t handle, uint64_t id, EmulatedKind kind, uint64_
   if (!r.answered && !gone && !caller_killed) {
     queue_->PushError(what + " could not be answered (NOTIF_SEND: " + ErrnoText(r.send_err) + ")");
   }
-  queue_->Flush();
+  if (urgent) {
+    queue_->Flush();
+  } else if (queue_->DueNs() < timer_armed_ns_.load(std::memory_order_relaxed)) {
+    // The engine thread flushes due batches; it may be asleep with no timer for this one.
+    WakeThread();
+  }
 }
 
 }  // namespace seccomp_agent

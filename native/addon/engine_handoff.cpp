@@ -69,9 +69,7 @@ void Engine::Park() {
   std::unique_lock<std::mutex> lock(park_mu_);
   park_requested_ = true;
   park_flag_.store(true, std::memory_order_release);
-  uint64_t one = 1;
-  while (write(wake_fd_, &one, sizeof one) < 0 && errno == EINTR) {
-  }
+  WakeThread();
   park_cv_.wait(lock, [this] { return parked_; });
 }
 

@@ -92,7 +92,7 @@ void Engine::Run() {
           uint64_t expirations;
           while (read(timer_fd_, &expirations, sizeof expirations) < 0 && errno == EINTR) {
           }
-          timer_armed_ns_ = UINT64_MAX;
+          timer_armed_ns_.store(UINT64_MAX, std::memory_order_relaxed);
           break;
         }
       }
@@ -134,11 +134,19 @@ uint64_t Engine::NextWakeNs() {
   return wake;
 }
 
+// Any thread (the eventfd lives until Stop, after every other thread that calls this has ended).
+void Engine::WakeThread() {
+  uint64_t one = 1;
+  while (write(wake_fd_, &one, sizeof one) < 0 && errno == EINTR) {
+  }
+}
+
 // Engine thread. 0 when `wake_ns` is due (or busy polling); else -1, with timer_fd_ armed for it
 // unless it is armed for an earlier time already (a wake-up that comes early only loops once).
 int Engine::WaitTimeoutMs(uint64_t wake_ns, uint64_t now_ns) {
   if (wake_ns <= now_ns) return 0;
-  if (wake_ns == std::numeric_limits<uint64_t>::max() || (timer_armed_ns_ > now_ns && timer_armed_ns_ <= wake_ns)) return -1;
+  const uint64_t armed = timer_armed_ns_.load(std::memory_order_relaxed);
+  if (wake_ns == std::numeric_limits<uint64_t>::max() || (armed > now_ns && armed <= wake_ns)) return -1;
   struct itimerspec spec;
   memset(&spec, 0, sizeof spec);
   spec.it_value.tv_sec = static_cast<time_t>(wake_ns / 1000000000ull);
@@ -147,7 +155,7 @@ int Engine::WaitTimeoutMs(uint64_t wake_ns, uint64_t now_ns) {
     // Cannot happen with a valid fd and time; the old way then: wake up in a millisecond and look.
     return 1;
   }
-  timer_armed_ns_ = wake_ns;
+  timer_armed_ns_.store(wake_ns, std::memory_order_relaxed);
   return -1;
 }
 

@@ -144,9 +144,7 @@ size_t Engine::CloseSession(uint64_t session) {
     sessions_.erase(found);
   }
   if (has_channel) {
-    uint64_t one = 1;
-    while (write(wake_fd_, &one, sizeof one) < 0 && errno == EINTR) {
-    }
+    WakeThread();
   }
   queue_->Flush();
   return count;

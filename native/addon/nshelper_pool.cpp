@@ -48,6 +48,19 @@ void Reap(int pidfd, bool block) {
   }
 }
 
+// The inode of /proc/<pid>/ns/mnt, from its link text ("mnt:[4026531841]"): a readlink costs
+// half a stat, which would open the nsfs inode behind it. 0: the task is gone.
+uint64_t MountNamespaceOf(pid_t pid) {
+  char path[64];
+  char link[64];
+  snprintf(path, sizeof(path), "/proc/%d/ns/mnt", int(pid));
+  const ssize_t n = readlink(path, link, sizeof(link) - 1);
+  if (n <= 0) return 0;
+  link[n] = '\0';
+  unsigned long long inode = 0;
+  return sscanf(link, "mnt:[%llu]", &inode) == 1 ? uint64_t(inode) : 0;
+}
+
 }  // namespace
 
 NsHelperPool::NsHelperPool(const NsHelperPoolOptions& options) : options_(options) {}
@@ -163,13 +176,20 @@ void NsHelperPool::Run() {
   while (!stopping_.load()) {
     int n = epoll_wait(epoll_, events, 32, NextTimeoutMs(NowNs()));
     if (n < 0 && errno != EINTR) break;  // cannot happen with a valid epoll fd; stop cleanly
+    if (stopping_.load()) break;
+    // New requests go out before the answers of earlier ones are read: a container waits on the
+    // first, the bookkeeping of the second (its event, its slot) waits on nobody. A helper that
+    // answered its previous request just before this one arrived would otherwise put that answer
+    // on this request's path, every time.
+    for (int i = 0; i < n; ++i) {
+      if (events[i].data.u64 != kWakeId) continue;
+      uint64_t count;
+      (void)!read(wake_, &count, sizeof(count));
+    }
+    DrainSubmissions();
     for (int i = 0; i < n; ++i) {
       uint64_t data = events[i].data.u64;
-      if (data == kWakeId) {
-        uint64_t count;
-        (void)!read(wake_, &count, sizeof(count));
-        continue;
-      }
+      if (data == kWakeId) continue;
       auto it = helpers_.find(data >> 1);
       if (it == helpers_.end()) continue;
       if (data & 1) {
@@ -179,7 +199,6 @@ void NsHelperPool::Run() {
       }
     }
     if (stopping_.load()) break;
-    DrainSubmissions();
     ProcessForgotten();
     CheckTimers(NowNs());
   }
@@ -244,10 +263,8 @@ void NsHelperPool::Route(Pending p) {
     return;
   }
   if (!options_.spawn_per_call && p.key == 0) {
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/%d/ns/mnt", int(p.job.header.pid));
-    struct stat st;
-    if (p.job.header.pid <= 0 || stat(path, &st) != 0) {
+    p.key = p.job.header.pid > 0 ? MountNamespaceOf(pid_t(p.job.header.pid)) : 0;
+    if (p.key == 0) {
       // The target is gone: answer as the helper would have, without spawning one.
       nshelper::Response r = {};
       r.magic = nshelper::kMagic;
@@ -258,7 +275,6 @@ void NsHelperPool::Route(Pending p) {
       Complete(p, r, 0);
       return;
     }
-    p.key = uint64_t(st.st_ino);
   }
   Helper* helper = nullptr;
   if (!options_.spawn_per_call) {

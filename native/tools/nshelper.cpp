@@ -45,6 +45,8 @@
 #include <vector>
 
 #include "mount_confinement.hpp"
+#include "nshelper_credentials.hpp"
+#include "nshelper_target.hpp"
 #include "nshelper_protocol.h"
 #include "seccomp_compat.h"
 
@@ -53,14 +55,10 @@ namespace {
 using nshelper::Request;
 using nshelper::Response;
 
-// Outcome of one step: errno (0 = fine) and the stage it belongs to.
-struct Status {
-  int err = 0;
-  uint16_t stage = nshelper::kStageDone;
-  bool ok() const { return err == 0 && stage == nshelper::kStageDone; }
-};
-
-Status Fail(uint16_t stage, int err) { return Status{err, stage}; }
+using nshelper::Credentials;
+using nshelper::Fail;
+using nshelper::Status;
+using nshelper::Target;
 
 uint64_t NowNs() {
   timespec ts;
@@ -68,188 +66,13 @@ uint64_t NowNs() {
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
-// ---------------------------------------------------------------------------------------------
-// The target: its /proc directory, validated against the notification, and its credentials.
-
-struct Credentials {
-  uid_t fsuid = 0;
-  gid_t fsgid = 0;
-  std::vector<gid_t> groups;
-  mode_t umask = 022;
-  uint64_t cap_eff = 0;
-  bool init_userns = true;
-};
-
-struct Target {
-  Fd pid_dir;  // /proc/<pid>, bound to that process: no pid reuse through it
-  Fd root;     // the target's root directory (O_PATH)
-  int notify_fd = -1;
-  uint64_t notif_id = 0;
-
-  bool StillPending() const {
-    uint64_t id = notif_id;
-    return ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
-  }
-};
-
-int g_proc = -1;            // the host's /proc, opened before anything else
-pid_t g_parent = 0;         // the data plane that started us (getppid at start)
-int g_host_root = -1;       // the helper's own root, taken back after each chroot
-uint64_t g_own_userns = 0;  // inode of the helper's (the host's) user namespace
+nshelper::TargetCache g_targets;  // the host's /proc and the tasks seen lately
+pid_t g_parent = 0;               // the data plane that started us (getppid at start)
+int g_host_root = -1;             // the helper's own root, taken back after each chroot
 // Kept helper: poll this long after an answer for the next request (a burst of mkdirs then costs
 // no wake-up of this process each, which on a VM is most of a request's time: docs/benchmarks.md).
 uint64_t g_busy_poll_ns = 0;
 uint64_t g_answered_ns = 0;  // when the last request was answered
-
-bool ParseIds(const char* line, unsigned* out4) {
-  return sscanf(line, "%u %u %u %u", &out4[0], &out4[1], &out4[2], &out4[3]) == 4;
-}
-
-// Reads Uid/Gid (4th field: fs), Groups, Umask and CapEff from /proc/<pid>/status.
-Status ReadCredentials(const Target& t, Credentials* c) {
-  Fd f(openat(t.pid_dir.get(), "status", O_RDONLY | O_CLOEXEC));
-  if (f.get() < 0) return Fail(nshelper::kStageOpenProc, ESRCH);
-  char buf[8192];
-  ssize_t n = 0, got;
-  while (n < ssize_t(sizeof(buf)) - 1 && (got = read(f.get(), buf + n, sizeof(buf) - 1 - n)) > 0) n += got;
-  if (n <= 0) return Fail(nshelper::kStageOpenProc, ESRCH);
-  buf[n] = 0;
-  bool uid = false, gid = false, eff = false;
-  for (char* line = buf; line && *line;) {
-    char* next = strchr(line, '\n');
-    if (next) *next++ = 0;
-    unsigned ids[4];
-    if (!strncmp(line, "Uid:", 4) && ParseIds(line + 4, ids)) {
-      c->fsuid = ids[3];
-      uid = true;
-    } else if (!strncmp(line, "Gid:", 4) && ParseIds(line + 4, ids)) {
-      c->fsgid = ids[3];
-      gid = true;
-    } else if (!strncmp(line, "Umask:", 6)) {
-      c->umask = mode_t(strtoul(line + 6, nullptr, 8)) & 0777;
-    } else if (!strncmp(line, "CapEff:", 7)) {
-      c->cap_eff = strtoull(line + 7, nullptr, 16);
-      eff = true;
-    } else if (!strncmp(line, "Groups:", 7)) {
-      char* p = line + 7;
-      c->groups.clear();
-      while (c->groups.size() < NGROUPS_MAX) {
-        char* end;
-        unsigned long g = strtoul(p, &end, 10);
-        if (end == p) break;
-        c->groups.push_back(gid_t(g));
-        p = end;
-      }
-    }
-    line = next;
-  }
-  if (!uid || !gid || !eff) return Fail(nshelper::kStageCredentials, EIO);
-  struct stat st;
-  if (fstatat(t.pid_dir.get(), "ns/user", &st, 0) != 0) return Fail(nshelper::kStageOpenProc, ESRCH);
-  c->init_userns = st.st_ino == g_own_userns;
-  return {};
-}
-
-// Opens /proc/<pid> and the root, then checks the notification is still pending: from here on
-// every file opened through pid_dir belongs to the notifying task (no pid reuse, no TOCTOU).
-Status OpenTarget(const Request& req, int notify_fd, Target* t) {
-  if (req.pid <= 0 || notify_fd < 0) return Fail(nshelper::kStageBadRequest, EINVAL);
-  t->notify_fd = notify_fd;
-  t->notif_id = req.notif_id;
-  char name[16];
-  snprintf(name, sizeof(name), "%d", req.pid);
-  t->pid_dir.Reset(openat(g_proc, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (t->pid_dir.get() < 0) return Fail(nshelper::kStageOpenProc, ESRCH);
-  t->root.Reset(openat(t->pid_dir.get(), "root", O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (t->root.get() < 0) return Fail(nshelper::kStageOpenProc, ESRCH);
-  if (!t->StillPending()) return Fail(nshelper::kStageStale, ENOENT);
-  return {};
-}
-
-// ---------------------------------------------------------------------------------------------
-// Acting as the target: fsuid, fsgid, groups, umask, effective capabilities. The helper is
-// single-threaded, so these per-thread credentials are the whole process's.
-
-bool SetEffectiveCaps(uint64_t wanted) {
-  __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct data[2];
-  if (syscall(SYS_capget, &hdr, data) != 0) return false;
-  uint64_t permitted = uint64_t(data[0].permitted) | (uint64_t(data[1].permitted) << 32);
-  uint64_t eff = wanted & permitted;
-  data[0].effective = uint32_t(eff);
-  data[1].effective = uint32_t(eff >> 32);
-  return syscall(SYS_capset, &hdr, data) == 0;
-}
-
-// The helper's own credentials between requests (fsuid and fsgid 0, no supplementary groups,
-// every permitted capability effective, umask 022), set once at start: ActAs changes only what a
-// target has otherwise and puts back only what it changed. Each change is a syscall, and on a VM
-// with speculative-execution mitigations a dozen of them are a good part of a request.
-uint64_t g_own_permitted = 0;
-
-bool TakeOwnCredentials() {
-  __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct data[2];
-  if (setgroups(0, nullptr) != 0 || syscall(SYS_capget, &hdr, data) != 0) return false;
-  g_own_permitted = uint64_t(data[0].permitted) | (uint64_t(data[1].permitted) << 32);
-  setfsuid(0);
-  setfsgid(0);
-  umask(022);
-  return uid_t(setfsuid(uid_t(-1))) == 0 && gid_t(setfsgid(gid_t(-1))) == 0 && SetEffectiveCaps(~0ull);
-}
-
-class ActAs {
- public:
-  // A target outside the host user namespace has its capabilities only over its own namespace;
-  // the helper cannot express that, so it drops them all there (fails safe: EACCES, not access).
-  Status Enter(const Credentials& c) {
-    if (!c.groups.empty()) {
-      groups_ = true;
-      if (setgroups(c.groups.size(), c.groups.data()) != 0) return Fail(nshelper::kStageCredentials, errno);
-    }
-    if (c.fsgid != 0) {
-      fsgid_ = true;
-      setfsgid(c.fsgid);
-      if (gid_t(setfsgid(gid_t(-1))) != c.fsgid) return Fail(nshelper::kStageCredentials, EPERM);
-    }
-    if (c.fsuid != 0) {
-      fsuid_ = true;
-      setfsuid(c.fsuid);
-      if (uid_t(setfsuid(uid_t(-1))) != c.fsuid) return Fail(nshelper::kStageCredentials, EPERM);
-    }
-    // A non-zero fsuid also took the file capabilities out of the effective set: set them then.
-    const uint64_t wanted = (c.init_userns ? c.cap_eff : 0) & g_own_permitted;
-    if (fsuid_ || wanted != g_own_permitted) {
-      caps_ = true;
-      if (!SetEffectiveCaps(wanted)) return Fail(nshelper::kStageCredentials, errno);
-    }
-    if (c.umask != 022) {
-      umask_ = true;
-      umask(c.umask);
-    }
-    return {};
-  }
-  ~ActAs() { Leave(); }
-  void Leave() {
-    // Capabilities first: setfsuid/setgroups below need CAP_SETUID/CAP_SETGID back. A helper that
-    // cannot get its own credentials back must not serve another request.
-    if (caps_ && !SetEffectiveCaps(~0ull)) _exit(70);
-    if (fsuid_) {
-      setfsuid(0);
-      if (setfsuid(uid_t(-1)) != 0) _exit(70);
-    }
-    if (fsgid_) {
-      setfsgid(0);
-      if (setfsgid(gid_t(-1)) != 0) _exit(70);
-    }
-    if (groups_ && setgroups(0, nullptr) != 0) _exit(70);
-    if (umask_) umask(022);
-    caps_ = fsuid_ = fsgid_ = groups_ = umask_ = false;
-  }
-
- private:
-  bool caps_ = false, fsuid_ = false, fsgid_ = false, groups_ = false, umask_ = false;
-};
 
 // ---------------------------------------------------------------------------------------------
 // Resolution, confined to the target's root. See docs/emulation.md ("Resolution").
@@ -260,13 +83,13 @@ class ActAs {
 Status BaseFromRoot(const Target& t, int dirfd, std::string* out) {
   Fd base;
   if (dirfd == AT_FDCWD) {
-    base.Reset(openat(t.pid_dir.get(), "cwd", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    base.Reset(openat(t.pid_dir, "cwd", O_PATH | O_DIRECTORY | O_CLOEXEC));
     if (base.get() < 0) return Fail(nshelper::kStageOpenProc, ESRCH);
   } else {
     if (dirfd < 0) return Fail(nshelper::kStageResolve, EBADF);
     char name[32];
     snprintf(name, sizeof(name), "fd/%d", dirfd);
-    base.Reset(openat(t.pid_dir.get(), name, O_PATH | O_CLOEXEC));
+    base.Reset(openat(t.pid_dir, name, O_PATH | O_CLOEXEC));
     if (base.get() < 0) return Fail(nshelper::kStageResolve, errno == ENOENT ? EBADF : errno);
     struct stat st;
     if (fstat(base.get(), &st) != 0) return Fail(nshelper::kStageResolve, errno);
@@ -334,14 +157,14 @@ bool SplitLast(const std::string& full, std::string* parent, std::string* last) 
 
 Status DoMkdir(const Request& req, const std::string& path, const Target& t) {
   Credentials cred;
-  Status s = ReadCredentials(t, &cred);
+  Status s = g_targets.ReadCredentials(t, &cred);
   if (!s.ok()) return s;
   std::string full, parent, last;
   s = PathFromRoot(t, req.dirfd, path, &full);
   if (!s.ok()) return s;
   if (!SplitLast(full, &parent, &last)) return Fail(nshelper::kStageDone, EEXIST);
 
-  ActAs as;
+  nshelper::ActAs as;
   s = as.Enter(cred);
   if (!s.ok()) return s;
   Fd dir(OpenInRoot(t, parent, O_DIRECTORY));
@@ -363,8 +186,8 @@ Status DoMkdir(const Request& req, const std::string& path, const Target& t) {
 // owns its mount namespace (capabilities in a nested one do not reach the mounts).
 Status CheckCapSysAdmin(const Target& t, const Credentials& cred) {
   if (!(cred.cap_eff & (1ull << CAP_SYS_ADMIN))) return Fail(nshelper::kStagePermission, EPERM);
-  Fd user(openat(t.pid_dir.get(), "ns/user", O_RDONLY | O_CLOEXEC));
-  Fd mnt(openat(t.pid_dir.get(), "ns/mnt", O_RDONLY | O_CLOEXEC));
+  Fd user(openat(t.pid_dir, "ns/user", O_RDONLY | O_CLOEXEC));
+  Fd mnt(openat(t.pid_dir, "ns/mnt", O_RDONLY | O_CLOEXEC));
   if (user.get() < 0 || mnt.get() < 0) return Fail(nshelper::kStageOpenProc, ESRCH);
   uid_t owner = uid_t(-1);
   if (ioctl(user.get(), NS_GET_OWNER_UID, &owner) != 0) return Fail(nshelper::kStagePermission, errno);
@@ -403,7 +226,7 @@ constexpr uint64_t kNotANewMount = MS_BIND | MS_MOVE | MS_REMOUNT | MS_SHARED | 
 
 // Reads a whole file of /proc/<pid> (mountinfo can be long on a busy node).
 bool ReadProcFile(const Target& t, const char* name, std::string* out) {
-  Fd f(openat(t.pid_dir.get(), name, O_RDONLY | O_CLOEXEC));
+  Fd f(openat(t.pid_dir, name, O_RDONLY | O_CLOEXEC));
   if (f.get() < 0) return false;
   char chunk[16384];
   ssize_t n;
@@ -430,7 +253,7 @@ Status DoMount(const Request& req, const std::string* str, const Target& t) {
   const mount_confinement::FsPolicy policy = mount_confinement::PolicyFor(mount.fstype);
   if (policy.treatment == mount_confinement::Treatment::kRefuse) return Fail(nshelper::kStageConfine, EPERM);
   Credentials cred;
-  Status s = ReadCredentials(t, &cred);
+  Status s = g_targets.ReadCredentials(t, &cred);
   if (!s.ok()) return s;
   if (req.flags & nshelper::kRequireCapSysAdmin) {
     s = CheckCapSysAdmin(t, cred);
@@ -442,7 +265,7 @@ Status DoMount(const Request& req, const std::string* str, const Target& t) {
   Fd dir;
   {
     // Resolve with the target's own rights (search permission on the way), mount with ours.
-    ActAs as;
+    nshelper::ActAs as;
     s = as.Enter(cred);
     if (!s.ok()) return s;
     dir.Reset(OpenInRoot(t, full, 0));
@@ -498,7 +321,7 @@ bool ParseRequest(const char* buf, ssize_t n, Request* req, std::string* str) {
 Status Handle(const Request& req, const std::string* str, int notify_fd) {
   if (req.op == nshelper::kOpPing) return {};
   Target t;
-  Status s = OpenTarget(req, notify_fd, &t);
+  Status s = g_targets.Open(req, notify_fd, &t);
   if (!s.ok()) return s;
   switch (req.op) {
     case nshelper::kOpMkdir:
@@ -628,19 +451,16 @@ int main(int argc, char** argv) {
   prctl(PR_SET_DUMPABLE, 0);
   syscall(SYS_close_range, nshelper::kSocketFd + 1, ~0u, 0);
   signal(SIGPIPE, SIG_IGN);
-  g_proc = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  struct stat st;
-  if (g_proc < 0 || fstatat(g_proc, "self/ns/user", &st, 0) != 0) {
+  if (!g_targets.Init()) {
     perror("seccomp-nshelper: /proc");
     return 1;
   }
-  g_own_userns = st.st_ino;
   g_host_root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (g_host_root < 0 || fchdir(g_host_root) != 0) {
     perror("seccomp-nshelper: /");
     return 1;
   }
-  if (!TakeOwnCredentials()) {
+  if (!nshelper::TakeOwnCredentials()) {
     perror("seccomp-nshelper: its own credentials (fsuid 0, no groups, capabilities)");
     return 1;
   }
