@@ -117,11 +117,13 @@
         "native/addon/rule_set.cpp",
         "native/addon/policy_wire.cpp",
         "native/addon/journal.cpp",
-        "native/addon/notify_fd.cpp"
+        "native/addon/notify_fd.cpp",
+        "native/tools/nshelper_target.cpp"
       ],
       "include_dirs": [
         "native/addon",
-        "native/common"
+        "native/common",
+        "native/tools"
       ]
     },
     {

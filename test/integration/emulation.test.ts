@@ -243,6 +243,43 @@ test('emulated mkdir: a target running as uid 1000 gets EACCES in a root-owned 0
   assert.equal(st.mode & 0o7777, 0o750, 'mode 0777 minus the target umask 027');
 });
 
+// The helper keeps the /proc directory of a task it served (native/tools/nshelper_target.cpp). A
+// pid taken again by another task must be that other task: its root and credentials, never the
+// ones seen before under the same number. ns_last_pid hands the number on; the host may take it
+// first, so a few rounds are allowed.
+test('emulated mkdir: a pid used again by another task (another root, uid 1000) is served as that task, not as the one the helper kept', async (t) => {
+  const dir = scratchDir(t, 'emulation-');
+  const root = makeRootfs(dir);
+  const emu = newEmulator(t);
+  const script = 'mkdir "$1/first"; mkdir "$1/go"; (exec chroot --userspec=1000:1000 "$2" /bin/mkdir /rootonly/second); echo second=$?';
+  let reused = false;
+  for (let round = 0; round < 8 && !reused; round++) {
+    for (const name of ['first', 'go']) fs.rmSync(path.join(dir, name), { recursive: true, force: true });
+    const pids = new Map<string, number>();
+    const results = new Map<string, ActionResult>();
+    const emulate = emulateMkdirs(emu, results);
+    const run = await runTarget(t, dir, ['/bin/sh', '-c', script, 'sh', dir, root], async (n, fd) => {
+      if (n.nr === NR_MKDIR) pids.set(n.strings[0], n.pid);
+      // The first task has exited (the shell waited for it): its number is the next one given out.
+      if (n.nr === NR_MKDIR && n.strings[0] === path.join(dir, 'go')) {
+        fs.writeFileSync('/proc/sys/kernel/ns_last_pid', String((pids.get(path.join(dir, 'first')) ?? 2) - 1));
+      }
+      await emulate(n, fd);
+    });
+    assert.equal(run.exit, 0, run.output);
+    assert.equal(results.get(path.join(dir, 'first'))?.errno, 0, 'the first task, root on the host, made its directory');
+    const second = results.get('/rootonly/second');
+    assert.ok(second, `the second task's mkdir was emulated: ${run.output}`);
+    assert.equal(second.errno, EACCES, `served as uid 1000 in its own root: ${JSON.stringify(second, bigints)}`);
+    assert.match(run.output, /second=1/);
+    assert.ok(!exists(path.join(root, 'rootonly', 'second')));
+    assert.ok(!exists('/rootonly'), 'nothing made on the host as the kept task would have');
+    reused = pids.get('/rootonly/second') === pids.get(path.join(dir, 'first'));
+  }
+  assert.ok(reused, 'in 8 rounds the host never gave the second task the first one\'s pid');
+  assert.equal(emu.stats().spawned, 1, 'one helper served both tasks (one mount namespace): its kept entry was the one tested');
+});
+
 test('emulated mkdir: /proc magic links are refused (ELOOP) and a cwd outside the root is refused (EPERM)', async (t) => {
   const dir = scratchDir(t, 'emulation-');
   const root = makeRootfs(dir);

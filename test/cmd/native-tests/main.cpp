@@ -1,7 +1,7 @@
 // Unit tests of the native core's pure pieces: the pending table (on a real seccomp notify fd, with
 // a real target blocked in getppid), the decision check, the rule table, the runtime message's
 // JSON boundary, the fd-store names, the cgroup path parsing that picks a container's freezer and
-// the tally of unwatched native answers.
+// the tally of unwatched native answers, and the helper's reading of /proc/<pid>/status.
 // No framework: each case prints "ok N - name" or
 // "not ok N - name" with what differed, and the last line is "N passed, N failed"; the exit code
 // is 1 when anything failed. Run by test/unit/native-core.test.ts (npm test).
@@ -31,6 +31,7 @@
 #include "journal.hpp"
 #include "json_boundary.hpp"
 #include "notify_fd.hpp"
+#include "nshelper_target.hpp"
 #include "pending_table.hpp"
 #include "rule_table.hpp"
 #include "rule_set.hpp"
@@ -655,6 +656,58 @@ void TallyCases() {
     EXPECT(tally.entries()[0].count == 2);
   });
 }
+
+// The shape /proc/<pid>/status has (Linux 6.x), cut to the lines around the ones read.
+constexpr char kStatus[] =
+    "Name:\tsh\nUmask:\t0027\nState:\tS (sleeping)\nTgid:\t42\nPid:\t42\n"
+    "Uid:\t1000\t1001\t1002\t1003\nGid:\t2000\t2001\t2002\t2003\nFDSize:\t64\n"
+    "Groups:\t4 24 27 \nNStgid:\t42\nVmRSS:\t  1024 kB\nCapInh:\t0000000000000000\n"
+    "CapPrm:\t000001ffffffffff\nCapEff:\t00000000a80425fb\nCapBnd:\t000001ffffffffff\n";
+
+void ProcStatusCases() {
+  using nshelper::Credentials;
+  using nshelper::ParseProcStatus;
+  Case("proc status: fsuid and fsgid are the fourth ids, umask octal, CapEff hex, every group", [] {
+    Credentials c;
+    EXPECT(ParseProcStatus(kStatus, &c));
+    EXPECT(c.fsuid == 1003 && c.fsgid == 2003);
+    EXPECT(c.umask == 027);
+    EXPECT(c.cap_eff == 0xa80425fbull);
+    EXPECT((c.groups == std::vector<gid_t>{4, 24, 27}));
+  });
+  Case("proc status: an empty Groups line gives no group, and the lines after it still count", [] {
+    std::string text(kStatus);
+    text.replace(text.find("4 24 27 "), 8, "");
+    Credentials c;
+    c.groups = {99};
+    EXPECT(ParseProcStatus(text.c_str(), &c));
+    EXPECT(c.groups.empty());
+    EXPECT(c.fsuid == 1003);
+  });
+  Case("proc status: without Uid, Gid or CapEff (a cut read) it is refused; a cut Groups line keeps what was read", [] {
+    for (const char* key : {"Uid:", "Gid:", "CapEff:"}) {
+      std::string text(kStatus);
+      text.replace(text.find(key), 1, "X");
+      Credentials c;
+      EXPECT(!ParseProcStatus(text.c_str(), &c));
+    }
+    std::string cut(kStatus);
+    cut.resize(cut.find("24 27"));
+    Credentials c;
+    EXPECT(!ParseProcStatus(cut.c_str(), &c));
+    EXPECT((c.groups == std::vector<gid_t>{4}));
+    Credentials none;
+    EXPECT(!ParseProcStatus("", &none));
+  });
+  Case("proc status: a value that is not a number is not read as one (no sign, no other line's digits)", [] {
+    std::string text(kStatus);
+    text.replace(text.find("0027"), 4, "-1");
+    text.replace(text.find("1000\t1001"), 4, "x");
+    Credentials c;
+    EXPECT(!ParseProcStatus(text.c_str(), &c));  // Uid has three numbers left: not a Uid line
+    EXPECT(c.umask == 022);                      // "-1" is no umask: the default stays
+  });
+}
 }  // namespace
 
 int main() {
@@ -664,6 +717,7 @@ int main() {
   BoundaryCases();
   CgroupPathCases();
   TallyCases();
+  ProcStatusCases();
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;
 }
