@@ -18,7 +18,6 @@
 #include <errno.h>
 #include "unique_fd.h"
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
 #include <linux/capability.h>
 #include <linux/nsfs.h>
@@ -30,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/fsuid.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
