@@ -176,27 +176,27 @@ void NsHelperPool::Run() {
   while (!stopping_.load()) {
     int n = epoll_wait(epoll_, events, 32, NextTimeoutMs(NowNs()));
     if (n < 0 && errno != EINTR) break;  // cannot happen with a valid epoll fd; stop cleanly
-    if (stopping_.load()) break;
     // New requests go out before the answers of earlier ones are read: a container waits on the
     // first, the bookkeeping of the second (its event, its slot) waits on nobody. A helper that
     // answered its previous request just before this one arrived would otherwise put that answer
-    // on this request's path, every time.
+    // on this request's path, every time. Deaths are taken first, so that a request does not go
+    // to a helper that is already gone.
     for (int i = 0; i < n; ++i) {
-      if (events[i].data.u64 != kWakeId) continue;
-      uint64_t count;
-      (void)!read(wake_, &count, sizeof(count));
-    }
-    DrainSubmissions();
-    for (int i = 0; i < n; ++i) {
-      uint64_t data = events[i].data.u64;
-      if (data == kWakeId) continue;
-      auto it = helpers_.find(data >> 1);
-      if (it == helpers_.end()) continue;
-      if (data & 1) {
-        OnExit(it->second.get());
-      } else {
-        OnReadable(it->second.get());
+      const uint64_t data = events[i].data.u64;
+      if (data == kWakeId) {
+        uint64_t count;
+        (void)!read(wake_, &count, sizeof(count));
+        continue;
       }
+      auto it = helpers_.find(data >> 1);
+      if (it != helpers_.end() && (data & 1)) OnExit(it->second.get());
+    }
+    if (!stopping_.load()) DrainSubmissions();
+    for (int i = 0; i < n; ++i) {
+      const uint64_t data = events[i].data.u64;
+      if (data == kWakeId || (data & 1)) continue;
+      auto it = helpers_.find(data >> 1);
+      if (it != helpers_.end()) OnReadable(it->second.get());
     }
     if (stopping_.load()) break;
     ProcessForgotten();
