@@ -4,8 +4,8 @@
 // A task that notifies once usually notifies again (a container's process making directories), so
 // its /proc directory and status file stay open between requests, a few tasks at a time: opening
 // them is two path walks through procfs, which on a VM with speculative-execution mitigations is
-// a good part of a request (docs/benchmarks.md, "The helper's request"). Why a kept directory can
-// be trusted again is written at TargetCache::Open.
+// a good part of a request (docs/benchmarks.md, "The emulated mkdir (e), third pass"). Why a kept
+// directory can be trusted again is written at TargetCache::Open.
 #pragma once
 #include <stdint.h>
 #include <sys/types.h>
