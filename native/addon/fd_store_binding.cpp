@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "binding_args.hpp"
 #include "fd_store.h"
 
 namespace seccomp_agent {
@@ -82,8 +83,6 @@ void OnProcessExit(uv_poll_t* handle, int status, int events) {
   callback.MakeCallback(env.Global(), {}, *context);
   if (env.IsExceptionPending()) env.GetAndClearPendingException();
 }
-
-void ThrowType(Napi::Env env, const std::string& message) { Napi::TypeError::New(env, message).ThrowAsJavaScriptException(); }
 
 // Null (no exception) when NOTIFY_SOCKET is unset; null with an exception pending when unusable.
 Notifier* GetNotifier(const Napi::CallbackInfo& info) {
