@@ -105,33 +105,37 @@ TargetCache::Entry* TargetCache::Find(pid_t pid) {
   return nullptr;
 }
 
-// Replaces the least recently used entry with /proc/<pid> and its status file; nullptr (and the
-// entry emptied) when the task is gone.
-TargetCache::Entry* TargetCache::OpenFresh(pid_t pid) {
+TargetCache::Entry* TargetCache::LeastRecentlyUsed() {
   Entry* slot = &entries_[0];
   for (Entry& e : entries_) {
     if (e.used < slot->used) slot = &e;
   }
+  return slot;
+}
+
+// Points `entry` at /proc/<pid> and its status file, opened now; false (and the entry emptied)
+// when the task is gone.
+bool TargetCache::Refill(Entry* entry, pid_t pid) {
   char name[16];
   snprintf(name, sizeof name, "%d", pid);
-  slot->pid = 0;
-  slot->status.Reset();
-  slot->dir.Reset(openat(proc_.get(), name, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (slot->dir.get() < 0) return nullptr;
-  slot->status.Reset(openat(slot->dir.get(), "status", O_RDONLY | O_CLOEXEC));
-  if (slot->status.get() < 0) {
-    slot->dir.Reset();
-    return nullptr;
+  entry->Clear();
+  entry->dir.Reset(openat(proc_.get(), name, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (entry->dir.get() < 0) return false;
+  entry->status.Reset(openat(entry->dir.get(), "status", O_RDONLY | O_CLOEXEC));
+  if (entry->status.get() < 0) {
+    entry->Clear();
+    return false;
   }
-  slot->pid = pid;
-  return slot;
+  entry->pid = pid;
+  return true;
 }
 
 // A kept /proc/<pid> is bound to the struct pid of the task it was opened for, never to the number:
 // once that task is reaped, every lookup in it fails (ENOENT), whoever has the number now. So when
 // "root" opens through it after this notification arrived, the task it names was alive then, as was
 // the notifying task, with the same pid: the same task, which NOTIF_ID_VALID afterwards shows still
-// waiting. A lookup that fails through a kept entry means its task is gone: opened afresh once.
+// waiting. A lookup that fails through a kept entry means its task is gone: the entry is opened
+// afresh, in its own slot, once.
 Status TargetCache::Open(const Request& req, int notify_fd, Target* t) {
   if (req.pid <= 0 || notify_fd < 0) return Fail(kStageBadRequest, EINVAL);
   t->notify_fd = notify_fd;
@@ -139,18 +143,17 @@ Status TargetCache::Open(const Request& req, int notify_fd, Target* t) {
   const pid_t pid = pid_t(req.pid);
   Entry* entry = Find(pid);
   const bool kept = entry != nullptr;
-  if (!kept) entry = OpenFresh(pid);
-  if (entry == nullptr) return Fail(kStageOpenProc, ESRCH);
+  if (!kept) {
+    entry = LeastRecentlyUsed();
+    if (!Refill(entry, pid)) return Fail(kStageOpenProc, ESRCH);
+  }
   t->root.Reset(openat(entry->dir.get(), "root", O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (t->root.get() < 0 && kept) {
-    entry = OpenFresh(pid);
-    if (entry == nullptr) return Fail(kStageOpenProc, ESRCH);
+    if (!Refill(entry, pid)) return Fail(kStageOpenProc, ESRCH);
     t->root.Reset(openat(entry->dir.get(), "root", O_PATH | O_DIRECTORY | O_CLOEXEC));
   }
   if (t->root.get() < 0) {
-    entry->pid = 0;
-    entry->dir.Reset();
-    entry->status.Reset();
+    entry->Clear();
     return Fail(kStageOpenProc, ESRCH);
   }
   entry->used = ++requests_;

@@ -69,10 +69,16 @@ class TargetCache {
     Fd dir;
     Fd status;
     uint64_t used = 0;  // the request count when last used: the least recent is replaced
+    void Clear() {
+      pid = 0;
+      status.Reset();
+      dir.Reset();
+    }
   };
   static constexpr size_t kEntries = 8;
   Entry* Find(pid_t pid);
-  Entry* OpenFresh(pid_t pid);
+  Entry* LeastRecentlyUsed();
+  bool Refill(Entry* entry, pid_t pid);
 
   Fd proc_;
   std::string own_userns_;  // readlink of the helper's own ns/user: "user:[<inode>]"
