@@ -6,7 +6,7 @@ export interface Started {
   child: ChildProcess;
   /** stdout + stderr so far. */
   output(): string;
-  /** Resolves with the exit code (or signal name) when the process ends. */
+  /** Resolves with the exit code (or signal name) when the process ends and its output is read. */
   exited: Promise<number | string>;
   /** Resolves once a line matching `pattern` was printed. */
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<string>;
@@ -22,11 +22,23 @@ export function start(t: TestContext | null, command: string, args: string[], op
   };
   child.stdout?.on('data', onData);
   child.stderr?.on('data', onData);
+  // Ended: exited, with its output read to the end. 'exit' can come before the last of stdout has
+  // been read ('close' comes after both), so a check of the output right after 'exit' could find it
+  // empty; a grandchild that keeps the pipes open must not hold the test either: 250 ms at most.
+  let ended = false;
   const exited = new Promise<number | string>((resolve) => {
-    child.on('exit', (code, signal) => {
-      resolve(code ?? signal ?? -1);
+    let status: number | string = -1;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      resolve(status);
       for (const w of waiters.splice(0)) w();
+    };
+    child.on('exit', (code, signal) => {
+      status = code ?? signal ?? -1;
+      setTimeout(end, 250).unref();
     });
+    child.on('close', end);
   });
   child.on('error', (err) => {
     output += `\nspawn error: ${err.message}\n`;
@@ -40,7 +52,7 @@ export function start(t: TestContext | null, command: string, args: string[], op
         if (match) {
           clearTimeout(deadline);
           resolve(match[0]);
-        } else if (child.exitCode !== null || child.signalCode !== null) {
+        } else if (ended) {
           clearTimeout(deadline);
           reject(new Error(`${command} exited (${child.exitCode ?? child.signalCode}) before printing ${pattern}; output:\n${output}`));
         } else waiters.push(check);
