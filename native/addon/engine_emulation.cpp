@@ -184,9 +184,9 @@ ActionWorker* Engine::EnsureActionWorker() {
   return action_worker_.get();
 }
 
-// Emulator or action-worker thread: reports the result at once (JS is waiting for it). The
-// executor answered the notification; this releases its journal slot (the release of its
-// take/answer/release).
+// Emulator or action-worker thread: reports the result (at once when JS waits for it: its own
+// decision). The executor answered the notification; this releases its journal slot (the release
+// of its take/answer/release).
 void Engine::OnEmulated(uint32_t handle, uint64_t id, EmulatedKind kind, uint64_t received_ns, uint32_t journal_slot,
                         const ActionResult& r, AnsweredBy by, int32_t rule, Unseen unseen) {
   pending_.ReleaseSlot(journal_slot);
@@ -213,18 +213,21 @@ void Engine::OnEmulated(uint32_t handle, uint64_t id, EmulatedKind kind, uint64_
   // the JS thread per mkdir would sit on the next request's path (two vCPUs: the very next one).
   const bool urgent = by == AnsweredBy::kControlPlane;
   queue_->Push(event, urgent);
-  const std::string what = std::string("emulated ") + EmulatedName(kind) + " of notification " + std::to_string(id) +
-                           " of container " + std::to_string(handle);
-  const std::string got = r.answered ? "; its syscall got " + ErrnoText(r.err) : std::string();
+  // The texts of an error only when there is one: most emulations report none.
+  const auto what = [&] {
+    return std::string("emulated ") + EmulatedName(kind) + " of notification " + std::to_string(id) + " of container " +
+           std::to_string(handle);
+  };
+  const auto got = [&] { return r.answered ? "; its syscall got " + ErrnoText(r.err) : std::string(); };
   if (r.outcome == ActionOutcome::kFailed) {
-    queue_->PushError(what + " failed at stage " + r.stage + " (" + ErrnoText(r.cause) + ")" + got);
+    queue_->PushError(what() + " failed at stage " + r.stage + " (" + ErrnoText(r.cause) + ")" + got());
   } else if (r.outcome == ActionOutcome::kRefused && (kind == EmulatedKind::kKill || kind == EmulatedKind::kFreeze)) {
-    queue_->PushError(what + " refused: " + (r.detail.empty() ? r.stage : r.detail) + got);
+    queue_->PushError(what() + " refused: " + (r.detail.empty() ? r.stage : r.detail) + got());
   }
   // A kill that took its caller leaves nothing to answer and sends nothing (send_err 0): its success.
   const bool caller_killed = kind == EmulatedKind::kKill && acted && r.send_err == 0;
   if (!r.answered && !gone && !caller_killed) {
-    queue_->PushError(what + " could not be answered (NOTIF_SEND: " + ErrnoText(r.send_err) + ")");
+    queue_->PushError(what() + " could not be answered (NOTIF_SEND: " + ErrnoText(r.send_err) + ")");
   }
   if (urgent) {
     queue_->Flush();

@@ -1,5 +1,6 @@
 #include "nshelper_pool.hpp"
 
+#include "namespace_link.h"
 #include "seccomp_compat.h"
 
 #include <errno.h>
@@ -48,17 +49,12 @@ void Reap(int pidfd, bool block) {
   }
 }
 
-// The inode of /proc/<pid>/ns/mnt, from its link text ("mnt:[4026531841]"): a readlink costs
-// half a stat, which would open the nsfs inode behind it. 0: the task is gone.
+// The inode of /proc/<pid>/ns/mnt (namespace_link.h); 0: the task is gone.
 uint64_t MountNamespaceOf(pid_t pid) {
   char path[64];
-  char link[64];
   snprintf(path, sizeof(path), "/proc/%d/ns/mnt", int(pid));
-  const ssize_t n = readlink(path, link, sizeof(link) - 1);
-  if (n <= 0) return 0;
-  link[n] = '\0';
-  unsigned long long inode = 0;
-  return sscanf(link, "mnt:[%llu]", &inode) == 1 ? uint64_t(inode) : 0;
+  NamespaceLinkText link;
+  return ReadNamespaceLink(AT_FDCWD, path, &link) ? NamespaceInode(link) : 0;
 }
 
 }  // namespace

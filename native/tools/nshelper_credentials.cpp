@@ -12,14 +12,16 @@
 namespace nshelper {
 namespace {
 
+// The helper's capability sets as it started. Its permitted and inheritable sets never change
+// (fsuid and the effective set are all it moves), so each change of the effective set is one
+// capset from this copy, with no capget first.
+__user_cap_data_struct g_own_caps[2] = {};
 uint64_t g_own_permitted = 0;
 
 bool SetEffectiveCaps(uint64_t wanted) {
   __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct data[2];
-  if (syscall(SYS_capget, &hdr, data) != 0) return false;
-  uint64_t permitted = uint64_t(data[0].permitted) | (uint64_t(data[1].permitted) << 32);
-  uint64_t eff = wanted & permitted;
+  __user_cap_data_struct data[2] = {g_own_caps[0], g_own_caps[1]};
+  const uint64_t eff = wanted & g_own_permitted;
   data[0].effective = uint32_t(eff);
   data[1].effective = uint32_t(eff >> 32);
   return syscall(SYS_capset, &hdr, data) == 0;
@@ -29,9 +31,8 @@ bool SetEffectiveCaps(uint64_t wanted) {
 
 bool TakeOwnCredentials() {
   __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct data[2];
-  if (setgroups(0, nullptr) != 0 || syscall(SYS_capget, &hdr, data) != 0) return false;
-  g_own_permitted = uint64_t(data[0].permitted) | (uint64_t(data[1].permitted) << 32);
+  if (setgroups(0, nullptr) != 0 || syscall(SYS_capget, &hdr, g_own_caps) != 0) return false;
+  g_own_permitted = uint64_t(g_own_caps[0].permitted) | (uint64_t(g_own_caps[1].permitted) << 32);
   setfsuid(0);
   setfsgid(0);
   umask(022);

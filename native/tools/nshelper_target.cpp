@@ -41,15 +41,6 @@ bool TakeFsId(const char* p, unsigned* out) {
 
 bool StartsWith(const char* line, const char* key, size_t len) { return strncmp(line, key, len) == 0; }
 
-// The link text of a namespace file ("user:[4026531837]"): one readlink, no open of the nsfs inode.
-bool NamespaceLink(int dir, const char* name, std::string* out) {
-  char buf[64];
-  ssize_t n = readlinkat(dir, name, buf, sizeof buf);
-  if (n <= 0 || size_t(n) >= sizeof buf) return false;
-  out->assign(buf, size_t(n));
-  return true;
-}
-
 }  // namespace
 
 bool Target::StillPending() const {
@@ -91,7 +82,7 @@ bool ParseProcStatus(const char* text, Credentials* c) {
 bool TargetCache::Init() {
   proc_.Reset(open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (proc_.get() < 0) return false;
-  if (!NamespaceLink(proc_.get(), "self/ns/user", &own_userns_)) {
+  if (!ReadNamespaceLink(proc_.get(), "self/ns/user", &own_userns_)) {
     if (errno == 0) errno = EIO;
     return false;
   }
@@ -179,9 +170,9 @@ Status TargetCache::ReadCredentials(const Target& t, Credentials* c) {
   if (n <= 0) return Fail(kStageOpenProc, ESRCH);
   buf[n] = 0;
   if (!ParseProcStatus(buf, c)) return Fail(kStageCredentials, EIO);
-  std::string userns;
-  if (!NamespaceLink(t.pid_dir, "ns/user", &userns)) return Fail(kStageOpenProc, ESRCH);
-  c->init_userns = userns == own_userns_;
+  NamespaceLinkText userns;
+  if (!ReadNamespaceLink(t.pid_dir, "ns/user", &userns)) return Fail(kStageOpenProc, ESRCH);
+  c->init_userns = strcmp(userns.text, own_userns_.text) == 0;
   return {};
 }
 

@@ -10,9 +10,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include <string>
 #include <vector>
 
+#include "namespace_link.h"
 #include "nshelper_protocol.h"
 #include "unique_fd.h"
 
@@ -56,7 +56,6 @@ class TargetCache {
  public:
   // Opens the host's /proc and learns the helper's own user namespace. False with errno set.
   bool Init();
-  int proc() const { return proc_.get(); }
 
   // The task that sent notification `req.notif_id` of `notify_fd`, checked still pending.
   Status Open(const Request& req, int notify_fd, Target* t);
@@ -81,7 +80,7 @@ class TargetCache {
   bool Refill(Entry* entry, pid_t pid);
 
   Fd proc_;
-  std::string own_userns_;  // readlink of the helper's own ns/user: "user:[<inode>]"
+  NamespaceLinkText own_userns_;  // the helper's own ns/user link: "user:[<inode>]"
   Entry entries_[kEntries];
   uint64_t requests_ = 0;
 };

@@ -16,6 +16,7 @@
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,6 +30,7 @@
 #include "decision_check.hpp"
 #include "engine_names.hpp"
 #include "journal.hpp"
+#include "namespace_link.h"
 #include "json_boundary.hpp"
 #include "notify_fd.hpp"
 #include "nshelper_target.hpp"
@@ -698,6 +700,17 @@ void ProcStatusCases() {
     EXPECT((c.groups == std::vector<gid_t>{4}));
     Credentials none;
     EXPECT(!ParseProcStatus("", &none));
+  });
+  Case("namespace link: the inode of this process's ns/mnt link, as its stat gives it; none in a text without one", [] {
+    NamespaceLinkText link;
+    EXPECT(ReadNamespaceLink(AT_FDCWD, "/proc/self/ns/mnt", &link));
+    struct stat st;
+    EXPECT(stat("/proc/self/ns/mnt", &st) == 0 && NamespaceInode(link) == uint64_t(st.st_ino));
+    EXPECT(strncmp(link.text, "mnt:[", 5) == 0);
+    NamespaceLinkText other;
+    snprintf(other.text, sizeof other.text, "anon_inode:[eventfd]");
+    EXPECT(NamespaceInode(other) == 0);
+    EXPECT(!ReadNamespaceLink(AT_FDCWD, "/proc/self/ns/no-such", &other));
   });
   Case("proc status: a value that is not a number is not read as one (no sign, no other line's digits)", [] {
     std::string text(kStatus);
