@@ -309,6 +309,10 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // engine_restore.cpp
   // Restore(): answers `id` of `container` with the default action, as recovered.
   bool AnswerRecovered(Container* container, uint64_t id);
+  // Restore(), under mu_ (engine_rules.cpp): a lost id (received by a predecessor that died before
+  // it noted what) answered by the container's own first rule when that rule answers every
+  // notification as the default would for one it does not match; false: the default's to answer.
+  bool AnswerLostByRules(Container* container, uint64_t id);
 
   // engine_handoff.cpp
   // JS thread: the engine thread waits (holding nothing) until Unpark(): no RECV, no decision.

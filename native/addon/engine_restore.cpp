@@ -203,7 +203,12 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
     if (it == containers_.end() || !mark.second.has_last) continue;
     for (uint64_t k = 1; k <= kLostIdWindow; k++) {
       const uint64_t id = mark.second.last_id + k;
-      if (NotifyIdValid(it->second->fd, id) && AnswerRecovered(it->second.get(), id)) result->lost_answered++;
+      if (!NotifyIdValid(it->second->fd, id)) continue;
+      if (AnswerLostByRules(it->second.get(), id)) {
+        result->in_flight_by_rules++;
+      } else if (AnswerRecovered(it->second.get(), id)) {
+        result->lost_answered++;
+      }
     }
   }
   journal_->ReleaseContainersExcept(kept_slots);

@@ -197,6 +197,25 @@ bool Engine::AnswerFromRules(Container* container, const Notification& n, const 
   return true;
 }
 
+// JS thread (Restore), under mu_. Of a lost id nothing is known but that it is pending: not its
+// syscall, arguments or arch. A first rule that names no syscall, argument or path matches every
+// x86_64 notification; when its answer is also the default's (what another arch gets, no rule
+// matching), the container's policy answers any notification so, and so this one.
+bool Engine::AnswerLostByRules(Container* container, uint64_t id) {
+  if (!container->has_policy.load(std::memory_order_acquire)) return false;
+  const std::shared_ptr<const PolicyInForce> policy = rules_.RulesFor(container->handle);
+  if (policy == nullptr || policy->set.rules.empty()) return false;
+  const Rule& first = policy->set.rules.front();
+  Answer answer;
+  if (!first.any_syscall || !first.args.empty() || !first.paths.empty() || !ImmediateAnswer(first, &answer)) return false;
+  const Answer fallback = DefaultAction();
+  if (answer.kind != fallback.kind || answer.error != fallback.error || answer.value != fallback.value) return false;
+  int err = 0;
+  const SendResult result = NotifySend(container->fd, &js_buffers_, id, answer, &err);
+  PushAnswered(container->handle, id, AnsweredBy::kFastPath, answer, result, 0, false, Unseen(), 0);
+  return result == SendResult::kOk;
+}
+
 // Any thread (its buffers).
 void Engine::AnswerByRule(Container* container, const Notification& n, const Answer& answer, int index, EmulatedKind kind,
                           const Event& event, size_t blob, NotifyBuffers* buffers) {
