@@ -71,6 +71,7 @@
         "native/tools/nshelper.cpp",
         "native/tools/nshelper_credentials.cpp",
         "native/tools/nshelper_target.cpp",
+        "native/tools/nshelper_replay.cpp",
         "native/tools/mount_confinement.cpp"
       ],
       "libraries": [
@@ -124,6 +125,13 @@
         "native/addon",
         "native/common",
         "native/tools"
+      ]
+    },
+    {
+      "target_name": "seccomp-signal-workload",
+      "type": "executable",
+      "sources": [
+        "test/cmd/signal-workload/main.cpp"
       ]
     },
     {

@@ -244,6 +244,10 @@ export interface NativeStats {
   /** Decisions received on decision channels, and those dropped (by any path). */
   channelDecisions: number;
   decisionsDropped: number;
+  /** Calls a signal restarted, answered with the outcome of the emulation already done for them. */
+  emulationsReplayed: number;
+  /** A predecessor's emulations found with its helpers at restore: waiting, answered by them, decided anew, timed out. */
+  predecessorEmulations: { waiting: number; answered: number; redecided: number; timedOut: number };
   /** Whether every fd is kept in an fd store ($NOTIFY_SOCKET: systemd or seccomp-keeper). */
   fdStore: boolean;
   /**
@@ -278,6 +282,11 @@ export interface RestoreResult {
   lostAnswered: number;
   /** Ids it had in flight that the container's own policy answered. */
   inFlightByRules: number;
+  /**
+   * Ids it had handed to its emulation helpers: waited for while one of them lives (it answers
+   * the target itself), decided anew once none does (docs/emulation.md, "Exactly once").
+   */
+  inFlightWithHelper: number;
   /** Fds refused and closed, with why. */
   problems: string[];
 }
@@ -397,6 +406,8 @@ export interface NativeEngine {
    */
   extendDeadline(handle: ContainerHandle, id: bigint, holdMs: number, session: number): 'ok' | 'late' | 'unknown';
   stats(): NativeStats;
+  /** How each container's tasks wait for an answer, for those an emulation has seen. */
+  targetWaits(): Array<[ContainerHandle, 'killable' | 'interruptible']>;
   /** Stops the thread and closes every fd it owns. Idempotent. */
   stop(): void;
 }

@@ -115,6 +115,8 @@ std::function<void(const nshelper::Response&, int, uint64_t)> Adapt(ActionDone d
     r.err = resp.err;
     r.answered = (resp.flags & nshelper::kAnswered) != 0;
     r.send_err = resp.send_err;
+    r.replayed = (resp.flags & nshelper::kReplayed) != 0;
+    r.target_wait = (resp.flags & nshelper::kTargetWaitKillable) ? 'D' : (resp.flags & nshelper::kTargetWaitInterruptible) ? 'S' : 0;
     if (internal_err != 0) {
       r.outcome = ActionOutcome::kFailed;
       r.cause = internal_err;
@@ -136,6 +138,9 @@ NsHelperJob MakeJob(const NotificationRef& ref, uint16_t op, bool respond, int f
   job.header.pid = int32_t(ref.pid);
   job.header.flags = respond ? uint32_t(nshelper::kRespond) : 0u;
   job.header.dirfd = AT_FDCWD;
+  job.header.nr = ref.nr;
+  job.header.arch = ref.arch;
+  memcpy(job.header.args, ref.args, sizeof job.header.args);
   job.owner = ref.owner;
   job.done = Adapt(std::move(done));
   job.notify_fd = ref.notify_fd >= 0 ? fcntl(ref.notify_fd, F_DUPFD_CLOEXEC, 0) : -1;
@@ -234,6 +239,7 @@ std::unique_ptr<Emulator> Emulator::Create(const EmulatorOptions& options, std::
   po.idle_timeout_ms = options.idle_timeout_ms;
   po.busy_poll_us = options.busy_poll_us;
   po.failure_errno = options.failure_errno;
+  po.replay_book = options.replay_book;
   std::unique_ptr<NsHelperPool> pool = NsHelperPool::Start(po, error);
   if (!pool) return nullptr;
   std::unique_ptr<Emulator> e(new Emulator);

@@ -23,6 +23,7 @@
 namespace seccomp_agent {
 
 class NsHelperPool;
+class ReplayBookFile;
 
 // The notification an action is for. notify_fd is borrowed for the duration of the call: what the
 // emulator keeps, it dups. Every action re-checks NOTIF_ID_VALID after opening the target's /proc
@@ -32,6 +33,11 @@ struct NotificationRef {
   uint64_t id = 0;
   pid_t pid = 0;       // the notifying task, as NOTIF_RECV reported it
   uint64_t owner = 0;  // the engine's container handle; Forget(owner) releases its helper
+  // The notification's syscall and arguments: a helper tells the call a signal restarted by them
+  // (nshelper_replay.hpp). nr 0 (not known) turns that off.
+  uint32_t nr = 0;
+  uint32_t arch = 0;
+  uint64_t args[6] = {};
 };
 
 struct MkdirArgs {
@@ -77,6 +83,12 @@ struct ActionResult {
   std::string detail;        // freeze/thaw: the control file written; refusals: why
   uint64_t latency_ns = 0;   // from the call to the result
   uint64_t helper_ns = 0;    // time spent inside the helper
+  // The call was one a signal restarted after its first notification had been emulated: answered
+  // with that outcome, nothing done again (nshelper_replay.hpp).
+  bool replayed = false;
+  // How the target waited while the helper worked ('D' killable: its filter has
+  // WAIT_KILLABLE_RECV; 'S' interruptible: it has not); 0 when not seen.
+  char target_wait = 0;
 };
 
 using ActionDone = std::function<void(const ActionResult&)>;
@@ -89,6 +101,7 @@ struct EmulatorOptions {
   uint32_t idle_timeout_ms = 60000;
   uint32_t busy_poll_us = 0;  // NsHelperPoolOptions::busy_poll_us
   int failure_errno = EPERM;  // answer when no helper could act (respond=true)
+  ReplayBookFile* replay_book = nullptr;  // NsHelperPoolOptions::replay_book
 };
 
 struct EmulatorStats {

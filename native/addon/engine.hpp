@@ -46,6 +46,8 @@
 #include "ingest.hpp"
 #include "journal.hpp"
 #include "pending_table.hpp"
+#include "predecessor_emulations.hpp"
+#include "replay_book_file.hpp"
 #include "rule_table.hpp"
 #include "notify_fd.hpp"
 #include "target_memory.hpp"
@@ -101,6 +103,7 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
     size_t in_flight_held = 0;      // ... or held for the next control plane (it had one attached)
     size_t lost_answered = 0;       // ids it received but never journaled, found past each last id
     size_t in_flight_by_rules = 0;  // ... answered by the container's own policy
+    size_t in_flight_with_helper = 0;  // ... carried by a helper of the predecessor: waited for
     std::vector<std::string> problems;  // fds refused and closed, with why
   };
   struct Stats {
@@ -112,7 +115,19 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
     size_t emulation_helpers = 0;
     uint64_t channel_decisions = 0;
     uint64_t decisions_dropped = 0;
+    // Restarted calls a helper answered with the outcome of the emulation it had already done
+    // for their first notification (nshelper_replay.hpp).
+    uint64_t emulations_replayed = 0;
+    // A predecessor's emulations found in flight at a restore (predecessor_emulations.hpp):
+    // still waited for, answered by its helper, decided anew (no helper had done them), timed out.
+    size_t predecessor_waiting = 0;
+    uint64_t predecessor_answered = 0;
+    uint64_t predecessor_redecided = 0;
+    uint64_t predecessor_timed_out = 0;
   };
+  // How a container's tasks wait for an answer, as its emulations saw it ('D' killable: the filter
+  // has WAIT_KILLABLE_RECV; 'S' interruptible: it has not). Containers not seen yet are absent.
+  std::vector<std::pair<uint32_t, char>> TargetWaits();
 
   explicit Engine(const Options& options);
   ~Engine() override;  // Stop()
@@ -231,6 +246,11 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   static void* ThreadMain(void* self);
   void Run();                                                 // engine thread
   void OnNotifyReady(Container* container, uint32_t events);  // engine thread
+  // Engine thread: a notification received (or handed back by the predecessor's waiter) is
+  // decided: the container's rules, a control plane, or the default.
+  void OnReceived(Container* container, const Notification& n);
+  // Engine thread: the predecessor's notifications no helper did, decided as if just received.
+  void DecideDeferred();
   uint64_t NextWakeNs();                                       // engine thread
   void WakeThread();                                           // any thread: the loop iterates once
   // Engine thread: the epoll timeout for a wake-up due at `wake_ns` (0 or -1; arms timer_fd_).
@@ -306,7 +326,13 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
                   const ActionResult& result, AnsweredBy by = AnsweredBy::kControlPlane, int32_t rule = -1,
                   Unseen unseen = Unseen());
 
+  // Under mu_: the executors' view of `n` (its fd borrowed); a helper's kind marks its journal
+  // slot first, so a successor waits for the helper instead of doing it again.
+  NotificationRef EmulationRefLocked(int notify_fd, const Notification& n, EmulatedKind kind, uint32_t journal_slot);
+
   // engine_restore.cpp
+  // Restore(): the waiter's report on one of the predecessor's emulations (its thread).
+  void OnPredecessorEmulation(const PredecessorEmulations::Item& item, PredecessorEmulations::Fate fate);
   // Restore(): answers `id` of `container` with the default action, as recovered.
   bool AnswerRecovered(Container* container, uint64_t id);
   // Restore(), under mu_ (engine_rules.cpp): a lost id (received by a predecessor that died before
@@ -332,6 +358,10 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   int handoff_fd_ = -1;
   int handoff_conn_ = -1;  // the successor's connection after a handoff, closed by Stop()
   std::unique_ptr<InFlightJournal> journal_;
+  // What the emulation helpers did for calls a signal may restart (replay_book_file.hpp): made at
+  // Init or taken back from a predecessor, kept in the fd store as "replays".
+  std::unique_ptr<ReplayBookFile> replay_book_;
+  bool replay_book_stored_ = false;  // JS thread
   std::unique_ptr<fd_store::Notifier> notifier_;  // null: no fd store
   bool journal_stored_ = false;                   // JS thread
   bool handed_over_ = false;                      // JS thread
@@ -375,6 +405,20 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // container); destroyed only by Stop(), after the engine thread has ended.
   std::unique_ptr<Emulator> emulator_;
   std::unique_ptr<ActionWorker> action_worker_;
+
+  // The predecessor's emulations still carried by its helpers (Restore), and the ones none did,
+  // waiting for the engine thread to decide them (guarded by deferred_mu_).
+  std::unique_ptr<PredecessorEmulations> predecessor_;
+  std::mutex deferred_mu_;
+  std::vector<PredecessorEmulations::Item> deferred_;
+  std::atomic<bool> has_deferred_{false};
+  std::atomic<uint64_t> emulations_replayed_{0};
+  std::atomic<uint64_t> predecessor_answered_{0};
+  std::atomic<uint64_t> predecessor_redecided_{0};
+  std::atomic<uint64_t> predecessor_timed_out_{0};
+  // Containers' TargetWaits (guarded by waits_mu_: written by the executors' threads).
+  std::mutex waits_mu_;
+  std::unordered_map<uint32_t, char> target_waits_;
 
   // JS thread: when the last failed attempt to start the emulator was, and why.
   uint64_t emulator_failed_ns_ = 0;

@@ -17,6 +17,8 @@ namespace {
 
 // The errno an emulation that could not run answers with (never ENOSYS: that reads as "no agent").
 constexpr int kEmulationFailureErrno = EPERM;
+// Containers whose target waits are kept at most (TargetWaits).
+constexpr size_t kMaxTargetWaits = 65536;
 // A helper binary that could not be started is tried again after this long.
 constexpr uint64_t kEmulatorRetryNs = 10000000000ull;
 
@@ -100,12 +102,8 @@ Engine::RespondStatus Engine::RespondEmulated(uint32_t handle, uint64_t id, cons
     } else {
       const PendingEntry entry = pending_.Take(handle, id, &drained);
       *latency_ns = MonotonicNs() - entry.notification.received_ns;
-      NotificationRef ref;
-      ref.notify_fd = entry.target->fd;  // borrowed under mu_: the executors dup it
-      ref.id = id;
-      ref.pid = static_cast<pid_t>(entry.notification.pid);
-      ref.owner = handle;
       const EmulatedKind kind = decision.kind;
+      const NotificationRef ref = EmulationRefLocked(entry.target->fd, entry.notification, kind, entry.journal_slot);
       const uint64_t received = entry.notification.received_ns;
       const uint32_t slot = entry.journal_slot;
       // Runs on the executor's thread; takes only the queue's and the journal's locks, never mu_.
@@ -138,6 +136,22 @@ Engine::RespondStatus Engine::RespondEmulated(uint32_t handle, uint64_t id, cons
   return RespondStatus::kAccepted;
 }
 
+// Under mu_ (the fd is borrowed: the executors dup it).
+NotificationRef Engine::EmulationRefLocked(int notify_fd, const Notification& n, EmulatedKind kind, uint32_t journal_slot) {
+  NotificationRef ref;
+  ref.notify_fd = notify_fd;
+  ref.id = n.id;
+  ref.pid = static_cast<pid_t>(n.pid);
+  ref.owner = n.handle;
+  ref.nr = n.nr;
+  ref.arch = n.arch;
+  for (int i = 0; i < 6; i++) ref.args[i] = n.args[i];
+  if ((kind == EmulatedKind::kMkdir || kind == EmulatedKind::kMount) && journal_ != nullptr) {
+    journal_->MarkWithHelper(journal_slot, n.id);
+  }
+  return ref;
+}
+
 // JS thread. The emulator's thread and helpers start on the first mkdir or mount; a helper binary
 // that is missing (or a pool thread that cannot start: pthread_create's errno) is looked for again
 // after kEmulatorRetryNs, not on every decision.
@@ -152,6 +166,7 @@ Emulator* Engine::EnsureEmulator() {
     o.helper_path = options_.helper_path;
     o.failure_errno = kEmulationFailureErrno;
     o.busy_poll_us = static_cast<uint32_t>(options_.busy_poll_ns / 1000);
+    o.replay_book = replay_book_.get();
     emulator = Emulator::Create(o, &error);
   }
   if (emulator == nullptr) {
@@ -190,6 +205,13 @@ ActionWorker* Engine::EnsureActionWorker() {
 void Engine::OnEmulated(uint32_t handle, uint64_t id, EmulatedKind kind, uint64_t received_ns, uint32_t journal_slot,
                         const ActionResult& r, AnsweredBy by, int32_t rule, Unseen unseen) {
   pending_.ReleaseSlot(journal_slot);
+  if (r.replayed) emulations_replayed_.fetch_add(1, std::memory_order_relaxed);
+  if (r.target_wait != 0) {
+    std::lock_guard<std::mutex> lock(waits_mu_);
+    // An answer can come after its container's removal: bounded all the same (TargetWaits prunes).
+    if (target_waits_.size() >= kMaxTargetWaits) target_waits_.clear();
+    target_waits_[handle] = r.target_wait;
+  }
   const bool gone = r.outcome == ActionOutcome::kStale || (!r.answered && r.send_err == ENOENT);
   Event event;
   event.type = EventType::kAnswered;
@@ -235,6 +257,21 @@ void Engine::OnEmulated(uint32_t handle, uint64_t id, EmulatedKind kind, uint64_
     // The engine thread flushes due batches; it may be asleep with no timer for this one.
     WakeThread();
   }
+}
+
+// Any thread but an executor's (it takes mu_): the waits of containers served now.
+std::vector<std::pair<uint32_t, char>> Engine::TargetWaits() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> waits_lock(waits_mu_);
+  std::vector<std::pair<uint32_t, char>> waits;
+  for (auto it = target_waits_.begin(); it != target_waits_.end();) {
+    if (containers_.count(it->first) == 0) {
+      it = target_waits_.erase(it);
+    } else {
+      waits.push_back(*it++);
+    }
+  }
+  return waits;
 }
 
 }  // namespace seccomp_agent

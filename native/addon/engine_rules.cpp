@@ -281,11 +281,7 @@ void Engine::DispatchRuleEmulationLocked(Container* container, const Notificatio
   }
   // Journaled like a pending one: a crash before its executor answers leaves it to the successor.
   const uint32_t slot = journal_ != nullptr ? journal_->AddInFlight(n) : InFlightJournal::kNoSlot;
-  NotificationRef ref;
-  ref.notify_fd = container->fd;  // borrowed under mu_: the executors dup it
-  ref.id = n.id;
-  ref.pid = static_cast<pid_t>(n.pid);
-  ref.owner = container->handle;
+  const NotificationRef ref = EmulationRefLocked(container->fd, n, kind, slot);
   const uint32_t handle = container->handle;
   const uint64_t id = n.id;
   const uint64_t received = n.received_ns;

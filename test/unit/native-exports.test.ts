@@ -20,7 +20,7 @@ const ENGINE = {
   start: true, listen: true, listenFd: true, adopt: true, restore: true, listenHandoff: true, setAccepting: true,
   setDetailedEvents: true, holdForControlPlane: true, handOff: true, reject: true, listenChannel: true,
   openSession: true, setActiveSession: true, closeSession: true, sessionPending: true, setDefaultAction: true,
-  setDecisionTimeout: true, respond: true, extendDeadline: true, stats: true, stop: true, applyPolicy: true, nameContainer: true, policyOf: true, explainRule: true,
+  setDecisionTimeout: true, respond: true, extendDeadline: true, stats: true, targetWaits: true, stop: true, applyPolicy: true, nameContainer: true, policyOf: true, explainRule: true,
 } satisfies Record<keyof NativeEngine, true>;
 
 const EMULATOR = {
