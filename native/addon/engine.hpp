@@ -240,6 +240,9 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   void PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, SendResult result,
                     uint64_t latency_ns, bool urgent, Unseen unseen = Unseen(), int32_t rule = -1,
                     EmulatedKind emulated = EmulatedKind::kNone);
+  // The one builder of an 'answered' event (PushAnswered, an emulation's report).
+  static Event AnsweredEvent(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, bool gone,
+                             uint64_t latency_ns, Unseen unseen, int32_t rule, EmulatedKind emulated);
   // What JS hears of an answer this engine gave at once by itself (default action, or `rule`'s):
   // its notification and answer while someone watches; else a count in the tally (engine thread)
   // or one 'answered' event that stands for both.
@@ -301,6 +304,16 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // JS thread: the executors of emulations, made on first use (outside mu_; published under it).
   Emulator* EnsureEmulator();
   ActionWorker* EnsureActionWorker();
+  // JS thread: the executor of `row`, made on first use; false when it is not running.
+  bool EnsureExecutor(const EmulationRow& row);
+  // Under mu_: whether the executor of `row` runs.
+  bool ExecutorRunningLocked(const EmulationRow& row) const;
+  // Under mu_: the one dispatch of every emulation, a control plane's decision (RespondEmulated)
+  // and a rule's (DispatchRuleEmulationLocked) alike: hands `entry`'s notification to its row's
+  // executor (which answers it) with the done callback that reports it (OnEmulated) and releases
+  // entry.journal_slot. The executor runs (ExecutorRunningLocked).
+  void DispatchEmulationLocked(const PendingEntry& entry, const EmulatedDecision& decision, AnsweredBy by, int32_t rule,
+                               Unseen unseen);
   // Emulator or action-worker thread (inline under mu_ in rare cases): an emulation finished.
   void OnEmulated(uint32_t handle, uint64_t id, EmulatedKind kind, uint64_t received_ns, uint32_t journal_slot,
                   const ActionResult& result, AnsweredBy by = AnsweredBy::kControlPlane, int32_t rule = -1,
