@@ -77,8 +77,8 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   };
   // A control plane's decision the engine performs for the target (see docs/emulation.md).
   struct EmulatedDecision {
-    EmulatedKind kind = EmulatedKind::kMkdir;
-    MkdirArgs mkdir;  // dirfd is taken from the notification, never from here
+    EmulatedKind kind = EmulatedKind::kNone;  // a row of emulation_table.hpp (ParseEmulated sets it)
+    MkdirArgs mkdir;  // a path call (mkdir): dirfd is taken from the notification, never from here
     MountArgs mount;
     KillArgs kill;    // init_pid and signal (init_pidfd unused)
     int32_t error = 0;  // kill, freeze: the errno the syscall gets once the action is done
