@@ -41,6 +41,7 @@
         "native/addon/container_actions.cpp",
         "native/addon/cgroup_paths.cpp",
         "native/addon/nshelper_pool.cpp",
+        "native/addon/notify_fd.cpp",
         "native/addon/target_memory.cpp"
       ],
       "include_dirs": [
@@ -114,6 +115,7 @@
         "native/addon/cgroup_paths.cpp",
         "native/addon/pending_table.cpp",
         "native/addon/decision_check.cpp",
+        "native/addon/emulation_table.cpp",
         "native/addon/rule_table.cpp",
         "native/addon/rule_set.cpp",
         "native/addon/policy_wire.cpp",

@@ -22,6 +22,7 @@ import { PolicyEngine } from './policy-engine';
 import { ExecHolds } from './exec-hold';
 import { FALCO_LIMITS, FalcoPublisher } from './falco-publisher';
 import { MiddlewareWatch, requestDurationHistogram } from './middleware-watch';
+import { EMULATION_FEATURES } from '../common/emulations';
 import { POLICY_FEATURE } from '../common/policy-feature';
 import { PolicyPusher } from './policy-pusher';
 import { resourceRules } from './policy-compiler';
@@ -33,7 +34,7 @@ import { ResourcePolicy } from './resource-policy';
 const SUMMARY = 'Control plane of the seccomp notify agent: Kubernetes-aware policy for the notifications of the data plane.';
 
 /** Decisions this control plane may send (Hello.features). */
-export const CONTROLPLANE_FEATURES = ['decision.continue', 'decision.error', 'decision.mkdir', 'decision.mount', 'decision.kill', 'decision.freeze', POLICY_FEATURE];
+export const CONTROLPLANE_FEATURES = ['decision.continue', 'decision.error', ...EMULATION_FEATURES, POLICY_FEATURE];
 
 function toInfo(container: Container): ContainerInfo {
   return {

@@ -8,6 +8,7 @@ import { handleFromProto, handleToProto, type ContainerHandle } from '../common/
 import { CHANNEL_FEATURE } from '../common/decision-channel';
 import { defaultActionToProto, formatDefaultAction } from '../common/default-action';
 import { durationFromMs, durationFromNs, durationToMs } from '../common/duration';
+import { isEmulationName } from '../common/emulations';
 import { AgentError, errnoName } from '../common/errors';
 import { HOLD_FEATURE, MAX_HOLD_MS } from '../common/hold-feature';
 import type { Logger } from '../common/logger';
@@ -427,7 +428,7 @@ export class DataPlane {
         { container: containerId, syscall, id: String(event.id), handle: event.handle },
         `control plane missed the ${this.config.decisionTimeoutMs} ms decision deadline: answered with the default action (${formatDefaultAction(this.config.defaultAction)})`,
       );
-    } else if (event.by === 'control-plane' && 'errno' in event.action && event.action.errno !== 0 && ['mkdir', 'mount', 'kill', 'freeze'].includes(event.action.kind)) {
+    } else if (event.by === 'control-plane' && 'errno' in event.action && event.action.errno !== 0 && isEmulationName(event.action.kind)) {
       this.log.info(
         { container: containerId, syscall, id: String(event.id), handle: event.handle, errno: errnoName(event.action.errno) },
         `emulated ${event.action.kind} returned ${errnoName(event.action.errno)}`,

@@ -3,6 +3,7 @@
 import * as path from 'node:path';
 import type { ContainerHandle } from '../common/container-handle';
 import type { FallbackAction } from '../common/default-action';
+import type { EmulationName, PathCallName } from '../common/emulations';
 
 /** What the data plane answers by itself (no control plane, deadline passed, detach). */
 export type NativeDefaultAction = FallbackAction;
@@ -23,7 +24,7 @@ export type NativeEmulatedDecision =
    * mkdir/mkdirat of `path` (dirfd from the notification's args for mkdirat), confined to the
    * target's root. Paths are bytes: a Uint8Array is used exactly; a string is taken as UTF-8.
    */
-  | { kind: 'mkdir'; path: NativeBytes; mode: number }
+  | { kind: PathCallName; path: NativeBytes; mode: number }
   | { kind: 'mount'; source: NativeBytes; target: NativeBytes; fstype: NativeBytes; flags: bigint; data: NativeBytes; requireCapSysAdmin: boolean }
   /** Kill the container through a pidfd of its init (`initPid`, the runtime's state.pid); the syscall gets `errno` if it survives. */
   | { kind: 'kill'; signal: number; initPid: number; errno: number }
@@ -126,7 +127,7 @@ export interface AnsweredEvent {
    * `{ kind: 'value', value: bigint }` (not yet in this type). An invalid channel decision is
    * answered with the default action at once, by 'no-control-plane', after its 'decision-dropped'.
    */
-  action: NativeDefaultAction | { kind: 'continue' | 'error' | 'value' | 'mkdir' | 'mount' | 'kill' | 'freeze'; errno: number; value: bigint };
+  action: NativeDefaultAction | { kind: 'continue' | 'error' | 'value' | EmulationName; errno: number; value: bigint };
   /** True when the target was gone (SEND said ENOENT, or the emulation found it stale). */
   gone: boolean;
   latencyNs: bigint;
@@ -453,6 +454,22 @@ export interface NativeAddon {
    * NEW_LISTENER, then NOTIF_SET_FLAGS): known at start, before any container. Blocks a few ms.
    */
   probeKernel(): { syncWakeUp: boolean; detail: string };
+  /** The native emulation table (native/addon/emulation_table.cpp), one row per emulated action, in kind order. */
+  emulations(): NativeEmulation[];
+}
+
+/** A row of the native emulation table, as emulations() gives it (common/emulations.ts is its twin). */
+export interface NativeEmulation {
+  kind: number;
+  name: string;
+  title: string;
+  feature: string;
+  /** policy.proto RuleAction's field number. */
+  ruleAction: number;
+  syscalls: string[];
+  executor: 'helper-pool' | 'action-worker';
+  /** nshelper::Op (native/common/nshelper_protocol.h); 0 for the action worker. */
+  helperOp: number;
 }
 
 const ROOT = path.resolve(__dirname, '..', '..');

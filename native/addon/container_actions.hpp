@@ -40,6 +40,7 @@ struct NotificationRef {
   uint64_t args[6] = {};
 };
 
+// The arguments of a path call (mkdir, and each emulation of that shape in emulation_table.hpp).
 struct MkdirArgs {
   int dirfd = AT_FDCWD;  // mkdirat: the target's own fd number (args[0]); mkdir: AT_FDCWD
   std::string path;      // as the target would pass it (the control plane may have rewritten it)
@@ -120,6 +121,9 @@ class Emulator {
   // after acting, so the target wakes without a hop back; failure_errno when no helper could act),
   // and the engine only records the result. respond=false: the engine answers with result.err.
   void Mkdir(const NotificationRef& ref, const MkdirArgs& args, bool respond, ActionDone done);
+  // Any thread. A helper operation `op` (nshelper::Op) of the path-call shape (mkdir and those
+  // like it, emulation_table.hpp): a dirfd, a path and a mode. Mkdir is PathCall(kOpMkdir, ...).
+  void PathCall(uint16_t op, const NotificationRef& ref, const MkdirArgs& args, bool respond, ActionDone done);
   void Mount(const NotificationRef& ref, const MountArgs& args, bool respond, ActionDone done);
   // Any thread. The container is gone (its notify fd hung up): its helper exits.
   void Forget(uint64_t owner);

@@ -79,8 +79,8 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   };
   // A control plane's decision the engine performs for the target (see docs/emulation.md).
   struct EmulatedDecision {
-    EmulatedKind kind = EmulatedKind::kMkdir;
-    MkdirArgs mkdir;  // dirfd is taken from the notification, never from here
+    EmulatedKind kind = EmulatedKind::kNone;  // a row of emulation_table.hpp (ParseEmulated sets it)
+    MkdirArgs mkdir;  // a path call (mkdir): dirfd is taken from the notification, never from here
     MountArgs mount;
     KillArgs kill;    // init_pid and signal (init_pidfd unused)
     int32_t error = 0;  // kill, freeze: the errno the syscall gets once the action is done
@@ -260,6 +260,9 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   void PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, SendResult result,
                     uint64_t latency_ns, bool urgent, Unseen unseen = Unseen(), int32_t rule = -1,
                     EmulatedKind emulated = EmulatedKind::kNone);
+  // The one builder of an 'answered' event (PushAnswered, an emulation's report).
+  static Event AnsweredEvent(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, bool gone,
+                             uint64_t latency_ns, Unseen unseen, int32_t rule, EmulatedKind emulated);
   // What JS hears of an answer this engine gave at once by itself (default action, or `rule`'s):
   // its notification and answer while someone watches; else a count in the tally (engine thread)
   // or one 'answered' event that stands for both.
@@ -321,6 +324,16 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // JS thread: the executors of emulations, made on first use (outside mu_; published under it).
   Emulator* EnsureEmulator();
   ActionWorker* EnsureActionWorker();
+  // JS thread: the executor of `row`, made on first use; false when it is not running.
+  bool EnsureExecutor(const EmulationRow& row);
+  // Under mu_: whether the executor of `row` runs.
+  bool ExecutorRunningLocked(const EmulationRow& row) const;
+  // Under mu_: the one dispatch of every emulation, a control plane's decision (RespondEmulated)
+  // and a rule's (DispatchRuleEmulationLocked) alike: hands `entry`'s notification to its row's
+  // executor (which answers it) with the done callback that reports it (OnEmulated) and releases
+  // entry.journal_slot. The executor runs (ExecutorRunningLocked).
+  void DispatchEmulationLocked(const PendingEntry& entry, const EmulatedDecision& decision, AnsweredBy by, int32_t rule,
+                               Unseen unseen);
   // Emulator or action-worker thread (inline under mu_ in rare cases): an emulation finished.
   void OnEmulated(uint32_t handle, uint64_t id, EmulatedKind kind, uint64_t received_ns, uint32_t journal_slot,
                   const ActionResult& result, AnsweredBy by = AnsweredBy::kControlPlane, int32_t rule = -1,
@@ -328,7 +341,7 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
 
   // Under mu_: the executors' view of `n` (its fd borrowed); a helper's kind marks its journal
   // slot first, so a successor waits for the helper instead of doing it again.
-  NotificationRef EmulationRefLocked(int notify_fd, const Notification& n, EmulatedKind kind, uint32_t journal_slot);
+  NotificationRef EmulationRefLocked(int notify_fd, const Notification& n, const EmulationRow& row, uint32_t journal_slot);
 
   // engine_restore.cpp
   // Restore(): the waiter's report on one of the predecessor's emulations (its thread).

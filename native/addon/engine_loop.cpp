@@ -346,6 +346,12 @@ bool Engine::DrainTally() {
 // Any thread.
 void Engine::PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, SendResult result,
                           uint64_t latency_ns, bool urgent, Unseen unseen, int32_t rule, EmulatedKind emulated) {
+  queue_->Push(AnsweredEvent(handle, id, by, action, result == SendResult::kGone, latency_ns, unseen, rule, emulated), urgent);
+}
+
+// Any thread.
+Event Engine::AnsweredEvent(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, bool gone,
+                            uint64_t latency_ns, Unseen unseen, int32_t rule, EmulatedKind emulated) {
   Event event;
   event.type = EventType::kAnswered;
   event.handle = handle;
@@ -354,12 +360,12 @@ void Engine::PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Ans
   event.rule = rule;
   event.action = action;
   event.emulated = emulated;
-  event.gone = result == SendResult::kGone;
+  event.gone = gone;
   event.ns = latency_ns;
   event.notified = unseen.nr != Unseen::kNone;
   event.nr = unseen.nr;
   event.arch = unseen.arch;
-  queue_->Push(event, urgent);
+  return event;
 }
 
 // Any thread, under mu_.

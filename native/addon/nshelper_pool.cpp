@@ -1,6 +1,7 @@
 #include "nshelper_pool.hpp"
 
 #include "namespace_link.h"
+#include "notify_fd.hpp"
 #include "seccomp_compat.h"
 
 #include <errno.h>
@@ -245,15 +246,9 @@ void NsHelperPool::Route(Pending p) {
   if (p.job.precomputed) {
     nshelper::Response r = p.job.response;
     r.tag = p.tag;
-    if ((p.job.header.flags & nshelper::kRespond) && p.job.notify_fd >= 0) {
-      seccomp_notif_resp answer = {};
-      answer.id = p.job.header.notif_id;
-      answer.error = -r.err;
-      if (ioctl(p.job.notify_fd, SECCOMP_IOCTL_NOTIF_SEND, &answer) == 0) {
-        r.flags |= nshelper::kAnswered;
-      } else {
-        r.send_err = errno;
-      }
+    if ((p.job.header.flags & nshelper::kRespond) && p.job.notify_fd >= 0 &&
+        NotifySendErrno(p.job.notify_fd, p.job.header.notif_id, r.err, &r.send_err)) {
+      r.flags |= nshelper::kAnswered;
     }
     Complete(p, r, 0);
     return;
@@ -524,14 +519,9 @@ void NsHelperPool::Complete(Pending& p, const nshelper::Response& response, int 
     // No helper answered: a notification that was to be answered still gets one, or its syscall
     // would wait until the engine's own fd closes.
     if ((p.job.header.flags & nshelper::kRespond) && p.job.notify_fd >= 0) {
-      seccomp_notif_resp answer = {};
-      answer.id = p.job.header.notif_id;
-      answer.error = -options_.failure_errno;
       r.err = options_.failure_errno;
-      if (ioctl(p.job.notify_fd, SECCOMP_IOCTL_NOTIF_SEND, &answer) == 0) {
+      if (NotifySendErrno(p.job.notify_fd, p.job.header.notif_id, options_.failure_errno, &r.send_err)) {
         r.flags |= nshelper::kAnswered;
-      } else {
-        r.send_err = errno;
       }
     }
   }

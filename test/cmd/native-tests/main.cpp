@@ -28,6 +28,7 @@
 #include "answer_tally.hpp"
 #include "cgroup_paths.hpp"
 #include "decision_check.hpp"
+#include "emulation_table.hpp"
 #include "engine_names.hpp"
 #include "journal.hpp"
 #include "namespace_link.h"
@@ -406,6 +407,32 @@ void DecisionCheckCases() {
   });
 }
 
+// The emulation table (emulation_table.hpp): rows in kind order, each found by its name, its
+// policy.proto action and its syscalls; what every switch on the kind now reads.
+void EmulationTableCases() {
+  Case("emulation table: rows in kind order, found by name, rule action and syscall", [] {
+    EXPECT(kEmulationCount == 4);
+    for (size_t i = 0; i < kEmulationCount; ++i) {
+      const EmulationRow& row = kEmulations[i];
+      EXPECT(static_cast<size_t>(row.kind) == i + 1);
+      EXPECT(EmulationOf(row.kind) == &row);
+      EXPECT(EmulationNamed(row.name) == &row);
+      EXPECT(EmulationOfRuleAction(row.rule_action) == &row);
+      EXPECT((row.executor == EmulationExecutor::kHelperPool) == (row.helper_op != 0));
+    }
+    EXPECT(EmulationOf(EmulatedKind::kNone) == nullptr);
+    EXPECT(EmulationNamed("continue") == nullptr);
+    EXPECT(EmulationOfRuleAction(8) == nullptr);  // ask
+    const EmulationRow* mkdir = EmulationNamed("mkdir");
+    EXPECT(mkdir != nullptr && EmulatedSyscallNames(*mkdir, " and ") == "mkdir and mkdirat");
+    const EmulatedCall* mkdirat = mkdir != nullptr ? EmulatedCallOf(*mkdir, 258) : nullptr;
+    EXPECT(mkdirat != nullptr && mkdirat->dirfd == 0 && mkdirat->path == 1 && mkdirat->mode == 2);
+    EXPECT(mkdir != nullptr && EmulatedCallOf(*mkdir, 165) == nullptr);
+    const EmulationRow* kill = EmulationOf(EmulatedKind::kKill);
+    EXPECT(kill != nullptr && AnswersAnySyscall(*kill) && strcmp(EmulatedTitle(EmulatedKind::kKill), "kill-container") == 0);
+  });
+}
+
 // A ContainerPolicy written by hand in the protobuf wire format (policy.proto's field numbers).
 struct Wire {
   std::string bytes;
@@ -726,6 +753,7 @@ void ProcStatusCases() {
 int main() {
   PendingTableCases();
   DecisionCheckCases();
+  EmulationTableCases();
   RuleTableCases();
   BoundaryCases();
   CgroupPathCases();
