@@ -83,8 +83,9 @@ async function step(what: string, command: string, args: string[], cwd: string):
  * interrupted build is never taken for a good one; a cached build whose files differ from what the
  * marker recorded is built again.
  */
-export async function previousReleaseBuild(log: (line: string) => void = () => undefined): Promise<{ release: PreviousRelease; build: AgentBuild; cached: boolean }> {
-  const release = readPreviousRelease();
+export async function previousReleaseBuild(
+  log: (line: string) => void = () => undefined, release: PreviousRelease = readPreviousRelease(),
+): Promise<{ release: PreviousRelease; build: AgentBuild; cached: boolean }> {
   const tree = await treeOf(release);
   const label = `${release.version} (${release.commit.slice(0, 7)})`;
   const cache = cacheDirOf(release.commit);
