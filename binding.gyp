@@ -120,6 +120,7 @@
         "native/addon/rule_set.cpp",
         "native/addon/policy_wire.cpp",
         "native/addon/journal.cpp",
+        "native/addon/handoff_formats.cpp",
         "native/addon/notify_fd.cpp",
         "native/tools/nshelper_target.cpp"
       ],

@@ -12,7 +12,7 @@ namespace seccomp_agent {
 namespace {
 
 constexpr char kMagic[8] = {'S', 'C', 'A', 'J', 'R', 'N', 'L', '1'};
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = InFlightJournal::kFormatVersion;
 constexpr size_t kMaxRecordBytes = 1024 * 1024;
 
 // A slot's helper mark is derived from its id: a release that never writes the field (0.1.0)

@@ -23,6 +23,8 @@ namespace seccomp_agent {
 
 class InFlightJournal {
  public:
+  // The layout's version (above); a successor's hello names the ones it reads (handoff_formats.hpp).
+  static constexpr uint32_t kFormatVersion = 2;
   static constexpr uint32_t kNotificationSlots = 65536;
   static constexpr uint32_t kContainerSlots = 16384;
   static constexpr uint32_t kNoSlot = UINT32_MAX;

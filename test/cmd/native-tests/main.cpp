@@ -30,6 +30,7 @@
 #include "decision_check.hpp"
 #include "emulation_table.hpp"
 #include "engine_names.hpp"
+#include "handoff_formats.hpp"
 #include "journal.hpp"
 #include "namespace_link.h"
 #include "json_boundary.hpp"
@@ -748,6 +749,48 @@ void ProcStatusCases() {
     EXPECT(c.umask == 022);                      // "-1" is no umask: the default stays
   });
 }
+void HandoffFormatCases() {
+  using handoff::FormatVersions;
+  Case("handoff hello: this release's hello names what it reads, and reads back to the same versions", [] {
+    const FormatVersions mine{{handoff::kFrameVersion}, {InFlightJournal::kFormatVersion}};
+    const std::string hello = handoff::HelloText(42, mine);
+    EXPECT(hello == "{\"pid\":42,\"reads\":{\"frames\":[1],\"journal\":[2]}}");
+    FormatVersions read;
+    std::string error;
+    EXPECT(handoff::ParseHelloReads(hello, &read, &error));
+    EXPECT(read.frames == mine.frames && read.journals == mine.journals);
+    EXPECT(handoff::FormatMismatch(read, handoff::kFrameVersion, InFlightJournal::kFormatVersion).empty());
+  });
+  Case("handoff hello: a release before 0.2.0 sends only its pid and reads frames 1 and journal 2 (taken over, not refused)", [] {
+    FormatVersions read;
+    std::string error;
+    EXPECT(handoff::ParseHelloReads("{\"pid\":4711}", &read, &error));
+    EXPECT(read.frames == std::vector<uint32_t>{1} && read.journals == std::vector<uint32_t>{2});
+    EXPECT(handoff::FormatMismatch(read, 1, 2).empty());
+    // A later release that writes journal 3 must refuse it.
+    EXPECT(handoff::FormatMismatch(read, 1, 3) == "it reads in-flight journal version(s) [2], this data plane writes 3");
+  });
+  Case("handoff hello: a successor that reads other versions is refused with both reasons; one reading several is not", [] {
+    FormatVersions read;
+    std::string error;
+    EXPECT(handoff::ParseHelloReads("{\"pid\":7,\"reads\":{\"frames\":[2],\"journal\":[3,4]}}", &read, &error));
+    EXPECT(handoff::FormatMismatch(read, 1, 2) ==
+           "it reads handoff frame version(s) [2], this data plane writes 1, and reads in-flight journal version(s) [3,4], this data plane writes 2");
+    EXPECT(handoff::ParseHelloReads("{\"pid\":7,\"reads\":{\"frames\":[1,2],\"journal\":[2,3]}}", &read, &error));
+    EXPECT(handoff::FormatMismatch(read, 1, 2).empty() && handoff::FormatMismatch(read, 2, 3).empty());
+  });
+  Case("handoff hello: a hello that is not one, or names its versions in an unknown shape, is an error (never taken as legacy)", [] {
+    FormatVersions read;
+    std::string error;
+    EXPECT(!handoff::ParseHelloReads("", &read, &error));
+    EXPECT(!handoff::ParseHelloReads("pid=3", &read, &error));
+    EXPECT(!handoff::ParseHelloReads("{\"pid\":7,\"reads\":{\"journal\":[2]}}", &read, &error));
+    EXPECT(!handoff::ParseHelloReads("{\"pid\":7,\"reads\":{\"frames\":[1],\"journal\":[\"2\"]}}", &read, &error));
+    EXPECT(!handoff::ParseHelloReads("{\"pid\":7,\"reads\":{\"frames\":[1],\"journal\":[2}}", &read, &error));
+    EXPECT(error.find("shape") != std::string::npos);
+  });
+}
+
 }  // namespace
 
 int main() {
@@ -759,6 +802,7 @@ int main() {
   CgroupPathCases();
   TallyCases();
   ProcStatusCases();
+  HandoffFormatCases();
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;
 }
