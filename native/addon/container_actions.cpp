@@ -266,8 +266,8 @@ void Emulator::Mount(const NotificationRef& ref, const MountArgs& args, bool res
 
 void Emulator::Forget(uint64_t owner) { pool_->Forget(owner); }
 
-void Emulator::Stop() {
-  if (pool_) pool_->Stop();
+void Emulator::Stop(bool let_go) {
+  if (pool_) pool_->Stop(let_go);
 }
 
 EmulatorStats Emulator::Stats() const {

@@ -128,7 +128,8 @@ class Emulator {
   // Any thread. The container is gone (its notify fd hung up): its helper exits.
   void Forget(uint64_t owner);
   // Any thread. Kills the helpers, fails what is queued (ECANCELED), joins. Idempotent.
-  void Stop();
+  // `let_go`: after a handoff, nothing killed or answered (NsHelperPool::Stop).
+  void Stop(bool let_go = false);
   EmulatorStats Stats() const;
 
  private:

@@ -141,7 +141,9 @@ void Engine::Stop() {
     emulator.swap(emulator_);
     action_worker.swap(action_worker_);
   }
-  if (emulator != nullptr) emulator->Stop();
+  // Handed over: the successor has the journal and waits for our helpers; they are not killed,
+  // and what none of them carries is not answered here (the successor decides it).
+  if (emulator != nullptr) emulator->Stop(/*let_go=*/handed_over_);
   if (action_worker != nullptr) action_worker->Stop();
   emulator.reset();
   action_worker.reset();

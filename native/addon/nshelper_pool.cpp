@@ -140,8 +140,9 @@ void NsHelperPool::Wake() {
   if (wake_ >= 0) (void)!write(wake_, &one, sizeof(one));
 }
 
-void NsHelperPool::Stop() {
+void NsHelperPool::Stop(bool let_go) {
   if (stopped_.exchange(true)) return;
+  letting_go_ = let_go;
   stopping_ = true;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -208,8 +209,12 @@ void NsHelperPool::Run() {
   for (auto& entry : helpers_) {
     Helper* h = entry.second.get();
     FailAll(h, ECANCELED);
-    syscall(SYS_pidfd_send_signal, h->pidfd, SIGKILL, nullptr, 0);
-    Reap(h->pidfd, true);
+    for (Pending& p : h->backlog) Complete(p, nshelper::Response{}, ECANCELED);
+    h->backlog.clear();
+    if (!letting_go_) {
+      syscall(SYS_pidfd_send_signal, h->pidfd, SIGKILL, nullptr, 0);
+      Reap(h->pidfd, true);
+    }
     CloseFd(&h->sock);
     CloseFd(&h->pidfd);
   }
@@ -517,8 +522,8 @@ void NsHelperPool::Complete(Pending& p, const nshelper::Response& response, int 
     r = nshelper::Response{};
     r.tag = p.tag;
     // No helper answered: a notification that was to be answered still gets one, or its syscall
-    // would wait until the engine's own fd closes.
-    if ((p.job.header.flags & nshelper::kRespond) && p.job.notify_fd >= 0) {
+    // would wait until the engine's own fd closes; unless a successor has it (Stop's let_go).
+    if ((p.job.header.flags & nshelper::kRespond) && p.job.notify_fd >= 0 && !letting_go_.load()) {
       r.err = options_.failure_errno;
       if (NotifySendErrno(p.job.notify_fd, p.job.header.notif_id, options_.failure_errno, &r.send_err)) {
         r.flags |= nshelper::kAnswered;

@@ -81,8 +81,12 @@ class NsHelperPool {
   void Submit(NsHelperJob job);
   // Any thread. The container `owner` is gone: helpers no other owner uses exit.
   void Forget(uint64_t owner);
-  // Any thread. Kills every helper, fails queued requests with ECANCELED, joins. Idempotent.
-  void Stop();
+  // Any thread. Kills every helper, fails queued requests with ECANCELED (answered with the
+  // failure errno), joins. Idempotent. `let_go` (this data plane handed over to a successor, which
+  // has the journal): nothing is killed or answered; a helper carrying a request finishes it
+  // (answers its target) and exits, the rest die with this thread (their death signal), and the
+  // successor decides what none of them did (predecessor_emulations.hpp).
+  void Stop(bool let_go = false);
   NsHelperPoolStats Stats() const;
 
  private:
@@ -132,6 +136,7 @@ class NsHelperPool {
   pthread_t thread_{};
   bool joinable_ = false;  // the pool thread was started (JS thread writes it in Init, Stop reads it)
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> letting_go_{false};
   std::atomic<bool> stopped_{false};
 
   mutable std::mutex mutex_;  // guards the four below
