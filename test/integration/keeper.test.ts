@@ -121,7 +121,7 @@ test('seccomp-keeper: a SIGKILLed child is started again with its stored file an
   const k = startKeeper(t, [[{ storeFile: 'state' }, { storePipe: 'pipe' }, 'ready'], [], []]);
   const first = await k.waitRun(0);
   assert.deepEqual(first.received, [], 'the first run gets no fds');
-  assert.match(first.notifySocket ?? '', /^@seccomp-keeper-\d+-[0-9a-f]{16}$/);
+  assert.match(first.notifySocket ?? '', /^\/run\/seccomp-keeper\/seccomp-keeper-\d+-[0-9a-f]{16}\.sock$/);
   assert.deepEqual(first.results, [true, true, true]);
   await k.waitLog('child is ready');
   assert.equal(k.keptFds().length, 3, 'the keeper holds the file and both pipe ends');
