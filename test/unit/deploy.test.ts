@@ -659,6 +659,19 @@ test('deploy/crds: failurePolicy Fail|Ignore only with when, and when refuses co
   }
 });
 
+test('deploy/crds: one policy cannot hold more rules than the cluster share of the data plane\'s 1,024 (mount rules count per filesystem) (issue 17)', () => {
+  const mount = { syscalls: ['mount'], mount: { filesystems: Array.from({ length: 16 }, (_, i) => `fs${i}`) } };
+  for (const kind of ['SeccompNotifyPolicy', 'ClusterSeccompNotifyPolicy']) {
+    const rules = schemaOf(kind).properties.spec.properties.rules;
+    assert.equal(rules.maxItems, 64);
+    assert.equal(rules.items.properties.mount.properties.filesystems.maxItems, 16);
+    assert.deepEqual(violations(kind, '.spec.rules', Array.from({ length: 8 }, () => mount)), []);
+    assert.equal(violations(kind, '.spec.rules', Array.from({ length: 9 }, () => mount)).length, 1);
+    // The worst an object can hold now: 56 + 8 x 16 native rules, within the cluster share.
+    assert.ok(56 + 8 * 16 <= 192);
+  }
+});
+
 test('deploy/crds: the errno enum is the errno table the control plane reads', async () => {
   const { ERRNO_BY_NAME } = await import('../../common/errors');
   assert.deepEqual([...schemaOf('SeccompNotifyPolicy').properties.spec.properties.rules.items.properties.errno.enum].sort(), Object.keys(ERRNO_BY_NAME).sort());
