@@ -296,12 +296,13 @@ test('DaemonSet: control plane flags exist in CONTROLPLANE_OPTIONS; it attaches 
   assert.ok(!(container('dataplane').volumeMounts ?? []).some((m) => m.mountPath.startsWith('/var/run/secrets')), 'no API token for the data plane');
 });
 
-test('DaemonSet: metrics flags listen on the ports each container declares', () => {
+test('DaemonSet: metrics listen on 127.0.0.1 only, and no container declares a port (issue 17: not reachable from every pod)', () => {
   for (const [name, table] of [['dataplane', DATAPLANE_OPTIONS], ['controlplane', CONTROLPLANE_OPTIONS]] as const) {
     const c = container(name);
-    const addr = effectiveOptions(table as OptionTable, c).metricsAddr as { port: number } | null;
+    const addr = effectiveOptions(table as OptionTable, c).metricsAddr as { host: string; port: number } | null;
     assert.ok(addr, `${name} serves metrics`);
-    assert.deepEqual((c.ports ?? []).map((p) => p.containerPort), [addr.port]);
+    assert.equal(addr.host, '127.0.0.1', `${name} metrics on loopback`);
+    assert.deepEqual(c.ports ?? [], []);
   }
 });
 
