@@ -199,8 +199,13 @@ class Keeper {
       if (exit_code_ >= 0) return exit_code_;
       timespec timeout;
       timespec* wait = nullptr;
-      if (restart_at_ms_ >= 0) {
-        long long left = restart_at_ms_ - MonotonicMs();
+      // Wake up for the end of a refusal window too, so its summary is not held until the next event.
+      long long wake_at = restart_at_ms_;
+      if (refusal_window_ms_ >= 0 && (wake_at < 0 || refusal_window_ms_ + kRefusalWindowMs < wake_at)) {
+        wake_at = refusal_window_ms_ + kRefusalWindowMs;
+      }
+      if (wake_at >= 0) {
+        long long left = wake_at - MonotonicMs();
         if (left < 0) left = 0;
         timeout.tv_sec = left / 1000;
         timeout.tv_nsec = (left % 1000) * 1'000'000;
@@ -214,6 +219,7 @@ class Keeper {
       // Always before the signals: what a child sent just before dying is queued before its
       // SIGCHLD, and must be credited to it while its pid is still the current child's.
       DrainSocket();
+      FlushRefusals(MonotonicMs());
       HandleSignals();
       if (restart_at_ms_ >= 0 && MonotonicMs() >= restart_at_ms_) {
         restart_at_ms_ = -1;
@@ -533,20 +539,20 @@ class Keeper {
       long long sender = cred != nullptr ? (long long)cred->pid : -1;
       if (msg.msg_flags & MSG_CTRUNC) {
         CloseAll(fds);
-        Log(kWarn, "refused a notification whose fds did not fit (control data truncated); closed the fds received",
-            {{"sender", sender}, {"closedFds", (long long)fds.size()}});
+        LogRefusal("refused a notification whose fds did not fit (control data truncated); closed the fds received",
+                   {{"sender", sender}, {"closedFds", (long long)fds.size()}}, fds.size());
         continue;
       }
       if (msg.msg_flags & MSG_TRUNC) {
         CloseAll(fds);
-        Log(kWarn, "refused a notification longer than " + std::to_string(kMaxMessageBytes) + " bytes",
-            {{"sender", sender}, {"bytes", (long long)n}, {"closedFds", (long long)fds.size()}});
+        LogRefusal("refused a notification longer than " + std::to_string(kMaxMessageBytes) + " bytes",
+                   {{"sender", sender}, {"bytes", (long long)n}, {"closedFds", (long long)fds.size()}}, fds.size());
         continue;
       }
       if (cred == nullptr || child_pid_ <= 0 || cred->pid != child_pid_ || cred->uid != 0) {
         CloseAll(fds);
-        Log(kWarn, "refused a notification from a process that is not the child",
-            {{"sender", sender}, {"child", (long long)child_pid_}, {"closedFds", (long long)fds.size()}});
+        LogRefusal("refused a notification from a process that is not the child",
+                   {{"sender", sender}, {"child", (long long)child_pid_}, {"closedFds", (long long)fds.size()}}, fds.size());
         continue;
       }
       HandleMessage(std::string(data, size_t(n)), fds);
@@ -633,6 +639,42 @@ class Keeper {
       stopping_ = true;
       Log(kInfo, "child is stopping (a clean exit now is a handover)", {{"child", child}, {"fds", (long long)store_.size()}});
     }
+  }
+
+  // Refusals are what anyone who may send to the socket can cause: at most kRefusalLines lines per
+  // kRefusalWindowMs, then one summary line per window with how many were not logged.
+  static constexpr int kRefusalLines = 10;
+  static constexpr long long kRefusalWindowMs = 5'000;
+  long long refusal_window_ms_ = -1;
+  int refusal_lines_ = 0;
+  long long refusals_suppressed_ = 0;
+  long long suppressed_fds_ = 0;
+
+  void FlushRefusals(long long now) {
+    if (refusal_window_ms_ < 0 || now - refusal_window_ms_ < kRefusalWindowMs) return;
+    if (refusals_suppressed_ > 0) {
+      Log(kWarn, "refused " + std::to_string(refusals_suppressed_) + " more notification(s) in the last " +
+                     std::to_string(kRefusalWindowMs / 1000) + " s without logging each (at most " +
+                     std::to_string(kRefusalLines) + " lines per window); their fds were closed",
+          {{"suppressed", refusals_suppressed_}, {"closedFds", suppressed_fds_}});
+    }
+    refusal_window_ms_ = -1;
+    refusal_lines_ = 0;
+    refusals_suppressed_ = 0;
+    suppressed_fds_ = 0;
+  }
+
+  void LogRefusal(const std::string& msg, std::initializer_list<Field> fields, size_t closed_fds) {
+    long long now = MonotonicMs();
+    FlushRefusals(now);
+    if (refusal_window_ms_ < 0) refusal_window_ms_ = now;
+    if (refusal_lines_ < kRefusalLines) {
+      refusal_lines_++;
+      Log(kWarn, msg, fields);
+      return;
+    }
+    refusals_suppressed_++;
+    suppressed_fds_ += (long long)closed_fds;
   }
 
   Options options_;
