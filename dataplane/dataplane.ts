@@ -553,6 +553,11 @@ export class DataPlane {
         { session: session.id, container: containerId, handle, version: policy.version, rules: policy.rules.length },
         `container ${containerId} policy ${policy.version} in force (${policy.rules.length} rules): answered natively from now on, whether a control plane is attached or not`,
       );
+    } else if (verdict.reason === 'unknown-handle') {
+      this.log.info(
+        { session: session.id, handle, version: policy.version, reason: verdict.reason },
+        `policy ${policy.version} for handle ${handle} arrived after its container exited (its notify fd is closed); nothing to apply`,
+      );
     } else {
       this.counters.policiesRefused++;
       this.log.warn(
