@@ -30,6 +30,8 @@ export class PolicyPusher {
   private flushScheduled = false;
   pushed = 0;
   refused = 0;
+  /** ContainerPolicy.sequence of the last push. */
+  private sequence = 0n;
   /** Pushes for containers that had exited by the time they arrived (not refusals). */
   gone = 0;
   /** The attached data plane speaks POLICY_FEATURE (its Welcome said so). */
@@ -92,6 +94,8 @@ export class PolicyPusher {
     }
     this.dirty.clear();
     if (batch.length === 0 || !this.enabled) return;
+    // Ordered within the session: the data plane refuses a push older than one it applied.
+    for (const p of batch) p.sequence = ++this.sequence;
     if (!this.options.send(batch)) return; // not attached: the next snapshot starts over
     for (const p of batch) this.inFlight.set(handleFromProto(p.handle), p.version);
     this.pushed += batch.length;
