@@ -163,6 +163,24 @@ test('SeccompNotifyPolicy with a when that does not compile: Ready=False naming 
   assert.ok(writes.filter((w) => w.fieldManager === `seccomp-agent/${NODE}`).every((w) => Object.keys(w.body.status).join() === 'nodes'), 'the node manager writes only its nodes entry');
 });
 
+test('seccomp-controlplane with an RBAC that does not list namespaces: says so in one warning, still writes its checkpoint with pods and policies (issue 17)', async (t) => {
+  const planes = await policyPlanes(t, (api) => {
+    pods(api);
+    api.forbid('namespaces');
+  });
+  const { dir, api, stateDir } = planes;
+  fs.mkdirSync(path.join(dir, 'etc'));
+  applyPolicy(api, 'seccompnotifypolicies', denyEtc(dir));
+  await planes.cp.waitFor(/generation 1 in force/);
+  const line = await planes.cp.waitFor(/^.*"msg":"namespaces: list failed \(HTTP 403[^"]*".*$/m, 15_000);
+  const parsed = JSON.parse(line) as { level: number; msg: string };
+  assert.equal(parsed.level, 40);
+  assert.match(parsed.msg, /may not list namespaces .*the node checkpoint is still written/);
+  const file = path.join(stateDir, 'controlplane-checkpoint.json');
+  await waitUntil(() => fs.existsSync(file) && fs.readFileSync(file, 'utf8').includes('deny-etc'), 15_000, `the checkpoint to be written; output:\n${planes.cp.output()}`);
+  assert.equal((planes.cp.output().match(/namespaces: list failed/g) ?? []).length, 1, 'said once, not at every retry');
+});
+
 test('seccomp-controlplane restarted while the API server is stopped: policies and pod identities come from the node checkpoint, said in one line; replaced when the API server is back', async (t) => {
   const planes = await policyPlanes(t, pods);
   const { dir, api, dp, kubeconfig, stateDir } = planes;
