@@ -168,8 +168,8 @@ export class ResourcePolicy {
     this.selections.delete(handle);
   }
 
-  /** The shared walk of decide() and seccompctl explain. `n` gives the mkdir/mount operands. */
   /**
+   * The shared walk of decide() and seccompctl explain. `n` gives the mkdir/mount operands.
    * `deadline` (performance.now() ms): a `when` reached after it is not evaluated; like one that
    * stops at its evaluation budget, its rule's failurePolicy answers (Fail: the rule's action;
    * Ignore: the next rule), never the data plane's default because someone else was slow.
