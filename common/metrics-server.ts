@@ -1,19 +1,21 @@
-// Prometheus /metrics over HTTP for either plane (--metrics-addr). It shares the event loop that
-// decides notifications, so a flood of scrapes must not cost decisions: concurrent scrapes share one
-// rendering (and, with `renderIntervalMs`, later ones reuse it that long), requests past
-// `ratePerSecond` (after a burst of `burst`) are answered 429 at once without rendering, at most
-// `maxConnections` connections are open at a time (the rest wait in the kernel's backlog or are
-// closed), and a client that sends its request slowly is cut off after `requestTimeoutMs`.
-import * as http from 'node:http';
+// Prometheus /metrics over HTTP for either plane (--metrics-addr). The HTTP server runs in a worker
+// thread (metrics-http-worker.ts): a flood of connections and requests is accepted, parsed and
+// refused there, not on the event loop that decides notifications. This thread only renders the
+// exposition when the worker asks: concurrent scrapes share one rendering, requests past
+// `ratePerSecond` (after a burst of `burst`) are answered 429 by the worker without asking, at
+// most `maxConnections` connections are open at a time, and a client that sends its request
+// slowly is cut off after `requestTimeoutMs`.
+import * as path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import type { Registry } from 'prom-client';
+import { AgentError } from './errors';
 import type { Logger } from './logger';
+import type { ToPlane, ToWorker } from './metrics-http-worker';
 
 /** Optional /healthz: its HTTP status and JSON body. */
 export type HealthProbe = () => { httpStatus: number; body: Record<string, unknown> };
 
 export interface MetricsServerLimits {
-  /** A rendered exposition is reused for this long (0: only by scrapes that arrive while it renders). */
-  renderIntervalMs: number;
   /** Requests answered per second after a burst of `burst` (a token bucket); past it: 429. */
   ratePerSecond: number;
   burst: number;
@@ -21,11 +23,13 @@ export interface MetricsServerLimits {
   requestTimeoutMs: number;
 }
 
-export const METRICS_SERVER_LIMITS: MetricsServerLimits = Object.freeze({ renderIntervalMs: 0, ratePerSecond: 10, burst: 20, maxConnections: 16, requestTimeoutMs: 5000 });
+export const METRICS_SERVER_LIMITS: MetricsServerLimits = Object.freeze({ ratePerSecond: 10, burst: 20, maxConnections: 16, requestTimeoutMs: 5000 });
 
-export interface MetricsServer extends http.Server {
-  /** Renders of the exposition so far, and requests refused for the rate. */
-  readonly scrapeStats: { renders: number; limited: number };
+export interface MetricsServer {
+  /** Where it listens. */
+  address(): { address: string; port: number };
+  /** Stops the worker (and its server). */
+  close(done?: () => void): void;
 }
 
 export async function startMetricsServer(
@@ -35,75 +39,46 @@ export async function startMetricsServer(
   health?: HealthProbe,
   limits: MetricsServerLimits = METRICS_SERVER_LIMITS,
 ): Promise<MetricsServer> {
-  const stats = { renders: 0, limited: 0 };
-  let cached: { body: string; at: number } | null = null;
-  let rendering: Promise<string> | null = null;
-  const render = (): Promise<string> => {
-    if (cached && limits.renderIntervalMs > 0 && Date.now() - cached.at < limits.renderIntervalMs) return Promise.resolve(cached.body);
-    if (!rendering) {
-      stats.renders++;
-      rendering = registry.metrics().then(
-        (body) => {
-          cached = { body, at: Date.now() };
-          rendering = null;
-          return body;
-        },
-        (err: unknown) => {
-          rendering = null;
-          throw err;
-        },
-      );
-    }
-    return rendering;
-  };
-  let tokens = limits.burst;
-  let refilledAt = Date.now();
-  let warnedAt = 0;
-  const admit = (): boolean => {
-    const now = Date.now();
-    tokens = Math.min(limits.burst, tokens + ((now - refilledAt) / 1000) * limits.ratePerSecond);
-    refilledAt = now;
-    if (tokens >= 1) {
-      tokens -= 1;
-      return true;
-    }
-    stats.limited++;
-    if (now - warnedAt > 60_000) {
-      warnedAt = now;
-      log.warn({ ratePerSecond: limits.ratePerSecond }, `more than ${limits.ratePerSecond} metrics requests a second (after a burst of ${limits.burst}): the rest are answered 429 without rendering, so decisions are not delayed`);
-    }
-    return false;
-  };
-
-  const server = http.createServer((req, res) => {
-    if (!admit()) {
-      res.writeHead(429, { 'content-type': 'text/plain', 'retry-after': '1', connection: 'close' }).end('too many requests\n');
-      return;
-    }
-    if (req.method === 'GET' && health && req.url === '/healthz') {
-      const { httpStatus, body } = health();
-      res.writeHead(httpStatus, { 'content-type': 'application/json' }).end(`${JSON.stringify(body)}\n`);
-      return;
-    }
-    if (req.method !== 'GET' || (req.url !== '/metrics' && !req.url?.startsWith('/metrics?'))) {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /metrics\n');
-      return;
-    }
-    render().then(
-      (body) => res.writeHead(200, { 'content-type': registry.contentType }).end(body),
-      (err: Error) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`${err.message}\n`),
-    );
-  }) as MetricsServer;
-  Object.defineProperty(server, 'scrapeStats', { value: stats });
-  server.maxConnections = limits.maxConnections;
-  server.requestTimeout = limits.requestTimeoutMs;
-  server.headersTimeout = Math.min(limits.requestTimeoutMs, 60_000);
-  server.maxRequestsPerSocket = 100;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(address.port, address.host, () => resolve());
+  const worker = new Worker(path.join(__dirname, 'metrics-http-worker.js'), {
+    workerData: { host: address.host, port: address.port, limits, health: health !== undefined },
   });
-  const bound = server.address();
-  log.info({ address: typeof bound === 'object' && bound ? `${bound.address}:${bound.port}` : address }, 'Prometheus metrics serving on /metrics');
-  return server;
+  const reply = (message: ToWorker) => worker.postMessage(message);
+  const bound = await new Promise<{ address: string; port: number }>((resolve, reject) => {
+    worker.once('error', reject);
+    worker.on('message', (message: ToPlane) => {
+      switch (message.type) {
+        case 'listening':
+          resolve({ address: message.address, port: message.port });
+          break;
+        case 'listen-error':
+          void worker.terminate();
+          reject(new AgentError('EBAD_OPTION', `--metrics-addr ${address.host}:${address.port}: ${message.message}`));
+          break;
+        case 'render':
+          registry.metrics().then(
+            (body) => reply({ type: 'rendered', id: message.id, body, contentType: registry.contentType }),
+            (err: Error) => reply({ type: 'render-failed', id: message.id, message: err.message }),
+          );
+          break;
+        case 'health': {
+          const { httpStatus, body } = health!();
+          reply({ type: 'health', id: message.id, httpStatus, body: `${JSON.stringify(body)}\n` });
+          break;
+        }
+        case 'limited':
+          log.warn({ ratePerSecond: limits.ratePerSecond }, `more than ${limits.ratePerSecond} metrics requests a second (after a burst of ${limits.burst}): the rest are answered 429 without rendering, so decisions are not delayed`);
+          break;
+      }
+    });
+  });
+  worker.on('error', (err) => log.error({ err }, `metrics server thread failed (${err.message}); metrics are not served, decisions go on`));
+  // The metrics thread never keeps a plane alive by itself.
+  worker.unref();
+  log.info({ address: `${bound.address}:${bound.port}` }, 'Prometheus metrics serving on /metrics');
+  return {
+    address: () => bound,
+    close: (done) => {
+      void worker.terminate().then(() => done?.());
+    },
+  };
 }
