@@ -59,3 +59,25 @@ test('cel when: an input outside the declared bounds is an error, not a costlier
   assert.equal(result.matched, false);
   assert.match(result.error ?? '', /outside the declared bounds: the pod has 257 labels/);
 });
+
+test('cel when: matches is costed by the compiled RE2 program, not the pattern text: counted repetition is refused at admission (issue 17)', () => {
+  const heavy = `paths[0].matches("${'[a-z]{1000}'.repeat(8)}")`;
+  assert.throws(() => compileCondition(heavy, DEFAULT_CEL_COST_LIMIT), (err: unknown) => code('ECEL_COST')(err) && /exceeds the limit/.test((err as Error).message));
+  assert.throws(() => compileCondition('paths[0].matches("[a-z]{1000}")', DEFAULT_CEL_COST_LIMIT), code('ECEL_COST'));
+  // A short pattern stays cheap; the estimate follows the program (1,002 instructions) times the input.
+  const light = compileCondition('paths[1].matches("^/etc/[a-z]+")', DEFAULT_CEL_COST_LIMIT);
+  assert.ok(light.cost < 10_000, `cost ${light.cost}`);
+  assert.deepEqual(light.evaluate(activation(input), input), { matched: true, error: null });
+  assert.ok(compileCondition('paths[1].matches("[a-z]{1000}")', 10_000_000).cost > 400_000);
+  assert.throws(() => compileCondition('paths[1].matches(pod.annotations["re"])', DEFAULT_CEL_COST_LIMIT), (err: unknown) => code('ECEL_COST')(err) && /string constant/.test((err as Error).message));
+  assert.throws(() => compileCondition('paths[1].matches("(")', DEFAULT_CEL_COST_LIMIT), code('ECEL_COMPILE'));
+});
+
+test('cel when: each evaluation is metered at run time: a matches that would exceed the evaluation\'s budget stops as overBudget', () => {
+  const c = compileCondition('paths[1].matches("^/etc/[a-z.]+$") || paths[1].matches("x")', DEFAULT_CEL_COST_LIMIT);
+  assert.deepEqual(c.evaluate(activation(input), input), { matched: true, error: null });
+  const r = c.evaluate(activation(input), input, 3);
+  assert.equal(r.overBudget, true);
+  assert.equal(r.matched, false);
+  assert.match(r.error ?? '', /^evaluation budget exceeded: matches on 11 bytes/);
+});

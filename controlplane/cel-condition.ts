@@ -17,6 +17,15 @@
 // generation stays in force. The bounds are checked again on every evaluation: an input outside
 // them is an evaluation error (the rule does not match), so no evaluation costs more than its
 // estimate.
+//
+// Regexes: `matches` runs RE2 (linear in input × compiled program size), so its cost is the input's
+// bytes / 10 times the compiled program's instruction count, not the pattern's length (a counted
+// repetition multiplies the program: `[a-z]{1000}` is 1,002 instructions from 11 characters). The
+// pattern must be a string constant, compiled once at admission. At run time every `matches` is
+// metered against what is left of its evaluation's budget (the estimate) before it runs: an
+// evaluation that would exceed it stops with a budget error (ECEL_BUDGET), which the rule's
+// failurePolicy answers (resource-policy.ts), as it does a decision whose deadline has passed.
+import { RE2JS } from '@bufbuild/re2';
 import { celEnv, CelScalar, celUint, isCelError, listType, mapType, parse, plan, type CelEnv, type CelInput } from '@bufbuild/cel';
 import { strings } from '@bufbuild/cel/ext';
 import { AgentError } from '../common/errors';
@@ -86,7 +95,46 @@ const VARIABLES: Readonly<Record<string, Bound>> = Object.freeze({
 /** A value whose size nothing bounds better: the largest string an input can hold. */
 const UNKNOWN: Bound = { size: LIMITS.annotationValue, elem: { size: LIMITS.annotationValue }, key: { size: LIMITS.annotationValue } };
 
+/** The budget of the evaluation that runs now (evaluation is synchronous: one at a time). */
+let meter: { left: number } | null = null;
+
+/** An evaluation that would cost more than its budget: its rule's failurePolicy answers. */
+export const BUDGET_ERROR_PREFIX = 'evaluation budget exceeded';
+
+/** Patterns compiled at admission (a `matches` pattern must be a constant), shared by every evaluation. */
+const REGEXES = new Map<string, { readonly re: RE2JS; readonly program: number }>();
+
+function compileRegex(pattern: string): { readonly re: RE2JS; readonly program: number } {
+  let compiled = REGEXES.get(pattern);
+  if (!compiled) {
+    const re = RE2JS.compile(pattern);
+    const program = (re as unknown as { re2Input: { prog: { inst: unknown[] } } }).re2Input.prog.inst.length;
+    compiled = Object.freeze({ re, program });
+    if (REGEXES.size > 4096) REGEXES.clear();
+    REGEXES.set(pattern, compiled);
+  }
+  return compiled;
+}
+
+/** RE2's work for one match: input bytes / 10 times the program's instructions. */
+const regexCost = (inputBytes: number, program: number) => traversal(inputBytes) * Math.max(1, program);
+
 const ENV: CelEnv = celEnv({
+  re2: {
+    compile(pattern: string) {
+      const { re, program } = compileRegex(pattern);
+      return {
+        test(input: string): boolean {
+          const cost = regexCost(Buffer.byteLength(input), program);
+          if (meter) {
+            if (cost > meter.left) throw new Error(`${BUDGET_ERROR_PREFIX}: matches on ${Buffer.byteLength(input)} bytes with a ${program}-instruction program costs ${cost}, ${meter.left} left`);
+            meter.left -= cost;
+          }
+          return re.test(input);
+        },
+      };
+    },
+  },
   variables: {
     syscall: CelScalar.STRING,
     args: listType(CelScalar.UINT),
@@ -156,8 +204,20 @@ function estimate(expr: Expr, scope: ReadonlyMap<string, Bound>): Estimate {
         case 'startsWith':
         case 'endsWith':
           return { cost: sum + 1 + traversal(Math.min(a, b)), bound: SCALAR };
+        case 'matches': {
+          const pattern = args[0] && call.args[0]?.exprKind.case === 'constExpr' ? call.args[0].exprKind.value.constantKind : null;
+          if (!pattern || pattern.case !== 'stringValue') {
+            throw new AgentError('ECEL_COST', 'the pattern of matches() must be a string constant, so that the program it compiles to can be bounded at admission');
+          }
+          let program: number;
+          try {
+            program = compileRegex(pattern.value).program;
+          } catch (err) {
+            throw new AgentError('ECEL_COMPILE', `matches(): ${(err as Error).message}`);
+          }
+          return { cost: sum + 1 + regexCost(a, program), bound: SCALAR };
+        }
         case 'contains':
-        case 'matches':
         case 'indexOf':
         case 'lastIndexOf':
         case 'replace':
@@ -272,14 +332,27 @@ export function activation(input: ConditionInput): Record<string, CelInput> {
   } as Record<string, CelInput>;
 }
 
-export type ConditionResult = { readonly matched: boolean; readonly error: string | null };
+export type ConditionResult = {
+  readonly matched: boolean;
+  readonly error: string | null;
+  /** The evaluation stopped at its budget: the rule's failurePolicy decides, not "no match". */
+  readonly overBudget?: true;
+};
+
+function overBudget(message: string): ConditionResult {
+  const at = message.indexOf(BUDGET_ERROR_PREFIX);
+  return at >= 0 ? { matched: false, error: message.slice(at), overBudget: true } : { matched: false, error: message };
+}
 
 export interface CompiledCondition {
   readonly source: string;
   /** The worst-case cost of one evaluation. */
   readonly cost: number;
-  /** true/false, or an error (no such key, not a bool, an input outside the bounds): the rule does not match. */
-  evaluate(bindings: Record<string, CelInput>, input: ConditionInput): ConditionResult;
+  /**
+   * true/false, or an error (no such key, not a bool, an input outside the bounds): the rule does
+   * not match; or over `budget` (default: the estimate): `overBudget`.
+   */
+  evaluate(bindings: Record<string, CelInput>, input: ConditionInput, budget?: number): ConditionResult;
 }
 
 /**
@@ -297,22 +370,25 @@ export function compileCondition(source: string, costLimit: number): CompiledCon
   }
   const { cost } = estimate(parsed.expr, new Map());
   if (cost > costLimit) {
-    throw new AgentError('ECEL_COST', `estimated worst-case cost ${cost} exceeds the limit ${costLimit} per evaluation (--cel-cost-limit); bound the comprehension or the strings it reads`);
+    throw new AgentError('ECEL_COST', `estimated worst-case cost ${cost} exceeds the limit ${costLimit} per evaluation (--cel-cost-limit); bound the comprehension, the strings it reads, or the regex's counted repetitions`);
   }
   const run = plan(ENV, parsed);
   return Object.freeze({
     source,
     cost,
-    evaluate(bindings: Record<string, CelInput>, input: ConditionInput): ConditionResult {
+    evaluate(bindings: Record<string, CelInput>, input: ConditionInput, budget = cost): ConditionResult {
       const outside = boundsProblem(input);
       if (outside) return { matched: false, error: `input outside the declared bounds: ${outside}` };
       let result;
+      meter = { left: budget };
       try {
         result = run(bindings as never);
       } catch (err) {
-        return { matched: false, error: (err as Error).message };
+        return overBudget((err as Error).message);
+      } finally {
+        meter = null;
       }
-      if (isCelError(result)) return { matched: false, error: result.message };
+      if (isCelError(result)) return overBudget(result.message);
       if (typeof result !== 'boolean') return { matched: false, error: `the expression gave a ${typeof result}, not a bool` };
       return { matched: result, error: null };
     },

@@ -60,3 +60,22 @@ test('checkpoint: the state directory is created, its missing parents are not (a
   await writeCheckpoint(path.join(parent, 'state'), content);
   assert.equal(fs.statSync(path.join(parent, 'state')).mode & 0o777, 0o700);
 });
+
+test('checkpoint: a symlink planted where the temporary file goes (a directory others may write) is never written through (issue 17)', async (t) => {
+  const dir = tmp(t);
+  fs.chmodSync(dir, 0o777);
+  const victim = path.join(tmp(t), 'root-owned');
+  fs.writeFileSync(victim, 'precious\n', { mode: 0o644 });
+  // Every name the old writer would use: the checkpoint's name with .tmp-PID.
+  const file = path.join(dir, CHECKPOINT_FILE);
+  fs.symlinkSync(victim, `${file}.tmp-${process.pid}`);
+  await writeCheckpoint(dir, content);
+  assert.equal(fs.readFileSync(victim, 'utf8'), 'precious\n', 'the victim is untouched');
+  assert.equal(fs.lstatSync(file).isFile(), true);
+  assert.deepEqual(await readCheckpoint(dir), content);
+  assert.equal(fs.statSync(dir).mode & 0o777, 0o700, 'our own state directory is made 0700');
+  // A symlink as the state directory is refused.
+  const link = path.join(tmp(t), 'state-link');
+  fs.symlinkSync(dir, link);
+  await assert.rejects(writeCheckpoint(link, content), (err: unknown) => err instanceof AgentError && err.code === 'ECHECKPOINT_DIR');
+});

@@ -5,7 +5,7 @@
 // mode 0600, asynchronously and never on the notification path; read once at start. A file that
 // does not parse, is cut short or fails its checksum is refused (AgentError ECHECKPOINT_CORRUPT)
 // and the control plane starts without it.
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { AgentError } from '../common/errors';
@@ -95,6 +95,20 @@ export function readCheckpoint(dir: string): CheckpointContent | null {
   return decodeBody(body, file);
 }
 
+/**
+ * The state directory must be a directory, not a symlink to one (lstat). One that is ours and that
+ * group or others may write is made 0700; one of another owner is used as it is, since the
+ * temporary file is created with O_EXCL | O_NOFOLLOW under a random name and renamed (rename
+ * replaces a planted link, never follows it).
+ */
+async function checkStateDir(dir: string): Promise<void> {
+  const st = await fs.promises.lstat(dir);
+  if (st.isSymbolicLink() || !st.isDirectory()) {
+    throw new AgentError('ECHECKPOINT_DIR', `state directory ${dir} is ${st.isSymbolicLink() ? 'a symlink' : 'not a directory'}; the checkpoint is not written there`);
+  }
+  if (typeof process.geteuid === 'function' && st.uid === process.geteuid() && (st.mode & 0o022) !== 0) await fs.promises.chmod(dir, 0o700);
+}
+
 /** Writes the checkpoint atomically: tmp file (0600), fsync, rename over the old one, fsync of the directory. */
 export async function writeCheckpoint(dir: string, content: CheckpointContent): Promise<void> {
   const body = encodeBody(content);
@@ -104,9 +118,12 @@ export async function writeCheckpoint(dir: string, content: CheckpointContent): 
   await fs.promises.mkdir(dir, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
     if (err.code !== 'EEXIST') throw err;
   });
+  await checkStateDir(dir);
   const file = path.join(dir, CHECKPOINT_FILE);
-  const tmp = `${file}.tmp-${process.pid}`;
-  const handle = await fs.promises.open(tmp, 'w', 0o600);
+  // A fresh name nobody can guess, created here or not at all: never through a symlink or a file
+  // someone else planted in a directory others may write (an emptyDir is 0777).
+  const tmp = `${file}.tmp-${process.pid}-${randomBytes(8).toString('hex')}`;
+  const handle = await fs.promises.open(tmp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600);
   try {
     await handle.writeFile(text);
     await handle.chmod(0o600);

@@ -58,7 +58,7 @@ export function policyRows(parts: CtlParts): PolicyRow[] {
   const reports = parts.reports();
   return [...parts.set.values()]
     .map((entry) => {
-      const ready = readyOf(entry);
+      const ready = readyOf(entry, parts.set);
       const spec = entry.object.spec as { mode?: string; rules?: unknown[] } | null;
       return {
         scope: entry.object.scope,

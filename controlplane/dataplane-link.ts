@@ -11,6 +11,8 @@ import { durationFromMs } from '../common/duration';
 import { HOLD_FEATURE } from '../common/hold-feature';
 import type { Logger } from '../common/logger';
 import { VERSION } from '../common/version';
+import { performance } from 'node:perf_hooks';
+import { FairQueue } from './fair-queue';
 import type {
   AttachRequest,
   AttachResponse,
@@ -30,8 +32,13 @@ export interface PolicyHandlers {
   onSnapshot(containers: Container[]): void;
   onContainerAdded(container: Container): void;
   onContainerRemoved(removed: ContainerRemoved): void;
-  /** Decides one notification; returns null to let the deadline's default answer it. */
-  decide(notification: Notification): Decision | null | Promise<Decision | null>;
+  /**
+   * Decides one notification; returns null to let the deadline's default answer it. `deadline`
+   * (performance.now() ms): past it, a rule's `when` is not evaluated and its failurePolicy answers.
+   */
+  decide(notification: Notification, deadline?: number): Decision | null | Promise<Decision | null>;
+  /** The source whose notifications are queued together (a namespace); sources are served round robin. */
+  sourceOf?(notification: Notification): string;
   /** The data plane's answers to pushPolicies(). */
   onPolicyAcks?(acks: PolicyAck[]): void;
 }
@@ -56,10 +63,23 @@ export interface DataPlaneLinkOptions {
    * when no control plane is attached within it. 0/absent: idle at once ('idle' event).
    */
   resumeGraceMs?: number;
+  /** Per notification, from its arrival: past it, `when` conditions give way to their failurePolicy (default 1000). */
+  decisionBudgetMs?: number;
+}
+
+interface Received {
+  readonly notification: Notification;
+  readonly viaChannel: boolean;
+  readonly deadline: number;
 }
 
 /** How long a notification for a container not announced yet waits for its container_added. */
 const UNKNOWN_HANDLE_WAIT_MS = 500;
+/** Default of decisionBudgetMs: half the data plane's default --decision-timeout (2 s). */
+export const DEFAULT_DECISION_BUDGET_MS = 1000;
+/** Work per turn of the event loop before other sources' new notifications may join the rotation. */
+const DECISION_SLICE_MS = 5;
+const MAX_QUEUED_PER_SOURCE = 4096;
 /** First retry after a lost data plane: a data plane handoff or restart rebinds its socket within tens of ms. */
 const INITIAL_BACKOFF_MS = 10;
 
@@ -117,6 +137,8 @@ export class DataPlaneLink extends EventEmitter {
   private channel: net.Socket | null = null;
   /** Notifications that arrived before their container was announced, by handle. */
   private readonly parked = new Map<ContainerHandle, { notifications: Notification[]; timer: NodeJS.Timeout }>();
+  /** Notifications to decide, one queue per source, served round robin (fair-queue.ts). */
+  private readonly pending: FairQueue<Received>;
   private grpcQueue: Decision[] = [];
   private channelQueue: ChannelDecision[] = [];
   /** hrtime (ns) until which the event loop keeps polling; see keepPolling(). */
@@ -137,6 +159,8 @@ export class DataPlaneLink extends EventEmitter {
   ) {
     super();
     this.takeover = options.takeover ?? false;
+    // A full queue drops its oldest: the data plane's deadline answers it (counted there).
+    this.pending = new FairQueue<Received>((r) => this.decideOne(r), DECISION_SLICE_MS, MAX_QUEUED_PER_SOURCE);
   }
 
   start(): void {
@@ -251,11 +275,23 @@ export class DataPlaneLink extends EventEmitter {
       parked.notifications.push(notification);
       return;
     }
+    const deadline = performance.now() + (this.options.decisionBudgetMs ?? DEFAULT_DECISION_BUDGET_MS);
+    let source = '';
+    try {
+      source = this.policy.sourceOf?.(notification) ?? '';
+    } catch {
+      // an unknown source shares the default queue
+    }
+    this.pending.push(source, { notification, viaChannel, deadline });
+  }
+
+  /** Decides one queued notification (FairQueue's turn). */
+  private decideOne({ notification, viaChannel, deadline }: Received): void {
     let decided: Decision | null | Promise<Decision | null>;
     const fail = (err: unknown) =>
       this.log.error({ err, container: notification.containerId, syscall: notification.syscall, id: String(notification.id) }, 'policy failed on a notification; the data plane\'s default answers it at the deadline');
     try {
-      decided = this.policy.decide(notification);
+      decided = this.policy.decide(notification, deadline);
     } catch (err) {
       fail(err);
       return;

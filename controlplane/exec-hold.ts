@@ -12,7 +12,6 @@
 // deadline to the end of the wait plus its usual timeout. If this process dies meanwhile, its
 // session's notifications get the default at once (docs/policy.md: "Holds").
 import { readFile } from 'node:fs/promises';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../common/logger';
 import type { Decision, Notification } from '../proto/gen/seccompagent/v1/dataplane';
 import type { ContainerEntry } from './container-registry';
@@ -24,6 +23,13 @@ export type HoldSink = (n: Notification, ms: number) => boolean;
 
 /** Held execves at once, at most: each is a task blocked in the kernel; past it, they continue at once. */
 export const MAX_HELD = 4096;
+/**
+ * Held execves of one container at once, at most: one container cannot take the node's holds from
+ * another (a sixteenth of MAX_HELD). Past it, that container's execves continue at once.
+ */
+export const MAX_HELD_PER_CONTAINER = 256;
+/** How often a hold checks that its caller still lives; a dead caller's hold is released. */
+export const HOLD_LIVENESS_MS = 500;
 const CLOCK_TICKS_PER_SECOND = 100; // USER_HZ on every Linux architecture this agent runs on
 const CONTINUE: Action = Object.freeze({ $case: 'continue', continue: {} }) as Action;
 
@@ -43,6 +49,12 @@ export function execPatternMatches(entry: ContainerEntry, n: Notification): bool
   return Buffer.from(arg.raw ?? Buffer.from(arg.value, 'utf8')).equals(Buffer.from(pattern, 'utf8'));
 }
 
+/** Process (or thread) `pid`'s start time in clock ticks since boot (/proc/<pid>/stat field 22); rejects when it is gone. */
+export async function processStartTicks(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[22 - 3]);
+}
+
 /** How long ago process `pid` started, in ms: its start time in /proc/<pid>/stat against /proc/uptime (both since boot). */
 export async function msSinceStart(pid: number): Promise<number> {
   const [stat, uptime] = await Promise.all([readFile(`/proc/${pid}/stat`, 'utf8'), readFile('/proc/uptime', 'utf8')]);
@@ -58,13 +70,32 @@ export class ExecHolds {
   /** Execves held so far, and ones that continued at once because a hold could not be had. */
   held = 0;
   refused = 0;
+  /** Holds released early because the process that made the call died. */
+  released = 0;
+  /** Ends each hold running now (stop()). */
+  private readonly running = new Set<(died: boolean) => void>();
+  /** Held now, by container id. */
+  private readonly perContainer = new Map<string, number>();
   private warnedAt = 0;
 
   constructor(
     private readonly sendHold: HoldSink,
     private readonly log: Logger,
     private readonly sinceStart: (pid: number) => Promise<number> = msSinceStart,
+    /** The caller's identity over time (pid + start time, so a reused pid is not the caller). */
+    private readonly startOf: (pid: number) => Promise<number> = processStartTicks,
+    private readonly livenessMs = HOLD_LIVENESS_MS,
   ) {}
+
+  /** Ends every hold now: each held execve continues (shutdown, tests). */
+  stop(): void {
+    for (const end of [...this.running]) end(false);
+  }
+
+  /** Execves of `containerId` held now. */
+  heldFor(containerId: string): number {
+    return this.perContainer.get(containerId) ?? 0;
+  }
 
   /**
    * For an execve of a container with EXEC_PATTERN or SIDECARS: the answer (continue), at once or
@@ -89,28 +120,71 @@ export class ExecHolds {
     }
     ms = Math.ceil(ms);
     if (ms <= 0) return CONTINUE;
-    if (this.active >= MAX_HELD || !this.sendHold(n, ms)) {
+    // The caller as it is now: a hold ends when it dies (its notification died with it).
+    let started: number;
+    try {
+      started = await this.startOf(n.pid);
+    } catch {
+      return CONTINUE;
+    }
+    const container = entry.containerId;
+    const ofContainer = this.heldFor(container);
+    const full = this.active >= MAX_HELD ? 'node' : ofContainer >= MAX_HELD_PER_CONTAINER ? 'container' : null;
+    if (full || !this.sendHold(n, ms)) {
       this.refused++;
       const now = Date.now();
       if (now - this.warnedAt > 10_000) {
         this.warnedAt = now;
         this.log.warn(
-          { container: entry.containerId, syscall: n.syscall, id: String(n.id), held: this.active },
-          this.active >= MAX_HELD
-            ? `${MAX_HELD} execves are held already: this one of container ${entry.containerId} continues at once (EXEC_DURATION / SIDECARS_DELAY not applied)`
-            : `the data plane takes no holds (hold.v1): the execve of container ${entry.containerId} continues at once instead of waiting ${ms} ms`,
+          { container, syscall: n.syscall, id: String(n.id), held: this.active, heldByContainer: ofContainer },
+          full === 'node'
+            ? `${MAX_HELD} execves are held already: this one of container ${container} continues at once (EXEC_DURATION / SIDECARS_DELAY not applied)`
+            : full === 'container'
+              ? `container ${container} holds ${MAX_HELD_PER_CONTAINER} execves already (the most one container may): this one continues at once (EXEC_DURATION / SIDECARS_DELAY not applied)`
+              : `the data plane takes no holds (hold.v1): the execve of container ${container} continues at once instead of waiting ${ms} ms`,
         );
       }
       return CONTINUE;
     }
     this.active++;
     this.held++;
-    this.log.debug({ container: entry.containerId, syscall: n.syscall, id: String(n.id), pid: n.pid, holdMs: ms, reason: execMs > 0 ? 'EXEC_PATTERN' : 'SIDECARS' }, `execve of container ${entry.containerId} held ${ms} ms, then continues`);
+    this.perContainer.set(container, ofContainer + 1);
+    this.log.debug({ container, syscall: n.syscall, id: String(n.id), pid: n.pid, holdMs: ms, reason: execMs > 0 ? 'EXEC_PATTERN' : 'SIDECARS' }, `execve of container ${container} held ${ms} ms, then continues`);
     try {
-      await sleep(ms);
+      const died = await this.holdWhileAlive(n.pid, started, ms);
+      if (died) {
+        this.released++;
+        this.log.debug({ container, id: String(n.id), pid: n.pid }, `the process whose execve container ${container} held is gone: hold released`);
+      }
     } finally {
       this.active--;
+      const left = this.heldFor(container) - 1;
+      if (left > 0) this.perContainer.set(container, left);
+      else this.perContainer.delete(container);
     }
     return CONTINUE;
+  }
+
+  /** Waits `ms`, or until process `pid` (started at `started`) is gone: true when it died first. */
+  private holdWhileAlive(pid: number, started: number, ms: number): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      let checking = false;
+      const end = (died: boolean) => {
+        clearTimeout(timer);
+        clearInterval(check);
+        this.running.delete(end);
+        resolve(died);
+      };
+      this.running.add(end);
+      const timer = setTimeout(() => end(false), ms);
+      const check = setInterval(() => {
+        if (checking) return;
+        checking = true;
+        this.startOf(pid).then((now) => now === started, () => false).then((alive) => {
+          checking = false;
+          if (!alive) end(true);
+        });
+      }, this.livenessMs);
+    });
   }
 }

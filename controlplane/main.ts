@@ -108,7 +108,7 @@ async function main(): Promise<void> {
   link = new DataPlaneLink(
     {
       grpcSocket: options.grpcSocket, controlSocket: controlSocketPath(options.controlSocket, options.grpcSocket), name: 'seccomp-controlplane', features: CONTROLPLANE_FEATURES,
-      reconnectMaxMs: options.reconnectMaxMs, takeover: options.takeover, busyPollMs: options.busyPollMs, resumeGraceMs: options.resumeGraceMs,
+      reconnectMaxMs: options.reconnectMaxMs, takeover: options.takeover, busyPollMs: options.busyPollMs, resumeGraceMs: options.resumeGraceMs, decisionBudgetMs: options.decisionBudgetMs,
     },
     {
       knows: (handle) => registry.get(handle) !== undefined,
@@ -127,7 +127,13 @@ async function main(): Promise<void> {
         pusher?.onContainerRemoved(handleFromProto(removed.handle));
         middleware.removed(handleFromProto(removed.handle));
       },
-      decide: (notification) => policy.answer(notification),
+      decide: (notification, deadline) => policy.answer(notification, deadline),
+      // One queue per namespace (containers not resolved yet: one each), served round robin.
+      sourceOf: (notification) => {
+        const handle = handleFromProto(notification.handle);
+        const namespace = registry.get(handle)?.identity?.namespace;
+        return namespace ? `namespace ${namespace}` : `container ${handle}`;
+      },
       onPolicyAcks: (acks) => pusher?.onAcks(acks),
     },
     log,

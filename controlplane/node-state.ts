@@ -68,6 +68,8 @@ export class NodeState {
       informer.on('delete', changed);
       informer.on('synced', changed);
     }
+    // Namespaces that cannot be listed do not hold the checkpoint back (write() says which are used).
+    this.sources.namespaces.on('unreachable', changed);
   }
 
   async stop(): Promise<void> {
@@ -78,9 +80,13 @@ export class NodeState {
     this.writer.schedule();
   }
 
-  /** Only content every informer has synced is written: a checkpoint never holds half a list. */
+  /**
+   * Only content every informer has synced is written: a checkpoint never holds half a list. The
+   * namespaces are the exception: a control plane that may not list them (an RBAC without list
+   * namespaces) still writes its pods and policies, with the namespaces' labels it has cached.
+   */
   private async write(): Promise<void> {
-    if (this.pods.informer.state !== 'synced' || !this.sources.synced) return;
+    if (this.pods.informer.state !== 'synced' || !this.sources.policiesSynced || this.sources.namespaces.state === 'connecting') return;
     const entries = [...this.set.values()];
     const content = {
       writtenAt: new Date().toISOString(),

@@ -59,6 +59,10 @@ export const CONTROLPLANE_OPTIONS = {
     flag: 'cel-cost-limit', env: 'SECCOMP_AGENT_CEL_COST_LIMIT', default: String(DEFAULT_CEL_COST_LIMIT), parse: parsePositiveInteger,
     description: 'Worst-case cost one evaluation of a policy\'s when may have (a when above it is refused: Ready=False)',
   },
+  decisionBudgetMs: {
+    flag: 'decision-budget', env: 'SECCOMP_AGENT_DECISION_BUDGET', default: '1s', parse: parseDurationMs,
+    description: 'Per notification, from its arrival: a policy\'s when not evaluated by then gives way to its rule\'s failurePolicy (keep it below the data plane\'s --decision-timeout)',
+  },
   statusPeriodMs: {
     flag: 'status-period', env: 'SECCOMP_AGENT_STATUS_PERIOD', default: '10s', parse: parseDurationMs,
     description: 'How often this node\'s container counts in the policies\' status are brought up to date',

@@ -156,12 +156,12 @@ export function listenerMetadataRules(entry: ContainerEntry, unresolved: Fallbac
 
 /** Equal rules and labels give an equal version, so an unchanged policy is never pushed again. */
 export function policyVersion(rules: Rule[], labels: Record<string, string>): string {
-  const bytes = ContainerPolicy.encode({ handle: 0n, version: '', rules, labels }).finish();
+  const bytes = ContainerPolicy.encode({ handle: 0n, version: '', rules, labels, sequence: 0n }).finish();
   return createHash('sha256').update(bytes).digest('hex').slice(0, 16);
 }
 
 export function compileContainerPolicy(entry: ContainerEntry, unresolved: FallbackAction, before: Rule[] = []): ContainerPolicy {
   const rules = [...before, ...listenerMetadataRules(entry, unresolved)];
   const labels = labelsOf(entry);
-  return { handle: handleToProto(entry.handle), version: policyVersion(rules, labels), rules, labels };
+  return { handle: handleToProto(entry.handle), version: policyVersion(rules, labels), rules, labels, sequence: 0n };
 }

@@ -41,7 +41,7 @@ export class PolicyEngine {
     private readonly unresolvedAction: FallbackAction,
     private readonly log: Logger,
     /** The policy resources (resource-policy.ts) answer first; null falls through to listenerMetadata. */
-    private readonly resources?: { decide(entry: ContainerEntry, n: Notification, findings?: PolicyFinding[]): Decision['action'] | null },
+    private readonly resources?: { decide(entry: ContainerEntry, n: Notification, findings?: PolicyFinding[], deadline?: number): Decision['action'] | null },
     /** EXEC_PATTERN and SIDECARS (exec-hold.ts): an execve that waits is answered later. */
     private readonly holds?: Pick<ExecHolds, 'decide'>,
   ) {}
@@ -56,15 +56,15 @@ export class PolicyEngine {
   }
 
   /** For the data plane link: the decision, or a Promise of it for an execve that EXEC_PATTERN or SIDECARS holds. */
-  answer(n: Notification): Decision | Promise<Decision> {
-    return this.decideWith(n, true);
+  answer(n: Notification, deadline?: number): Decision | Promise<Decision> {
+    return this.decideWith(n, true, deadline);
   }
 
-  private decideWith(n: Notification, holding: boolean): Decision | Promise<Decision> {
+  private decideWith(n: Notification, holding: boolean, deadline?: number): Decision | Promise<Decision> {
     const entry = this.registry.get(handleFromProto(n.handle));
     const findings: PolicyFinding[] = [];
     if (!entry) return { handle: n.handle, id: n.id, action: this.continueUnknown(n), findings };
-    const answered = this.resources?.decide(entry, n, findings);
+    const answered = this.resources?.decide(entry, n, findings, deadline);
     if (answered) return { handle: n.handle, id: n.id, action: answered, findings };
     if (!holding && n.syscall === 'execve' && (entry.policy.exec || entry.policy.sidecars)) {
       this.count('continue');

@@ -30,6 +30,10 @@ export class PolicyPusher {
   private flushScheduled = false;
   pushed = 0;
   refused = 0;
+  /** ContainerPolicy.sequence of the last push. */
+  private sequence = 0n;
+  /** Pushes for containers that had exited by the time they arrived (not refusals). */
+  gone = 0;
   /** The attached data plane speaks POLICY_FEATURE (its Welcome said so). */
   enabled = false;
 
@@ -90,6 +94,8 @@ export class PolicyPusher {
     }
     this.dirty.clear();
     if (batch.length === 0 || !this.enabled) return;
+    // Ordered within the session: the data plane refuses a push older than one it applied.
+    for (const p of batch) p.sequence = ++this.sequence;
     if (!this.options.send(batch)) return; // not attached: the next snapshot starts over
     for (const p of batch) this.inFlight.set(handleFromProto(p.handle), p.version);
     this.pushed += batch.length;
@@ -101,8 +107,19 @@ export class PolicyPusher {
       this.inFlight.delete(handle);
       if (this.inForce.has(handle)) this.inForce.set(handle, ack.version);
       if (ack.accepted) continue;
-      this.refused++;
       const entry = this.options.registry.get(handle);
+      if (ack.reason === 'unknown-handle') {
+        // The container exited (its notify fd closed) between its container_added and this push:
+        // nothing is wrong and nothing is left to apply. Its container_removed follows.
+        this.gone++;
+        this.options.log.info(
+          { container: entry?.containerId, handle, version: ack.refusedVersion, reason: ack.reason },
+          `container ${entry?.containerId ?? handle} exited before its policy ${ack.refusedVersion} reached the data plane; nothing to apply`,
+        );
+        this.inForce.delete(handle);
+        continue;
+      }
+      this.refused++;
       this.options.log.error(
         { container: entry?.containerId, handle, version: ack.refusedVersion, rule: ack.ruleIndex, reason: ack.reason },
         `the data plane refused policy ${ack.refusedVersion} of container ${entry?.containerId ?? handle}` +

@@ -71,3 +71,35 @@ test('policy compiler: label selectors as metav1.LabelSelector matches them', ()
   assert.equal(compileLabelSelector({}, 's')({}), true);
   assert.throws(() => compileLabelSelector({ matchExpressions: [{ key: 'a', operator: 'In' }] }, 's'), /In needs values/);
 });
+
+test('policy set: a namespace gets at most the rules the data plane takes: 160 policies x 64 rules keep the first 12 by name, the rest are refused with TooManyRules in their status; another namespace is unaffected (issue 17)', async () => {
+  const { readFileSync } = await import('node:fs');
+  const path = await import('node:path');
+  const { DATAPLANE_MAX_RULES, MAX_CLUSTER_RULES, MAX_RULES_PER_NAMESPACE, METADATA_RULES_RESERVE } = await import('./policy-set');
+  const { readyOf } = await import('./policy-status');
+  // The data plane's own limit, read from its source, so the two cannot drift.
+  const header = readFileSync(path.join(__dirname, '..', '..', 'native', 'addon', 'policy_wire.hpp'), 'utf8');
+  assert.equal(Number(/kPolicyMaxRules = (\d+);/.exec(header)?.[1]), DATAPLANE_MAX_RULES);
+  assert.equal(MAX_RULES_PER_NAMESPACE + MAX_CLUSTER_RULES + METADATA_RULES_RESERVE, DATAPLANE_MAX_RULES);
+  assert.ok(METADATA_RULES_RESERVE >= 32);
+
+  const set = new PolicySet(DEFAULT_CEL_COST_LIMIT, silent);
+  const many = Array.from({ length: 64 }, (_, i) => ({ name: `r${i}`, syscalls: ['mkdir'], errno: 'EPERM' }));
+  for (let i = 0; i < 160; i++) set.update(policy('namespaced', `p${String(i).padStart(3, '0')}`, { rules: many }));
+  set.update(policy('namespaced', 'calm', { rules: rules() }, 1, 'other'));
+  const selected = set.select(subject()).policies;
+  assert.equal(selected.length, 12);
+  assert.equal(selected.reduce((n, p) => n + p.rules.length, 0), 768);
+  assert.equal(selected.at(-1)?.object.name, 'p011');
+  const refused = set.get('namespaced/shop/p012')!;
+  const ready = readyOf(refused, set);
+  assert.equal(ready.status, 'False');
+  assert.equal(ready.reason, 'TooManyRules');
+  assert.match(ready.message, /^namespace shop has 768 rules in policies before this one by name, and this one's 64 would pass the 768/);
+  assert.equal(readyOf(set.get('namespaced/shop/p000')!, set).status, 'True');
+  assert.deepEqual(names(set, subject({ namespace: 'other' })), ['namespaced:calm']);
+  // A mount rule counts one per filesystem type, as the data plane gets it.
+  const fs = new PolicySet(DEFAULT_CEL_COST_LIMIT, silent);
+  fs.update(policy('cluster', 'mounts', { rules: Array.from({ length: 13 }, () => ({ syscalls: ['mount'], mount: { filesystems: Array.from({ length: 16 }, (_, i) => `fs${i}`) } })) }));
+  assert.equal(readyOf(fs.get('cluster//mounts')!, fs).reason, 'TooManyRules', '13 x 16 = 208 native rules > 192');
+});

@@ -7,7 +7,7 @@
 // Two Enforce policies of the same level that apply to one container and both name a syscall
 // conflict: the first by name answers, every time, and both report it (policy-status.ts).
 import { EventEmitter } from 'node:events';
-import type { AgentError } from '../common/errors';
+import { AgentError } from '../common/errors';
 import type { Logger } from '../common/logger';
 import { compilePolicy, type CompiledPolicy } from './resource-compiler';
 import { policyKey, policyRef, type PolicyObject } from './policy-objects';
@@ -49,6 +49,23 @@ export interface PolicySetEvents {
   changed: [];
 }
 
+/**
+ * The most rules the data plane takes in one container's policy (native/addon/policy_wire.hpp,
+ * kPolicyMaxRules; more is NACKed and every syscall of the container goes to the control plane).
+ * A container's policy is its namespace's rules, then the cluster policies', then its
+ * listenerMetadata's: each level gets a share, so no namespace can write more than it takes.
+ */
+export const DATAPLANE_MAX_RULES = 1024;
+export const MAX_RULES_PER_NAMESPACE = 768;
+export const MAX_CLUSTER_RULES = 192;
+/** What is left for listenerMetadata's rules (MKDIR_TMPL, MOUNT_*, DEFAULT_ACTION, ...). */
+export const METADATA_RULES_RESERVE = DATAPLANE_MAX_RULES - MAX_RULES_PER_NAMESPACE - MAX_CLUSTER_RULES;
+
+/** Rules a compiled policy becomes in the data plane (a mount rule is one per filesystem type). */
+export function nativeRuleCount(policy: CompiledPolicy): number {
+  return policy.rules.reduce((n, r) => n + (r.action.kind === 'mount' ? r.action.filesystems.length : 1), 0);
+}
+
 const byName = (a: CompiledPolicy, b: CompiledPolicy) => (a.object.name < b.object.name ? -1 : a.object.name > b.object.name ? 1 : 0);
 
 export class PolicySet extends EventEmitter<PolicySetEvents> {
@@ -56,6 +73,8 @@ export class PolicySet extends EventEmitter<PolicySetEvents> {
   /** Bumped on every change: selections cached under an older version are stale. */
   version = 0;
   private ordered: { namespaced: Map<string, CompiledPolicy[]>; cluster: CompiledPolicy[] } | null = null;
+  /** Policies left out because their level's rules would pass its cap (by key), with why. */
+  private capped = new Map<string, AgentError>();
 
   constructor(
     private readonly costLimit: number,
@@ -135,8 +154,31 @@ export class PolicySet extends EventEmitter<PolicySetEvents> {
     }
     for (const list of namespaced.values()) list.sort(byName);
     cluster.sort(byName);
-    this.ordered = { namespaced, cluster };
+    // In order of name, so every node keeps the same policies and refuses the same ones.
+    this.capped = new Map();
+    const within = (list: CompiledPolicy[], cap: number, level: string): CompiledPolicy[] => {
+      let total = 0;
+      return list.filter((p) => {
+        const count = nativeRuleCount(p);
+        if (total + count <= cap) {
+          total += count;
+          return true;
+        }
+        this.capped.set(policyKey(p.object), new AgentError('EPOLICY_TOO_MANY_RULES',
+          `${level} has ${total} rules in policies before this one by name, and this one's ${count} would pass the ${cap} ${level} may have (what the data plane takes in one container's policy, ${DATAPLANE_MAX_RULES}, shared by the namespace, the cluster policies and listenerMetadata); generation ${p.generation} is not applied`));
+        return false;
+      });
+    };
+    for (const [namespace, list] of namespaced) namespaced.set(namespace, within(list, MAX_RULES_PER_NAMESPACE, `namespace ${namespace}`));
+    this.ordered = { namespaced, cluster: within(cluster, MAX_CLUSTER_RULES, 'the cluster policies') };
+    if (this.capped.size > 0) this.log.warn({ policies: [...this.capped.keys()] }, `${this.capped.size} policies not applied: their namespace (or the cluster policies) would have more rules than the data plane takes; see their status`);
     return this.ordered;
+  }
+
+  /** Why the policy at `key` is left out for its level's rule cap (its status says so), or null. */
+  cappedBy(key: string): AgentError | null {
+    this.order();
+    return this.capped.get(key) ?? null;
   }
 
   /** The policies that apply to a container, in precedence order, and the conflicts among them. */

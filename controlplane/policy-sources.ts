@@ -31,7 +31,17 @@ export class PolicySources {
     this.namespaces.on('upsert', onNamespace);
     this.namespaces.on('delete', onNamespace);
     this.namespaces.on('unreachable', ({ reason, first }) => {
-      if (first) this.log.debug({ reason }, `namespace informer: list failed (${reason}); namespaceSelector reads the labels cached before`);
+      if (!first) return;
+      const forbidden = /^HTTP 403/.test(reason);
+      this.log.warn(
+        { kind: 'namespace', reason, namespaces: this.namespaces.size },
+        `namespaces: list failed (${reason})${forbidden ? ': this service account may not list namespaces (deploy/kubernetes/rbac.yaml grants list and watch on namespaces)' : ''}; ` +
+          `ClusterSeccompNotifyPolicy namespaceSelectors read the ${this.namespaces.size} namespaces' labels cached before (a namespace not among them is not selected); ` +
+          'the node checkpoint is still written, with those; retrying with backoff',
+      );
+    });
+    this.namespaces.on('synced', ({ first }) => {
+      if (!first) this.log.info({ kind: 'namespace', namespaces: this.namespaces.size }, `namespaces: ${this.namespaces.size} cached (listing works again)`);
     });
   }
 
@@ -54,7 +64,12 @@ export class PolicySources {
 
   /** True while the three informers' last lists succeeded. */
   get synced(): boolean {
-    return this.policies.namespaced.state === 'synced' && this.policies.cluster.state === 'synced' && this.namespaces.state === 'synced';
+    return this.policiesSynced && this.namespaces.state === 'synced';
+  }
+
+  /** Both policy kinds listed: what the checkpoint needs (the namespaces' labels may be the cached ones). */
+  get policiesSynced(): boolean {
+    return this.policies.namespaced.state === 'synced' && this.policies.cluster.state === 'synced';
   }
 
   namespaceLabels(name: string): Readonly<Record<string, string>> | undefined {

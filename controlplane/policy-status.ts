@@ -30,7 +30,9 @@ export interface NodeReport {
 }
 
 /** Ready for one entry: status, reason and a message naming the rule. */
-export function readyOf(entry: PolicyEntry): { status: 'True' | 'False'; reason: string; message: string } {
+export function readyOf(entry: PolicyEntry, set?: Pick<PolicySet, 'cappedBy'>): { status: 'True' | 'False'; reason: string; message: string } {
+  const capped = entry.inForce ? set?.cappedBy(entry.key) : null;
+  if (capped) return { status: 'False', reason: 'TooManyRules', message: capped.message };
   if (!entry.error && entry.inForce) {
     const asked = entry.inForce.rules.filter((r) => r.when).length;
     return { status: 'True', reason: 'Compiled', message: `${entry.inForce.rules.length} rules in force (${asked} with when, decided in the control plane)` };
@@ -103,7 +105,7 @@ export class PolicyStatusWriter {
     for (const entry of [...this.set.values()]) {
       if (this.task.isStopped) return;
       const object = entry.object;
-      const ready = readyOf(entry);
+      const ready = readyOf(entry, this.set);
       const previous = object.ready;
       const lastTransitionTime = previous && previous.status === ready.status && previous.lastTransitionTime ? previous.lastTransitionTime : new Date().toISOString().replace(/\.\d+Z$/, 'Z');
       const shared = {

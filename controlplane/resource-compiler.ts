@@ -20,6 +20,18 @@ export type RuleAction =
 
 const ACTIONS = ['allow', 'errno', 'kill', 'freeze', 'mkdir', 'mount', 'log'] as const;
 
+/**
+ * What a rule does when its `when` cannot be evaluated in time (over its evaluation budget, or the
+ * decision's deadline passed), as ValidatingAdmissionPolicy's failurePolicy: Fail answers with the
+ * rule's action (fail closed), Ignore lets the next rule decide.
+ */
+export type FailurePolicy = 'Fail' | 'Ignore';
+
+/** The default: fail closed for the rules that deny (errno, kill, freeze), ignore for the others. */
+export function defaultFailurePolicy(action: RuleAction): FailurePolicy {
+  return action.kind === 'errno' || action.kind === 'kill' || action.kind === 'freeze' ? 'Fail' : 'Ignore';
+}
+
 export interface CompiledRule {
   readonly index: number;
   /** spec.rules[i].name, or "rules[i]". */
@@ -27,6 +39,8 @@ export interface CompiledRule {
   readonly syscalls: ReadonlySet<string>;
   readonly when: CompiledCondition | null;
   readonly action: RuleAction;
+  /** spec.rules[i].failurePolicy, else defaultFailurePolicy(action). */
+  readonly failurePolicy: FailurePolicy;
 }
 
 export type LabelMatcher = (labels: Readonly<Record<string, string>>) => boolean;
@@ -167,8 +181,10 @@ export function compilePolicy(object: PolicyObject, costLimit: number): Compiled
         throw new AgentError(e.code ?? 'ECEL_COMPILE', `${where}.when: ${e.message}`, { cause: err });
       }
     }
+    const failurePolicy = raw.failurePolicy ?? defaultFailurePolicy(action);
+    if (failurePolicy !== 'Fail' && failurePolicy !== 'Ignore') throw invalid(`${where}.failurePolicy`, `${JSON.stringify(failurePolicy)} is not Fail or Ignore`);
     for (const s of names) syscalls.add(s);
-    return Object.freeze({ index, name, syscalls: new Set(names), when, action: Object.freeze(action) });
+    return Object.freeze({ index, name, syscalls: new Set(names), when, action: Object.freeze(action), failurePolicy });
   });
   return Object.freeze({
     object,

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { performance } from 'node:perf_hooks';
 import pino from 'pino';
 import type { Notification } from '../proto/gen/seccompagent/v1/dataplane';
 import { DEFAULT_CEL_COST_LIMIT } from './cel-condition';
@@ -63,4 +64,35 @@ test('resource policy: nativeRules lists every rule of the container\'s policies
     ['ns', 'rules[1]', { kind: 'mkdir', suffix: '-x' }, true],
     ['base', 'rules[0]', { kind: 'errno', errno: 13, name: 'EACCES' }, false],
   ]);
+});
+
+test('resource policy: a when reached after the decision\'s deadline gives way to its failurePolicy: errno rules fail closed by default, Ignore lets the next rule decide (issue 17)', () => {
+  const { resources, set } = setup(
+    policy('a-deny', { rules: [{ name: 'no-etc', syscalls: ['mkdir'], when: 'paths[0].startsWith("/etc")', errno: 'EACCES' }] }),
+    policy('b-allow', { rules: [{ name: 'soft', syscalls: ['mkdir'], when: 'paths[0].startsWith("/etc")', errno: 'EPERM', failurePolicy: 'Ignore' }, { syscalls: ['mkdir'], errno: 'EROFS' }] }),
+    policy('c-bad', { rules: [{ syscalls: ['mkdir'], errno: 'EPERM', failurePolicy: 'Sometimes' }] }),
+  );
+  assert.match(set.get('namespaced/shop/c-bad')?.error?.message ?? '', /failurePolicy: "Sometimes" is not Fail or Ignore/);
+  const past = performance.now() - 1;
+  // In time: /tmp matches no when, so the last rule (EROFS) answers.
+  assert.deepEqual(resources.decide(entry, notification('mkdir', [[0, '/tmp/x']])), { $case: 'error', error: { errno: 30 } });
+  // Out of time: the deny rule (default Fail) answers although /tmp would not have matched.
+  assert.deepEqual(resources.decide(entry, notification('mkdir', [[0, '/tmp/x']]), undefined, past), { $case: 'error', error: { errno: 13 } });
+  assert.equal([...resources.overBudget.values()].reduce((a, b) => a + b, 0), 1);
+});
+
+test('resource policy: failurePolicy Ignore skips the rule out of time, and an allow rule ignores by default', () => {
+  const { resources } = setup(
+    policy('a', { rules: [{ syscalls: ['mkdir'], when: 'true', errno: 'EPERM', failurePolicy: 'Ignore' }, { syscalls: ['mkdir'], when: 'true', allow: {} }, { syscalls: ['mkdir'], errno: 'EROFS' }] }),
+  );
+  assert.deepEqual(resources.decide(entry, notification('mkdir', [[0, '/x']]), undefined, performance.now() - 1), { $case: 'error', error: { errno: 30 } });
+});
+
+test('resource policy: a when whose regex compiles to a program over the budget is refused at admission, the status naming the rule (issue 17)', () => {
+  const { set, resources } = setup(policy('heavy', { rules: [{ name: 'slow-re', syscalls: ['mkdir'], when: `paths[0].matches("${'[a-z]{1000}'.repeat(8)}")`, errno: 'EPERM' }] }));
+  const entry0 = set.get('namespaced/shop/heavy');
+  assert.equal(entry0?.inForce, null);
+  assert.equal(entry0?.error?.code, 'ECEL_COST');
+  assert.match(entry0?.error?.message ?? '', /^rules\[0\] \(slow-re\)\.when: estimated worst-case cost \d+ exceeds the limit 100000/);
+  assert.equal(resources.decide(entry, notification('mkdir', [[0, '/x']])), null);
 });

@@ -12,7 +12,8 @@ import { errnoName } from '../common/errors';
 import type { Logger } from '../common/logger';
 import type { Decision, Notification, PolicyFinding } from '../proto/gen/seccompagent/v1/dataplane';
 import { answerKindOf } from '../common/answer-labels';
-import { activation, type ConditionInput } from './cel-condition';
+import { performance } from 'node:perf_hooks';
+import { activation, type ConditionInput, type ConditionResult } from './cel-condition';
 import type { ContainerEntry } from './container-registry';
 import { renderMkdirTemplate } from './mkdir-template';
 import type { CompiledPolicy, CompiledRule, RuleAction } from './resource-compiler';
@@ -97,6 +98,8 @@ export class ResourcePolicy {
   readonly audits = new Map<string, number>();
   /** By "policy\u0000rule\u0000action": answers of Enforce rules. */
   readonly answers = new Map<string, number>();
+  /** By answerKey: `when` conditions that ran out of budget or deadline (their failurePolicy answered). */
+  readonly overBudget = new Map<string, number>();
   /** By "policy\u0000rule": `when` that failed to evaluate. */
   readonly evalErrors = new Map<string, number>();
   private readonly selections = new Map<ContainerHandle, CachedSelection>();
@@ -115,9 +118,9 @@ export class ResourcePolicy {
    * policies would have done, and what `log` rules let continue, go into `findings` (the
    * decision carries them to the data plane's Answer event).
    */
-  decide(entry: ContainerEntry, n: Notification, findings?: PolicyFinding[]): Action | null {
+  decide(entry: ContainerEntry, n: Notification, findings?: PolicyFinding[], deadline = Infinity): Action | null {
     if (this.set.size === 0) return null;
-    const result = this.evaluate(entry, n.syscall, n.args, pathsOf(n), n);
+    const result = this.evaluate(entry, n.syscall, n.args, pathsOf(n), n, deadline);
     for (const audit of result.audits) {
       this.reportAudit(audit, entry, n);
       findings?.push(findingOf(audit, 'Audit'));
@@ -165,8 +168,13 @@ export class ResourcePolicy {
     this.selections.delete(handle);
   }
 
-  /** The shared walk of decide() and seccompctl explain. `n` gives the mkdir/mount operands. */
-  evaluate(entry: ContainerEntry, syscall: string, args: readonly bigint[], paths: ReadonlyMap<number, string>, n: Notification | null): Evaluation {
+  /**
+   * The shared walk of decide() and seccompctl explain. `n` gives the mkdir/mount operands.
+   * `deadline` (performance.now() ms): a `when` reached after it is not evaluated; like one that
+   * stops at its evaluation budget, its rule's failurePolicy answers (Fail: the rule's action;
+   * Ignore: the next rule), never the data plane's default because someone else was slow.
+   */
+  evaluate(entry: ContainerEntry, syscall: string, args: readonly bigint[], paths: ReadonlyMap<number, string>, n: Notification | null, deadline = Infinity): Evaluation {
     const none: Evaluation = { answer: null, audits: [], errors: [] };
     const cached = this.selectionFor(entry);
     if (!cached || cached.selection.policies.length === 0) return none;
@@ -181,9 +189,17 @@ export class ResourcePolicy {
         if (rule.when) {
           input ??= { syscall, args, paths, pod: cached.pod, container: entry.identity?.container ?? '' };
           bindings ??= activation(input);
-          const result = rule.when.evaluate(bindings, input);
-          if (result.error) errors.push({ policy, rule, error: result.error });
-          if (!result.matched) continue;
+          const result: ConditionResult = performance.now() >= deadline
+            ? { matched: false, error: 'the decision\'s deadline passed before this when was evaluated', overBudget: true }
+            : rule.when.evaluate(bindings, input);
+          if (result.overBudget) {
+            this.overBudget.set(answerKey(policy, rule), (this.overBudget.get(answerKey(policy, rule)) ?? 0) + 1);
+            errors.push({ policy, rule, error: `${result.error}; failurePolicy ${rule.failurePolicy}: ${rule.failurePolicy === 'Fail' ? 'the rule answers' : 'the next rule decides'}` });
+            if (rule.failurePolicy === 'Ignore') continue;
+          } else {
+            if (result.error) errors.push({ policy, rule, error: result.error });
+            if (!result.matched) continue;
+          }
         }
         const action = this.actionOf(rule.action, entry, n);
         if (!action) continue;

@@ -117,6 +117,8 @@ export class DataPlane {
   /** Attached sessions by engine session number: the active one and any still draining. */
   private readonly sessions = new Map<number, AttachSession>();
   private nextSessionNumber = 1;
+  /** The last push applied per handle, by session (ContainerPolicy.sequence): older ones are refused. */
+  private readonly policySequences = new Map<ContainerHandle, { session: number; sequence: bigint }>();
   private active: AttachSession | null = null;
   private readonly startedAt = Date.now();
   /** Wall-clock ns minus monotonic ns: turns the engine's CLOCK_MONOTONIC stamps into dates. */
@@ -349,6 +351,7 @@ export class DataPlane {
       for (const key of this.emulatedFindings.keys()) if (key.startsWith(`${handle}:`)) this.emulatedFindings.delete(key);
     }, 2000).unref();
     const container = this.containers.remove(handle);
+    this.policySequences.delete(handle);
     const containerId = container?.containerId ?? '';
     this.counters.containersRemoved++;
     this.log.info({ container: containerId, handle }, `container ${containerId} gone: no task left in its filter, notify fd closed`);
@@ -534,10 +537,43 @@ export class DataPlane {
     }
   }
 
+  /**
+   * Pushes apply only from the attached session: one replaced by a takeover and still draining
+   * answers what it holds, nothing more (its policies were computed by the control plane that is
+   * going away). Within a session, a push whose sequence is not above the last applied for its
+   * handle is a late one and would roll the container back: refused too.
+   */
   onPolicies(session: AttachSession, policies: ContainerPolicy[]): void {
     const acks: PolicyAck[] = [];
-    for (const policy of policies) acks.push(this.applyPolicy(session, policy));
+    for (const policy of policies) {
+      const handle = handleFromProto(policy.handle);
+      if (session !== this.active) {
+        acks.push(this.refusePolicy(session, policy, 'not-active-session',
+          `session ${session.id} (${session.name || 'unnamed'}) was replaced by ${this.active ? `session ${this.active.id} (${this.active.name || 'unnamed'})` : 'none'} and is draining: only the attached control plane's pushes apply`));
+        continue;
+      }
+      const last = this.policySequences.get(handle);
+      if (policy.sequence > 0n && last && last.session === session.number && policy.sequence <= last.sequence) {
+        acks.push(this.refusePolicy(session, policy, 'stale-version',
+          `push ${policy.sequence} of this session arrived after push ${last.sequence} (version ${this.containers.get(handle)?.policyVersion || 'none'}) was applied: a rollback`));
+        continue;
+      }
+      const ack = this.applyPolicy(session, policy);
+      if (ack.accepted && policy.sequence > 0n) this.policySequences.set(handle, { session: session.number, sequence: policy.sequence });
+      acks.push(ack);
+    }
     session.sendPolicyAcks(acks);
+  }
+
+  private refusePolicy(session: AttachSession, policy: ContainerPolicy, reason: string, detail: string): PolicyAck {
+    const handle = handleFromProto(policy.handle);
+    const inForce = this.containers.get(handle)?.policyVersion ?? '';
+    this.counters.policiesRefused++;
+    this.log.warn(
+      { session: session.id, container: this.containers.containerIdOf(handle), handle, version: policy.version, reason },
+      `policy ${policy.version} of container ${this.containers.containerIdOf(handle) || handle} refused (${reason}: ${detail}); ${inForce ? `version ${inForce} stays in force` : 'it has no policy in force'}`,
+    );
+    return { handle: policy.handle, version: inForce, accepted: false, refusedVersion: policy.version, ruleIndex: -1, reason, detail };
   }
 
   private applyPolicy(session: AttachSession, policy: ContainerPolicy): PolicyAck {
@@ -554,6 +590,11 @@ export class DataPlane {
       this.log.info(
         { session: session.id, container: containerId, handle, version: policy.version, rules: policy.rules.length },
         `container ${containerId} policy ${policy.version} in force (${policy.rules.length} rules): answered natively from now on, whether a control plane is attached or not`,
+      );
+    } else if (verdict.reason === 'unknown-handle') {
+      this.log.info(
+        { session: session.id, handle, version: policy.version, reason: verdict.reason },
+        `policy ${policy.version} for handle ${handle} arrived after its container exited (its notify fd is closed); nothing to apply`,
       );
     } else {
       this.counters.policiesRefused++;

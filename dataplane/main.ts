@@ -127,6 +127,9 @@ async function main(): Promise<void> {
       await claimSocketPath(handoffSocket, 'handoff socket');
     }
     dataplane.start(); // answers from here on
+    // --socket-group is the listener's group too (its --help says so): runtimes in that group connect.
+    // The engine bound it with --socket-mode and group root; a restored listener keeps what it had.
+    if (!listenerRestored && options.socketGroup !== null) secureSocket(options.listenerSocket, options.socketMode, options.socketGroup);
     if (taken) {
       acknowledgeHandoff(addon, taken);
       // The old one answers nothing any more and never unlinks a path: take them over now, so its

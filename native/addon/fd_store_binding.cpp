@@ -43,6 +43,9 @@ struct FdStoreState {
   std::unique_ptr<Notifier> notifier;
   // The environment is read once: NOTIFY_SOCKET does not change under a running process.
   bool looked = false;
+  // SECCOMP_KEEPER_PID as the addon was loaded (the data plane unsets it soon after, so it does not
+  // reach its helpers): the notifier proves its store is this keeper before every send.
+  long long keeper_pid = fd_store::Notifier::KeeperPidFromEnvironment();
   std::map<uint32_t, ProcessWatch*> watches;
   uint32_t next_watch = 1;
 };
@@ -89,7 +92,7 @@ Notifier* GetNotifier(const Napi::CallbackInfo& info) {
   FdStoreState* state = static_cast<FdStoreState*>(info.Data());
   if (!state->looked) {
     std::string error;
-    state->notifier = Notifier::FromEnvironment(&error);
+    state->notifier = Notifier::FromEnvironment(&error, state->keeper_pid);
     if (!error.empty()) {
       Napi::Error::New(info.Env(), error).ThrowAsJavaScriptException();
       return nullptr;  // not marked looked: a fixed environment may be tried again

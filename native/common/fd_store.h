@@ -9,9 +9,13 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -70,18 +74,81 @@ inline bool ParseUnixAddress(const std::string& address, sockaddr_un* addr, sock
   return true;
 }
 
+// The keeper's socket lives in a directory only root can enter, so nobody else can bind its name,
+// before or after the keeper dies (an abstract name has no permissions and is free for anyone the
+// moment its owner is gone). Default of seccomp-keeper --socket-dir.
+constexpr const char* kKeeperSocketDir = "/run/seccomp-keeper";
+constexpr const char* kKeeperSocketPrefix = "seccomp-keeper-";
+
+// Whether `st` (an lstat) is a root-owned directory nobody else may enter or write.
+inline bool CheckPrivateDirectory(const std::string& dir, const struct stat& st, std::string* error) {
+  if (S_ISLNK(st.st_mode)) {
+    *error = "the fd store directory " + dir + " is a symlink; refusing it";
+    return false;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    *error = "the fd store directory " + dir + " is not a directory; refusing it";
+    return false;
+  }
+  if (st.st_uid != 0) {
+    *error = "the fd store directory " + dir + " is owned by uid " + std::to_string(st.st_uid) + ", not root; refusing it";
+    return false;
+  }
+  if ((st.st_mode & 022) != 0) {
+    char mode[8];
+    snprintf(mode, sizeof(mode), "%04o", unsigned(st.st_mode & 07777));
+    *error = "the fd store directory " + dir + " has mode " + mode + ": group or others may write it; refusing it";
+    return false;
+  }
+  return true;
+}
+
+// Keeper side: creates `dir` (0700) when missing, refuses a symlink, a directory not owned by root or
+// one that group or others may write, and takes any other access away (0700). Returns false with *error.
+inline bool EnsurePrivateDirectory(const std::string& dir, std::string* error) {
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    *error = ErrnoText(("mkdir " + dir).c_str(), errno);
+    return false;
+  }
+  struct stat st;
+  if (lstat(dir.c_str(), &st) != 0) {
+    *error = ErrnoText(("lstat " + dir).c_str(), errno);
+    return false;
+  }
+  if (!CheckPrivateDirectory(dir, st, error)) return false;
+  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    *error = ErrnoText(("open " + dir).c_str(), errno);
+    return false;
+  }
+  struct stat opened;
+  bool ok = fstat(fd, &opened) == 0 && opened.st_dev == st.st_dev && opened.st_ino == st.st_ino;
+  if (!ok) {
+    *error = "the fd store directory " + dir + " changed while it was checked; refusing it";
+  } else if ((opened.st_mode & 077) != 0 && fchmod(fd, 0700) != 0) {
+    *error = ErrnoText(("chmod 0700 " + dir).c_str(), errno);
+    ok = false;
+  }
+  close(fd);
+  return ok;
+}
+
 // Client side of the sd_notify protocol: one datagram per message, fds as SCM_RIGHTS.
 class Notifier {
  public:
   // Reads $NOTIFY_SOCKET (a path, or '@name' for the abstract namespace). Returns nullptr and
   // leaves *error empty when the variable is unset; nullptr with *error set when it is unusable.
-  static std::unique_ptr<Notifier> FromEnvironment(std::string* error) {
+  // `keeper_pid`: the keeper's pid (SECCOMP_KEEPER_PID, read when 0 is passed), under seccomp-keeper;
+  // then the store must be proven to be that keeper (VerifyKeeper), before this and every send.
+  static std::unique_ptr<Notifier> FromEnvironment(std::string* error, long long keeper_pid = 0) {
     error->clear();
     const char* value = getenv("NOTIFY_SOCKET");
     if (value == nullptr || value[0] == '\0') return nullptr;  // systemd treats empty as unset
     std::unique_ptr<Notifier> notifier(new Notifier());
     notifier->address_ = value;
     if (!ParseUnixAddress(notifier->address_, &notifier->addr_, &notifier->addr_length_, error)) return nullptr;
+    if (keeper_pid == 0) keeper_pid = KeeperPidFromEnvironment();
+    if (keeper_pid > 0 && !notifier->AdoptKeeper(pid_t(keeper_pid), error)) return nullptr;
     notifier->fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (notifier->fd_ < 0) {
       *error = ErrnoText("socket(AF_UNIX, SOCK_DGRAM) for NOTIFY_SOCKET", errno);
@@ -99,7 +166,19 @@ class Notifier {
 
   ~Notifier() {
     if (fd_ >= 0) close(fd_);
+    if (keeper_pidfd_ >= 0) close(keeper_pidfd_);
   }
+
+  // SECCOMP_KEEPER_PID as a pid, 0 when unset or not a pid.
+  static long long KeeperPidFromEnvironment() {
+    long long pid = 0;
+    const char* text = getenv("SECCOMP_KEEPER_PID");
+    if (text == nullptr || !ParseDecimalText(text, 4194304, &pid)) return 0;
+    return pid;
+  }
+
+  // The keeper this notifier sends to (0: systemd or an unverified store).
+  pid_t keeper_pid() const { return keeper_pid_; }
   Notifier(const Notifier&) = delete;
   Notifier& operator=(const Notifier&) = delete;
 
@@ -116,6 +195,7 @@ class Notifier {
                std::to_string(count);
       return false;
     }
+    if (keeper_pid_ > 0 && !VerifyKeeper(error)) return false;
     iovec iov;
     iov.iov_base = const_cast<char*>(message.data());
     iov.iov_len = message.size();
@@ -156,10 +236,80 @@ class Notifier {
 
  private:
   Notifier() = default;
+
+  static bool ParseDecimalText(const char* text, long long max, long long* out) {
+    if (text == nullptr || text[0] < '0' || text[0] > '9') return false;
+    errno = 0;
+    char* end = nullptr;
+    long long v = strtoll(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || v <= 0 || v > max) return false;
+    *out = v;
+    return true;
+  }
+
+  // Under seccomp-keeper: the store must be a path socket named after the keeper's pid, in a
+  // root-only directory, and the keeper our parent, watched through a pidfd.
+  bool AdoptKeeper(pid_t pid, std::string* error) {
+    const std::string who = "seccomp-keeper (pid " + std::to_string(pid) + ")";
+    if (address_[0] != '/') {
+      *error = "NOTIFY_SOCKET " + address_ + " of " + who +
+               " is an abstract name, which anyone may bind once the keeper is gone; a keeper keeps its socket in a root-only directory";
+      return false;
+    }
+    size_t slash = address_.rfind('/');
+    std::string base = address_.substr(slash + 1);
+    std::string expected = std::string(kKeeperSocketPrefix) + std::to_string(pid) + "-";
+    if (base.rfind(expected, 0) != 0) {
+      *error = "NOTIFY_SOCKET " + address_ + " is not the socket of " + who;
+      return false;
+    }
+    keeper_pidfd_ = int(syscall(SYS_pidfd_open, pid, 0));
+    if (keeper_pidfd_ < 0) {
+      *error = ErrnoText(("pidfd_open of " + who).c_str(), errno);
+      return false;
+    }
+    // Our parent once the pidfd is open: otherwise the pidfd may name a process that reused its pid.
+    if (getppid() != pid) {
+      *error = who + " is not this process's parent (it died?); its fd store is not trusted";
+      return false;
+    }
+    keeper_pid_ = pid;
+    return VerifyKeeper(error);
+  }
+
+  // Before every send: the keeper still lives, its directory is root's alone, the socket is root's.
+  bool VerifyKeeper(std::string* error) {
+    const std::string who = "seccomp-keeper (pid " + std::to_string(keeper_pid_) + ")";
+    pollfd p = {keeper_pidfd_, POLLIN, 0};
+    if (poll(&p, 1, 0) != 0) {
+      *error = who + " has exited: its socket " + address_ + " is not proven to be the live keeper; nothing sent";
+      return false;
+    }
+    std::string dir = address_.substr(0, address_.rfind('/'));
+    if (dir.empty()) dir = "/";
+    struct stat st;
+    if (lstat(dir.c_str(), &st) != 0) {
+      *error = ErrnoText(("lstat " + dir).c_str(), errno) + "; nothing sent to " + who;
+      return false;
+    }
+    if (!CheckPrivateDirectory(dir, st, error)) return false;
+    if ((st.st_mode & 077) != 0) {
+      *error = "the fd store directory " + dir + " is not root's alone; nothing sent to " + who;
+      return false;
+    }
+    if (lstat(address_.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != 0) {
+      *error = "NOTIFY_SOCKET " + address_ + " is not a socket owned by root; nothing sent to " + who;
+      return false;
+    }
+    return true;
+  }
+
   std::string address_;
   sockaddr_un addr_;
   socklen_t addr_length_ = 0;
   int fd_ = -1;
+  pid_t keeper_pid_ = 0;
+  int keeper_pidfd_ = -1;
 };
 
 struct ListenedFd {

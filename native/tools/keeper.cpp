@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,7 +36,7 @@ using seccomp_agent::fd_store::kMaxFdsPerMessage;
 using seccomp_agent::fd_store::kMaxMessageBytes;
 
 const char kUsage[] =
-    "usage: seccomp-keeper [--restart-delay-ms N] [--max-fds N] -- COMMAND [ARGS...]\n"
+    "usage: seccomp-keeper [--restart-delay-ms N] [--max-fds N] [--socket-dir DIR] -- COMMAND [ARGS...]\n"
     "\n"
     "Runs COMMAND as its child and holds the fds the child stores through the systemd file\n"
     "descriptor store protocol ($NOTIFY_SOCKET, FDSTORE=1, FDNAME=, FDSTOREREMOVE=1). When the\n"
@@ -46,6 +47,8 @@ const char kUsage[] =
     "  --restart-delay-ms N  wait before a restart (default 200); doubles for each crash within\n"
     "                        10 s of a start, up to 5 s\n"
     "  --max-fds N           most fds kept at once (default 16384); more are closed and logged\n"
+    "  --socket-dir DIR      where the store's socket is bound (default /run/seccomp-keeper): created\n"
+    "                        0700; refused when not root's, group/world writable, or a symlink\n"
     "  -h, --help            this text\n";
 
 constexpr long long kQuickCrashMs = 10'000;
@@ -100,6 +103,7 @@ std::string Errno(const char* what) { return std::string(what) + ": " + strerror
 struct Options {
   long long restart_delay_ms = 200;
   long long max_fds = 16384;
+  std::string socket_dir = seccomp_agent::fd_store::kKeeperSocketDir;
   std::vector<std::string> command;
 };
 
@@ -135,7 +139,7 @@ int ParseOptions(int argc, char** argv, Options* options) {
     if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
       flag = arg.substr(0, eq);
       value = arg.substr(eq + 1);
-    } else if (flag == "--restart-delay-ms" || flag == "--max-fds") {
+    } else if (flag == "--restart-delay-ms" || flag == "--max-fds" || flag == "--socket-dir") {
       if (i + 1 >= argc) {
         fprintf(stderr, "seccomp-keeper: %s needs a value\n%s", flag.c_str(), kUsage);
         return 2;
@@ -146,6 +150,13 @@ int ParseOptions(int argc, char** argv, Options* options) {
       if (!ParseCount(flag, value, 0, 3'600'000, &options->restart_delay_ms)) return 2;
     } else if (flag == "--max-fds") {
       if (!ParseCount(flag, value, 1, 1'000'000, &options->max_fds)) return 2;
+    } else if (flag == "--socket-dir") {
+      if (value.size() < 2 || value[0] != '/' || value.size() > 60) {
+        fprintf(stderr, "seccomp-keeper: --socket-dir needs an absolute path of at most 60 bytes, got \"%s\"\n", value.c_str());
+        return 2;
+      }
+      while (value.size() > 1 && value.back() == '/') value.pop_back();
+      options->socket_dir = value;
     } else {
       fprintf(stderr, "seccomp-keeper: unknown option \"%s\" (the command goes after --)\n%s", arg.c_str(), kUsage);
       return 2;
@@ -177,6 +188,7 @@ class Keeper {
   ~Keeper() {
     CloseStore();
     if (socket_ >= 0) close(socket_);
+    if (!address_.empty()) unlink(address_.c_str());
     if (signal_fd_ >= 0) close(signal_fd_);
   }
 
@@ -187,8 +199,13 @@ class Keeper {
       if (exit_code_ >= 0) return exit_code_;
       timespec timeout;
       timespec* wait = nullptr;
-      if (restart_at_ms_ >= 0) {
-        long long left = restart_at_ms_ - MonotonicMs();
+      // Wake up for the end of a refusal window too, so its summary is not held until the next event.
+      long long wake_at = restart_at_ms_;
+      if (refusal_window_ms_ >= 0 && (wake_at < 0 || refusal_window_ms_ + kRefusalWindowMs < wake_at)) {
+        wake_at = refusal_window_ms_ + kRefusalWindowMs;
+      }
+      if (wake_at >= 0) {
+        long long left = wake_at - MonotonicMs();
         if (left < 0) left = 0;
         timeout.tv_sec = left / 1000;
         timeout.tv_nsec = (left % 1000) * 1'000'000;
@@ -202,6 +219,7 @@ class Keeper {
       // Always before the signals: what a child sent just before dying is queued before its
       // SIGCHLD, and must be credited to it while its pid is still the current child's.
       DrainSocket();
+      FlushRefusals(MonotonicMs());
       HandleSignals();
       if (restart_at_ms_ >= 0 && MonotonicMs() >= restart_at_ms_) {
         restart_at_ms_ = -1;
@@ -252,27 +270,48 @@ class Keeper {
       Log(kError, Errno("setsockopt(SO_PASSCRED) failed"));
       return false;
     }
-    // Abstract names are per network namespace, and two keepers share one during a rolling
-    // update with hostNetwork: a random suffix keeps them apart.
+    // A path in a directory only root may enter: nobody else can bind the name, now or after this
+    // keeper dies (an abstract name is anyone's the moment its owner is gone). The pid and a random
+    // suffix keep two keepers apart (a rolling update, tests).
+    std::string error;
+    if (!seccomp_agent::fd_store::EnsurePrivateDirectory(options_.socket_dir, &error)) {
+      Log(kError, error + "; exiting");
+      return false;
+    }
+    RemoveStaleSockets();
     unsigned long long nonce = 0;
     if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce)) nonce = (unsigned long long)MonotonicMs();
-    char name[96];
-    snprintf(name, sizeof(name), "@seccomp-keeper-%d-%016llx", int(getpid()), nonce);
-    address_ = name;
+    char name[64];
+    snprintf(name, sizeof(name), "%s%d-%016llx.sock", seccomp_agent::fd_store::kKeeperSocketPrefix, int(getpid()), nonce);
+    std::string address = options_.socket_dir + "/" + name;
     sockaddr_un addr;
     socklen_t length = 0;
-    std::string error;
-    if (!seccomp_agent::fd_store::ParseUnixAddress(address_, &addr, &length, &error)) {
+    if (!seccomp_agent::fd_store::ParseUnixAddress(address, &addr, &length, &error)) {
       Log(kError, error);
       return false;
     }
     if (bind(socket_, reinterpret_cast<sockaddr*>(&addr), length) != 0) {
-      Log(kError, Errno(("bind " + address_ + " failed").c_str()));
+      Log(kError, Errno(("bind " + address + " failed").c_str()));
       return false;
     }
+    address_ = address;
     Log(kInfo, "keeper started", {{"notifySocket", address_}, {"maxFds", options_.max_fds},
                                   {"restartDelayMs", options_.restart_delay_ms}});
     return true;
+  }
+
+  // Sockets of keepers that died without cleaning up (SIGKILL): their pid names no process now.
+  void RemoveStaleSockets() {
+    DIR* dir = opendir(options_.socket_dir.c_str());
+    if (dir == nullptr) return;
+    const std::string prefix = seccomp_agent::fd_store::kKeeperSocketPrefix;
+    while (dirent* entry = readdir(dir)) {
+      std::string name = entry->d_name;
+      if (name.rfind(prefix, 0) != 0) continue;
+      long long pid = atoll(name.c_str() + prefix.size());
+      if (pid <= 0 || (kill(pid_t(pid), 0) != 0 && errno == ESRCH)) unlinkat(dirfd(dir), name.c_str(), 0);
+    }
+    closedir(dir);
   }
 
   // Every kept fd counts against the keeper's limit, and the child must be able to take them
@@ -500,20 +539,20 @@ class Keeper {
       long long sender = cred != nullptr ? (long long)cred->pid : -1;
       if (msg.msg_flags & MSG_CTRUNC) {
         CloseAll(fds);
-        Log(kWarn, "refused a notification whose fds did not fit (control data truncated); closed the fds received",
-            {{"sender", sender}, {"closedFds", (long long)fds.size()}});
+        LogRefusal("refused a notification whose fds did not fit (control data truncated); closed the fds received",
+                   {{"sender", sender}, {"closedFds", (long long)fds.size()}}, fds.size());
         continue;
       }
       if (msg.msg_flags & MSG_TRUNC) {
         CloseAll(fds);
-        Log(kWarn, "refused a notification longer than " + std::to_string(kMaxMessageBytes) + " bytes",
-            {{"sender", sender}, {"bytes", (long long)n}, {"closedFds", (long long)fds.size()}});
+        LogRefusal("refused a notification longer than " + std::to_string(kMaxMessageBytes) + " bytes",
+                   {{"sender", sender}, {"bytes", (long long)n}, {"closedFds", (long long)fds.size()}}, fds.size());
         continue;
       }
-      if (cred == nullptr || child_pid_ <= 0 || cred->pid != child_pid_) {
+      if (cred == nullptr || child_pid_ <= 0 || cred->pid != child_pid_ || cred->uid != 0) {
         CloseAll(fds);
-        Log(kWarn, "refused a notification from a process that is not the child",
-            {{"sender", sender}, {"child", (long long)child_pid_}, {"closedFds", (long long)fds.size()}});
+        LogRefusal("refused a notification from a process that is not the child",
+                   {{"sender", sender}, {"child", (long long)child_pid_}, {"closedFds", (long long)fds.size()}}, fds.size());
         continue;
       }
       HandleMessage(std::string(data, size_t(n)), fds);
@@ -600,6 +639,42 @@ class Keeper {
       stopping_ = true;
       Log(kInfo, "child is stopping (a clean exit now is a handover)", {{"child", child}, {"fds", (long long)store_.size()}});
     }
+  }
+
+  // Refusals are what anyone who may send to the socket can cause: at most kRefusalLines lines per
+  // kRefusalWindowMs, then one summary line per window with how many were not logged.
+  static constexpr int kRefusalLines = 10;
+  static constexpr long long kRefusalWindowMs = 5'000;
+  long long refusal_window_ms_ = -1;
+  int refusal_lines_ = 0;
+  long long refusals_suppressed_ = 0;
+  long long suppressed_fds_ = 0;
+
+  void FlushRefusals(long long now) {
+    if (refusal_window_ms_ < 0 || now - refusal_window_ms_ < kRefusalWindowMs) return;
+    if (refusals_suppressed_ > 0) {
+      Log(kWarn, "refused " + std::to_string(refusals_suppressed_) + " more notification(s) in the last " +
+                     std::to_string(kRefusalWindowMs / 1000) + " s without logging each (at most " +
+                     std::to_string(kRefusalLines) + " lines per window); their fds were closed",
+          {{"suppressed", refusals_suppressed_}, {"closedFds", suppressed_fds_}});
+    }
+    refusal_window_ms_ = -1;
+    refusal_lines_ = 0;
+    refusals_suppressed_ = 0;
+    suppressed_fds_ = 0;
+  }
+
+  void LogRefusal(const std::string& msg, std::initializer_list<Field> fields, size_t closed_fds) {
+    long long now = MonotonicMs();
+    FlushRefusals(now);
+    if (refusal_window_ms_ < 0) refusal_window_ms_ = now;
+    if (refusal_lines_ < kRefusalLines) {
+      refusal_lines_++;
+      Log(kWarn, msg, fields);
+      return;
+    }
+    refusals_suppressed_++;
+    suppressed_fds_ += (long long)closed_fds;
   }
 
   Options options_;

@@ -126,6 +126,17 @@ test('gRPC roles: the control socket and the decision channel are 0600 root; uid
   assert.equal((await dp.status()).controlPlane, undefined);
 });
 
+test('seccomp-dataplane --socket-group gives the listener socket that group as well as the observer socket, with --socket-mode (issue 17)', async (t) => {
+  const dp = await startDataPlane(t, ['--socket-mode', '0660', '--socket-group', '65533']);
+  for (const socket of [dp.listenerSocket, dp.grpcSocket]) {
+    const stat = fs.statSync(socket);
+    assert.deepEqual({ mode: stat.mode & 0o777, uid: stat.uid, gid: stat.gid }, { mode: 0o660, uid: 0, gid: 65533 }, socket);
+  }
+  openFolders(dp);
+  const member = await connectAsNobody(t, [dp.listenerSocket], 65533);
+  assert.match(member, new RegExp(`^${dp.listenerSocket} ok$`, 'm'), member);
+});
+
 test('gRPC roles: --control-socket-group gives the control socket and the decision channel that group, mode 0660; a member connects', async (t) => {
   const dp = await startDataPlane(t, ['--control-socket-group', '65534']);
   const channel = path.join(path.dirname(dp.grpcSocket), 'decisions.sock');

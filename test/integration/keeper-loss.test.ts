@@ -10,8 +10,9 @@ import { service as healthService } from 'grpc-health-check';
 import { listContainers } from '../../common/dataplane-client';
 import { FdStoreState } from '../../proto/gen/seccompagent/v1/dataplane';
 import { keeperChild, startDataPlane, type RunningDataPlane } from '../support/dataplane';
-import { BENCH_WORKLOAD, SOAK_WORKLOAD } from '../support/paths';
-import type { Started } from '../support/processes';
+import * as path from 'node:path';
+import { BENCH_WORKLOAD, ROOT, SOAK_WORKLOAD } from '../support/paths';
+import { start, type Started } from '../support/processes';
 import { scratchDir } from '../support/scratch';
 import { runUnderFilter, startUnderFilter } from '../support/workload';
 import { waitUntil } from '../support/wait';
@@ -159,6 +160,29 @@ test('seccomp-keeper SIGKILLed under a serving data plane (--keeper-recovery=fal
   const late = await runUnderFilter({ socket: dp.listenerSocket, syscalls: ['getppid'], id: 'after' }, ['/bin/true']);
   assert.equal(late.code, 0, late.stderr);
   assert.ok(processesMentioning(dir).every((p) => !p.keeper || !alive(p.pid)), 'no keeper was started again');
+});
+
+test('seccomp-keeper SIGKILLed (--keeper-recovery=false): a uid-65534 process cannot take the store\'s name, and the next container\'s notify fd never reaches it', async (t) => {
+  const dir = scratchWithCleanup(t);
+  const dp = await startDataPlane(t, ['--log-level', 'info', '--keeper-recovery=false'], dir, true);
+  const started = JSON.parse(await dp.proc.waitFor(/^\{.*"msg":"keeper started".*$/m)) as { notifySocket: string };
+  const keeper = dp.proc.child.pid!;
+  process.kill(keeper, 'SIGKILL');
+  await waitUntil(async () => (await dp.status()).fdStoreStatus?.state === FdStoreState.FD_STORE_STATE_LOST, 5_000, 'the store to be lost');
+
+  // The hostile user tries the freed name, then listens while a new container starts.
+  const squatter = start(t, 'python3', [path.join(ROOT, 'test', 'cmd', 'store-squatter', 'squat.py'), started.notifySocket, '65534', '3']);
+  const bindLine = JSON.parse(await squatter.waitFor(/^\{"bound".*$/m)) as { bound: boolean; error: string | null; uid: number };
+  assert.equal(bindLine.uid, 65534);
+  const next = await runUnderFilter({ socket: dp.listenerSocket, syscalls: ['getppid'], id: 'next' }, ['/bin/true']);
+  assert.equal(next.code, 0, next.stderr);
+  await squatter.exited;
+  const final = JSON.parse(squatter.output().trim().split('\n').pop()!) as { messages: number; fds: number };
+  t.diagnostic(`store ${started.notifySocket}: squatter bound=${bindLine.bound} (${bindLine.error}), received ${final.messages} message(s), ${final.fds} fd(s)`);
+  assert.equal(final.fds, 0, `the squatter received ${final.fds} fd(s):\n${squatter.output()}`);
+  assert.equal(bindLine.bound, false, 'nobody but root can bind the store\'s name');
+  assert.match(started.notifySocket, /^\/run\/seccomp-keeper\/seccomp-keeper-\d+-[0-9a-f]{16}\.sock$/);
+  assert.ok(dp.proc.output().includes('is not proven to be the live keeper'), 'the data plane says why it sent nothing');
 });
 
 test('seccomp-keeper SIGKILLed under load: the data plane starts a keeper again, hands over to its data plane, and a data plane SIGKILL after that loses no container (zero ENOSYS)', async (t) => {

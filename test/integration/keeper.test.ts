@@ -121,7 +121,7 @@ test('seccomp-keeper: a SIGKILLed child is started again with its stored file an
   const k = startKeeper(t, [[{ storeFile: 'state' }, { storePipe: 'pipe' }, 'ready'], [], []]);
   const first = await k.waitRun(0);
   assert.deepEqual(first.received, [], 'the first run gets no fds');
-  assert.match(first.notifySocket ?? '', /^@seccomp-keeper-\d+-[0-9a-f]{16}$/);
+  assert.match(first.notifySocket ?? '', /^\/run\/seccomp-keeper\/seccomp-keeper-\d+-[0-9a-f]{16}\.sock$/);
   assert.deepEqual(first.results, [true, true, true]);
   await k.waitLog('child is ready');
   assert.equal(k.keptFds().length, 3, 'the keeper holds the file and both pipe ends');
@@ -274,4 +274,27 @@ test('seccomp-keeper: bad usage exits 2 with a message', async () => {
   const badValue = await run(KEEPER, ['--max-fds', '0', '--', 'true']);
   assert.equal(badValue.code, 2);
   assert.match(badValue.stderr, /--max-fds needs an integer/);
+});
+
+test('seccomp-keeper: a flood of 20,000 datagrams from a process that is not the child makes a bounded number of log lines, with a summary (issue 17)', async (t) => {
+  const k = startKeeper(t, [['ready'], []]);
+  const first = await k.waitRun(0);
+  await k.waitLog('child is ready');
+  const before = k.keeper.output().length;
+  const flood = await run('python3', ['-c', [
+    'import socket, sys',
+    's = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)',
+    'for i in range(20000): s.sendto(b"FDSTORE=1\\nFDNAME=x", sys.argv[1])',
+    'print("sent")',
+  ].join('\n'), first.notifySocket ?? ''], { timeout: 60_000 });
+  assert.equal(flood.code, 0, flood.stderr);
+  await k.waitLog('refused 19990 more notification(s) in the last 5 s without logging each (at most 10 lines per window); their fds were closed', 15_000).catch(() => undefined);
+  const lines = k.keeper.output().slice(before).split('\n').filter((l) => l.startsWith('{"level"'));
+  const refused = lines.filter((l) => l.includes('"msg":"refused a notification from a process that is not the child"')).length;
+  const summaries = lines.map((l) => JSON.parse(l) as { msg: string; suppressed?: number }).filter((l) => /^refused \d+ more notification/.test(l.msg));
+  t.diagnostic(`${lines.length} log lines (${k.keeper.output().length - before} bytes) for 20,000 datagrams: ${refused} one by one, summaries ${summaries.map((s) => s.suppressed).join(', ')}`);
+  assert.ok(lines.length <= 50, `${lines.length} lines`);
+  assert.ok(refused >= 1 && refused <= 40);
+  assert.equal(refused + summaries.reduce((n, s) => n + (s.suppressed ?? 0), 0), 20_000, 'every refusal is accounted for');
+  assert.equal(k.keeper.child.exitCode, null, 'the keeper goes on');
 });

@@ -39,25 +39,27 @@ function mkdirOnTrigger(t: TestContext, dp: RunningDataPlane, dir: string, optio
 }
 
 /** A bare Attach client that pushes policies itself (the NACK cases a real control plane never sends). */
-async function attachPusher(t: TestContext, dp: RunningDataPlane) {
+async function attachPusher(t: TestContext, dp: RunningDataPlane, hello: { name?: string; takeover?: boolean } = {}) {
   const call = dp.controlClient.attach();
   t.after(() => call.cancel());
   const acks: PolicyAck[] = [];
   let handles: bigint[] = [];
+  let notified = 0;
   call.on('data', (r: AttachResponse) => {
     if (r.message?.$case === 'snapshot') handles = r.message.snapshot.containers.map((c) => c.handle);
+    if (r.message?.$case === 'notifications') notified += r.message.notifications.notifications.length;
     if (r.message?.$case === 'policyAcks') acks.push(...r.message.policyAcks.acks);
   });
   call.on('error', () => undefined);
-  call.write({ message: { $case: 'hello', hello: { name: 'policy-test', version: '0', features: ['policy.v1'], takeover: false } } });
+  call.write({ message: { $case: 'hello', hello: { name: hello.name ?? 'policy-test', version: '0', features: ['policy.v1'], takeover: hello.takeover ?? false } } });
   await waitUntil(() => handles.length > 0, 10_000, 'the snapshot');
-  const push = async (policy: ContainerPolicy): Promise<PolicyAck> => {
+  const push = async (policy: Omit<ContainerPolicy, 'sequence'> & { sequence?: bigint }): Promise<PolicyAck> => {
     const before = acks.length;
-    call.write({ message: { $case: 'policies', policies: { policies: [policy] } } });
+    call.write({ message: { $case: 'policies', policies: { policies: [{ sequence: 0n, ...policy }] } } });
     await waitUntil(() => acks.length > before, 10_000, 'the ACK or NACK');
     return acks[before];
   };
-  return { push, handle: () => handles[0] };
+  return { push, handle: () => handles[0], notified: () => notified };
 }
 
 const rule = (syscalls: string[], action: NonNullable<Rule['action']>['action']): Rule => ({ syscalls, args: [], paths: [], action: { action }, origin: 'test' });
@@ -92,6 +94,31 @@ test('policy push: a NACK names the rule and the reason, and the previous versio
   assert.equal(counters.policiesRefused, 4n);
   assert.equal(counters.policiesAccepted, 1n);
   assert.equal(counters.answeredFastPath, 1n);
+});
+
+test('policy push: a push older than the last one applied in the session (a rollback) and a push from a session replaced by a takeover, still draining, are refused (issue 17)', async (t) => {
+  const dir = scratchDir(t);
+  const dp = await startDataPlane(t, ['--decision-timeout', '5s'], dir);
+  const w = mkdirOnTrigger(t, dp, dir, {});
+  await waitUntil(async () => (await dp.status()).containers === 1, 10_000, 'the workload to register');
+  const a = await attachPusher(t, dp, { name: 'old' });
+  const handle = a.handle();
+  const cont = (syscalls: string[]) => rule(syscalls, { $case: 'continue', continue: {} });
+  const v2 = await a.push({ handle, version: 'v2', rules: [cont(['getppid'])], labels: {}, sequence: 2n });
+  assert.deepEqual([v2.accepted, v2.version], [true, 'v2'], v2.detail);
+  const v1 = await a.push({ handle, version: 'v1', rules: [cont(['getpid'])], labels: {}, sequence: 1n });
+  assert.deepEqual([v1.accepted, v1.reason, v1.version, v1.refusedVersion], [false, 'stale-version', 'v2', 'v1'], v1.detail);
+  // A mkdir no rule answers goes to the attached session, which holds it: replaced, it drains.
+  w.mkdir().catch(() => undefined);
+  await waitUntil(() => a.notified() > 0, 10_000, 'the old session to hold a notification');
+  const b = await attachPusher(t, dp, { name: 'new', takeover: true });
+  assert.equal(b.handle(), handle);
+  const late = await a.push({ handle, version: 'v3', rules: [cont(['getuid'])], labels: {}, sequence: 3n });
+  assert.deepEqual([late.accepted, late.reason, late.version, late.refusedVersion], [false, 'not-active-session', 'v2', 'v3'], late.detail);
+  assert.match(late.detail, /was replaced by session .* \(new\) and is draining/);
+  // The attached one still pushes, from its own sequence.
+  const v4 = await b.push({ handle, version: 'v4', rules: [cont(['getppid', 'mkdir'])], labels: {}, sequence: 1n });
+  assert.deepEqual([v4.accepted, v4.version], [true, 'v4'], v4.detail);
 });
 
 test('policy push: the fast path survives a data plane SIGKILL under seccomp-keeper and a handoff, with no control plane attached', async (t) => {

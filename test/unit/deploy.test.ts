@@ -240,10 +240,13 @@ test('DaemonSet: the data plane container runs seccomp-keeper first, then the da
   const command = dp.command ?? [];
   // The keeper itself is the entrypoint (no shell in between): it is the process the runtime
   // signals, and the one that holds the fds while the data plane restarts.
-  assert.equal(command.length, 3, `dataplane command: ${command.join(' ')}`);
+  assert.equal(command.length, 4, `dataplane command: ${command.join(' ')}`);
   assertProgram(command[0], 'seccomp-keeper', 'dataplane command');
-  assert.equal(command[1], '--', 'the keeper takes no options of its own here; "--" ends them');
-  assertProgram(command[2], 'seccomp-dataplane', 'dataplane command, after the keeper');
+  // Its store's socket in a root-only directory inside an emptyDir (the root filesystem is read-only).
+  assert.equal(command[1], '--socket-dir=/run/seccomp-keeper/store');
+  assert.ok((dp.volumeMounts ?? []).some((m: { name: string; mountPath: string }) => m.name === 'keeper-store' && m.mountPath === '/run/seccomp-keeper'));
+  assert.equal(command[2], '--', '"--" ends the keeper\'s options');
+  assertProgram(command[3], 'seccomp-dataplane', 'dataplane command, after the keeper');
   assert.equal(DATAPLANE_OPTIONS.takeover.flag, 'takeover');
   assert.ok((dp.args ?? []).includes(`--${DATAPLANE_OPTIONS.takeover.flag}`), 'the data plane args say --takeover');
   assert.equal(effectiveOptions(DATAPLANE_OPTIONS, dp).takeover, true);
@@ -293,12 +296,13 @@ test('DaemonSet: control plane flags exist in CONTROLPLANE_OPTIONS; it attaches 
   assert.ok(!(container('dataplane').volumeMounts ?? []).some((m) => m.mountPath.startsWith('/var/run/secrets')), 'no API token for the data plane');
 });
 
-test('DaemonSet: metrics flags listen on the ports each container declares', () => {
+test('DaemonSet: metrics listen on 127.0.0.1 only, and no container declares a port (issue 17: not reachable from every pod)', () => {
   for (const [name, table] of [['dataplane', DATAPLANE_OPTIONS], ['controlplane', CONTROLPLANE_OPTIONS]] as const) {
     const c = container(name);
-    const addr = effectiveOptions(table as OptionTable, c).metricsAddr as { port: number } | null;
+    const addr = effectiveOptions(table as OptionTable, c).metricsAddr as { host: string; port: number } | null;
     assert.ok(addr, `${name} serves metrics`);
-    assert.deepEqual((c.ports ?? []).map((p) => p.containerPort), [addr.port]);
+    assert.equal(addr.host, '127.0.0.1', `${name} metrics on loopback`);
+    assert.deepEqual(c.ports ?? [], []);
   }
 });
 
@@ -630,7 +634,7 @@ test('deploy/crds: group seccompagent.dev v1alpha1; SeccompNotifyPolicy namespac
     const spec = schemaOf(kind).properties.spec.properties;
     assert.equal(spec.mode.default, 'Enforce');
     assert.deepEqual(spec.mode.enum, ['Enforce', 'Audit']);
-    assert.deepEqual(Object.keys(spec.rules.items.properties).sort(), ['allow', 'errno', 'freeze', 'kill', 'log', 'mkdir', 'mount', 'name', 'syscalls', 'when']);
+    assert.deepEqual(Object.keys(spec.rules.items.properties).sort(), ['allow', 'errno', 'failurePolicy', 'freeze', 'kill', 'log', 'mkdir', 'mount', 'name', 'syscalls', 'when']);
     assert.deepEqual(Object.keys(spec.selector.properties).sort(), ['namespaceSelector', 'podSelector']);
     assert.deepEqual(spec.selector.properties.podSelector.properties.matchExpressions.items.properties.operator.enum, ['In', 'NotIn', 'Exists', 'DoesNotExist']);
   }
@@ -643,6 +647,30 @@ test('deploy/crds: group seccompagent.dev v1alpha1; SeccompNotifyPolicy namespac
     delete s.properties.spec.properties.selector.description;
   }
   assert.deepEqual(namespaced, cluster);
+});
+
+test('deploy/crds: failurePolicy Fail|Ignore only with when, and when refuses counted repetitions of 100 or more at admission (issue 17)', () => {
+  const rule = '.spec.rules[]';
+  for (const kind of ['SeccompNotifyPolicy', 'ClusterSeccompNotifyPolicy']) {
+    assert.deepEqual(schemaOf(kind).properties.spec.properties.rules.items.properties.failurePolicy.enum, ['Fail', 'Ignore']);
+    assert.deepEqual(violations(kind, rule, { syscalls: ['mkdir'], when: 'paths[0].startsWith("/etc")', errno: 'EPERM', failurePolicy: 'Ignore' }), []);
+    assert.deepEqual(violations(kind, rule, { syscalls: ['mkdir'], errno: 'EPERM', failurePolicy: 'Fail' }), ['failurePolicy applies only to a rule with when']);
+    assert.equal(violations(kind, rule, { syscalls: ['mkdir'], when: `paths[0].matches("${'[a-z]{1000}'.repeat(8)}")`, errno: 'EPERM' }).length, 1);
+    assert.deepEqual(violations(kind, rule, { syscalls: ['mkdir'], when: 'paths[0].matches("^/etc/[a-z]{2,20}$")', errno: 'EPERM' }), []);
+  }
+});
+
+test('deploy/crds: one policy cannot hold more rules than the cluster share of the data plane\'s 1,024 (mount rules count per filesystem) (issue 17)', () => {
+  const mount = { syscalls: ['mount'], mount: { filesystems: Array.from({ length: 16 }, (_, i) => `fs${i}`) } };
+  for (const kind of ['SeccompNotifyPolicy', 'ClusterSeccompNotifyPolicy']) {
+    const rules = schemaOf(kind).properties.spec.properties.rules;
+    assert.equal(rules.maxItems, 64);
+    assert.equal(rules.items.properties.mount.properties.filesystems.maxItems, 16);
+    assert.deepEqual(violations(kind, '.spec.rules', Array.from({ length: 8 }, () => mount)), []);
+    assert.equal(violations(kind, '.spec.rules', Array.from({ length: 9 }, () => mount)).length, 1);
+    // The worst an object can hold now: 56 + 8 x 16 native rules, within the cluster share.
+    assert.ok(56 + 8 * 16 <= 192);
+  }
 });
 
 test('deploy/crds: the errno enum is the errno table the control plane reads', async () => {

@@ -201,6 +201,8 @@ export class FakeKubeApiServer {
   private running = false;
   readonly requests: RequestRecord[] = [];
   readonly statusWrites: StatusWrite[] = [];
+  /** Resources this service account may not read (403 Forbidden), as an RBAC without them. */
+  private readonly forbidden = new Set<Resource>();
 
   private constructor() {
     this.server = http.createServer((req, res) => this.handle(req, res));
@@ -236,6 +238,12 @@ export class FakeKubeApiServer {
   }
 
   /** Watch streams open now on one resource. */
+  /** Lists and watches of `resource` get 403 Forbidden (an RBAC that does not grant them), or again 200. */
+  forbid(resource: Resource, on = true): void {
+    if (on) this.forbidden.add(resource);
+    else this.forbidden.delete(resource);
+  }
+
   watchesOn(resource: Resource): number {
     return [...this.watchers].filter((w) => w.selector.resource === resource).length;
   }
@@ -447,6 +455,9 @@ export class FakeKubeApiServer {
     };
     const route = this.route(url.pathname);
     if (!route) return reply(404, status(404, 'NotFound', 'the server could not find the requested resource'));
+    if (this.forbidden.has(route.resource)) {
+      return reply(403, status(403, 'Forbidden', `${route.resource} is forbidden: User "system:serviceaccount:seccomp-agent:seccomp-agent" cannot list resource "${route.resource}" in API group "" at the cluster scope`));
+    }
     if (route.name !== null) {
       let text = '';
       req.setEncoding('utf8');
