@@ -13,6 +13,8 @@ export interface OptionSpec<T> {
   default: string;
   /** Boolean flags take no value ("--no-kubernetes"). */
   boolean?: boolean;
+  /** May be given more than once: the values reach `parse` joined with commas (as the env var holds them). */
+  repeatable?: boolean;
   /** Turns the text into the value; throws AgentError with a clear message when it cannot. */
   parse: (text: string, flag: string) => T;
 }
@@ -93,7 +95,8 @@ export function parseCommandLine<T extends OptionTable>(
     }
     let value: string | undefined = eq === -1 ? argv[++i] : word.slice(eq + 1);
     if (value === undefined) throw new AgentError('EMISSING_VALUE', `option --${flag} needs a value`);
-    texts.set(key, value);
+    const earlier = texts.get(key);
+    texts.set(key, spec.repeatable && earlier !== undefined ? `${earlier},${value}` : value);
   }
   const options = {} as Record<keyof T, unknown>;
   for (const key of Object.keys(table) as Array<keyof T>) {
@@ -108,7 +111,7 @@ export function parseCommandLine<T extends OptionTable>(
 export function helpText(command: string, summary: string, table: OptionTable): string {
   const lines = [`Usage: ${command} [options]`, '', summary, '', 'Options (each also read from its environment variable):'];
   for (const spec of Object.values(table)) {
-    const name = spec.boolean ? `--${spec.flag}` : `--${spec.flag} VALUE`;
+    const name = spec.boolean ? `--${spec.flag}` : `--${spec.flag} VALUE${spec.repeatable ? ' ...' : ''}`;
     const extra = [spec.env ? `env ${spec.env}` : '', spec.default !== '' ? `default ${spec.default}` : ''].filter(Boolean).join(', ');
     lines.push(`  ${name.padEnd(30)} ${spec.description}${extra ? ` (${extra})` : ''}`);
   }
