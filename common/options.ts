@@ -45,17 +45,23 @@ function editDistance(a: string, b: string): number {
   return row[b.length];
 }
 
-function suggestion(flag: string, table: OptionTable): string {
+/** The candidate closest to `word` when it is close enough to be a misspelling of it, else null. */
+export function nearestWord(word: string, candidates: Iterable<string>): string | null {
   let best = '';
   let bestDistance = Infinity;
-  for (const spec of Object.values(table)) {
-    const distance = editDistance(flag, spec.flag);
+  for (const candidate of candidates) {
+    const distance = editDistance(word, candidate);
     if (distance < bestDistance) {
       bestDistance = distance;
-      best = spec.flag;
+      best = candidate;
     }
   }
-  return bestDistance <= Math.max(2, Math.floor(flag.length / 3)) ? ` (did you mean --${best}?)` : '';
+  return bestDistance <= Math.max(2, Math.floor(word.length / 3)) ? best : null;
+}
+
+function suggestion(flag: string, table: OptionTable): string {
+  const best = nearestWord(flag, Object.values(table).map((spec) => spec.flag));
+  return best !== null ? ` (did you mean --${best}?)` : '';
 }
 
 /** Parses argv and the environment against the table; unknown flags get a suggestion. */

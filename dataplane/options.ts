@@ -3,9 +3,9 @@ import * as path from 'node:path';
 import { parseDefaultAction } from '../common/default-action';
 import { AgentError } from '../common/errors';
 import { parseBoolean, parseDurationMs, parseDurationOrOffMs, parsePositiveInteger, type OptionTable } from '../common/options';
-import { SHARED_OPTIONS } from '../common/shared-options';
+import { DEFAULT_LISTENER_SOCKET, SHARED_OPTIONS } from '../common/shared-options';
 
-export const DEFAULT_LISTENER_SOCKET = '/run/seccomp-agent.socket';
+export { DEFAULT_LISTENER_SOCKET } from '../common/shared-options';
 
 /** The decision channel lives beside the gRPC socket (same directory, same mode and group). */
 export function channelSocketPath(grpcSocket: string): string {

@@ -22,6 +22,8 @@ import { DATAPLANE_OPTIONS, DEFAULT_LISTENER_SOCKET } from '../../dataplane/opti
 import { CONTROLPLANE_OPTIONS } from '../../controlplane/options';
 import { CTL_OPTIONS } from '../../controlplane/ctl/options';
 import { parseListenerMetadata } from '../../controlplane/listener-metadata';
+import { readProfileDocuments } from '../../controlplane/profile-document';
+import { lintProfile } from '../../controlplane/profile-lint';
 import {
   container, dockerStages, hostPathOf, imageBinDir, K8S_FILES, kube, loadYaml, NODE_BY_NODE, one, parseUnit, podSpec, read, single,
   type Json, type Manifest, type Stage,
@@ -408,7 +410,10 @@ test('profiles: the Localhost profile notifies mkdir, mkdirat and mount to the d
   const profile = JSON.parse(read(PROFILE_FILE)) as Json;
   assert.equal(profile.listenerPath, DEFAULT_LISTENER_SOCKET);
   assert.equal(profile.defaultAction, 'SCMP_ACT_ALLOW');
-  assert.deepEqual(profile.syscalls, [{ names: ['mkdir', 'mkdirat', 'mount'], action: 'SCMP_ACT_NOTIFY' }]);
+  assert.deepEqual(profile.syscalls, [
+    { names: ['mkdir', 'mkdirat', 'mount'], action: 'SCMP_ACT_NOTIFY' },
+    { names: ['io_uring_setup', 'io_uring_enter', 'io_uring_register'], action: 'SCMP_ACT_ERRNO', errnoRet: 1 },
+  ]);
   assert.equal(profile.listenerMetadata, 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}\nMOUNT_PROC=true');
   // The control plane reads this metadata without a warning and finds both policies in it.
   const parsed = parseListenerMetadata(profile.listenerMetadata);
@@ -432,7 +437,7 @@ test('profiles: the Security Profiles Operator SeccompProfile has its shape and 
   for (const key of Object.keys(sp.spec)) assert.ok(fields.includes(key), `spec.${key} is not a SeccompProfile field`);
   assert.ok(actions.includes(sp.spec.defaultAction));
   for (const rule of sp.spec.syscalls) {
-    assert.deepEqual(Object.keys(rule).sort(), ['action', 'names']);
+    assert.ok(Object.keys(rule).every((k) => ['action', 'names', 'errnoRet', 'args'].includes(k)), `rule keys ${Object.keys(rule)}`);
     assert.ok(actions.includes(rule.action));
     assert.ok(rule.names.length > 0 && rule.names.every((n: unknown) => typeof n === 'string'));
   }
@@ -460,6 +465,16 @@ test('profiles: every shipped SeccompProfile\'s listenerPath matches the operato
     assert.match(m.obj.spec.listenerPath, SPO_LISTENER_PATH, `${where}: a current operator refuses this listenerPath`);
     assert.ok(served.includes(m.obj.spec.listenerPath), `${where}: the DaemonSet's data plane serves ${m.obj.spec.listenerPath} (it serves ${served.join(', ')})`);
     assert.ok(socketUnit.get('Socket', 'ListenStream').includes(onHost(m.obj.spec.listenerPath)), `${where}: seccomp-agent.socket listens on it`);
+  }
+});
+
+test('profiles: seccompctl lint finds no error in any shipped profile; the only warning is the flag Debian\'s runc 1.1 refuses', () => {
+  for (const file of fs.readdirSync(path.join(ROOT, 'deploy/profiles')).filter((f) => /\.(json|ya?ml)$/.test(f) && f !== 'example-pod.yaml')) {
+    for (const doc of readProfileDocuments(read(`deploy/profiles/${file}`), file)) {
+      const findings = lintProfile(doc.section, { spo: doc.spo });
+      assert.deepEqual(findings.map((f) => `${f.severity} ${f.rule}`), ['warning signal-window'], `${doc.name}: ${findings.map((f) => f.message).join('; ')}`);
+      assert.deepEqual(lintProfile(doc.section, { spo: doc.spo, runtime: 'runc' }).filter((f) => f.severity !== 'info'), [], `${doc.name} under runc`);
+    }
   }
 });
 
