@@ -133,6 +133,10 @@ export class DataPlane {
   /** Called when a successor connects to the handoff socket (see handoff.ts). */
   onHandoffRequest: ((conn: number, peerPid: number) => void) | null = null;
   private origin: DataPlaneOrigin = 'fresh';
+  /** How this process got its containers: fresh, fd-store (a restart) or handoff. */
+  get startOrigin(): DataPlaneOrigin {
+    return this.origin;
+  }
   /** Listener sockets a predecessor handed over (or the fd store gave back), by path. */
   private restoredListeners: string[] = [];
   /** The fd store's holder, watched (start() arms it): status, health and metrics read it. */
