@@ -43,24 +43,23 @@ test('runc + seccomp-dataplane --listener-socket twice: a container through each
     const s = await a.status().catch(() => null);
     return s !== null && s.pid !== first && s.pid === keeperChild(keeper);
   }, 15_000, `the keeper's next data plane; output:\n${a.proc.output()}`);
-  const restarted = await a.status();
-  assert.equal(restarted.origin, 'fd-store');
-  assert.deepEqual(restarted.listenerSockets, paths);
-  assert.deepEqual(paths.map((p) => fs.statSync(p).ino), inodes, 'the same sockets, not new ones');
-  for (const [i, p] of paths.entries()) await startThrough(t, a, dir, p, `restarted-${i}`);
-  const exec1 = await runcExec(running.bundle, running.id, ['/bin/mkdir', '/after-restart']);
-  assert.equal(exec1.code, 0, exec1.stderr);
+  // What a data plane that took both sockets over must do: serve the very sockets, start
+  // containers through each, and answer the running container's exec (a new fd through the SPO path).
+  const servesBoth = async (dp: RunningDataPlane, origin: string, phase: string) => {
+    const status = await dp.status();
+    assert.equal(status.origin, origin);
+    assert.deepEqual(status.listenerSockets, paths);
+    assert.deepEqual(paths.map((p) => fs.statSync(p).ino), inodes, `${phase}: the same sockets, not new ones`);
+    for (const [i, p] of paths.entries()) await startThrough(t, dp, dir, p, `${phase}-${i}`);
+    const exec = await runcExec(running.bundle, running.id, ['/bin/mkdir', `/after-${phase}`]);
+    assert.equal(exec.code, 0, exec.stderr);
+    assert.ok(fs.statSync(path.join(running.bundle.rootfs, `after-${phase}`)).isDirectory());
+  };
+  await servesBoth(a, 'fd-store', 'restart');
 
   // A successor takes over: it receives both listeners (and serves no new socket of its own).
   const b = await startDataPlane(t, ['--listener-socket', spo, '--log-level', 'info', '--takeover'], dir);
-  const handed = await b.status();
-  assert.equal(handed.origin, 'handoff');
-  assert.deepEqual(handed.listenerSockets, paths);
-  assert.deepEqual(paths.map((p) => fs.statSync(p).ino), inodes, 'the same sockets after the handoff');
-  for (const [i, p] of paths.entries()) await startThrough(t, b, dir, p, `handed-${i}`);
-  const exec2 = await runcExec(running.bundle, running.id, ['/bin/mkdir', '/after-handoff']);
-  assert.equal(exec2.code, 0, exec2.stderr);
-  assert.ok(fs.statSync(path.join(running.bundle.rootfs, 'after-handoff')).isDirectory());
+  await servesBoth(b, 'handoff', 'handoff');
   assert.ok((await b.status()).containers >= 1, 'the running container moved with the handoff');
 });
 
