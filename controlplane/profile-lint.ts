@@ -51,7 +51,7 @@ export interface LintOptions {
 /**
  * What each runtime does with a profile that notifies one syscall, FOUND BY EXPERIMENT on this
  * project's machines (test/cmd/self-hang-probe: a busybox container per candidate, a data plane
- * answering `continue` on the listener, 5 s timeout, with and without no_new_privs; 115
+ * answering `continue` on the listener, 5 s timeout, with and without no_new_privs; 112
  * candidates: read, write, close, fcntl, sendmsg, recvmsg, futex, epoll_pwait, openat, mmap,
  * rt_sigprocmask, capset, prctl, setresuid, setgroups, clone, execve, seccomp, pidfd_getfd ...).
  * `hangs`: the start never ends (the runtime makes the syscall before the fd reaches the agent).

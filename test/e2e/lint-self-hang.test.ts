@@ -2,7 +2,7 @@
 // the installed runtimes: the experiment of test/cmd/self-hang-probe, re-run for some entries. A
 // busybox container notifies one syscall, a real data plane answers on the listener; what the
 // table says each runtime does (refuse, hang, start) must be what it does. The full probe runs
-// 115 candidates: `node dist/test/cmd/self-hang-probe/main.js` (README.md there).
+// 112 candidates: `node dist/test/cmd/self-hang-probe/main.js` (README.md there).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';

@@ -19,6 +19,10 @@ const CANDIDATES = [
   'capget', 'capset', 'prctl', 'setresuid', 'setresgid', 'setgroups', 'chdir', 'fchdir', 'umask',
   'clone', 'clone3', 'wait4', 'exit', 'exit_group', 'execve', 'execveat', 'kill', 'getrandom', 'keyctl',
   'mount', 'umount2', 'pivot_root', 'sethostname', 'setns', 'unshare', 'mkdir', 'mkdirat', 'uname',
+  'seccomp', 'pidfd_open', 'pidfd_getfd', 'pidfd_send_signal', 'fchown', 'fchmod', 'setsid', 'setpgid', 'prlimit64',
+  'getcwd', 'readlink', 'access', 'stat', 'lstat', 'poll', 'sched_getaffinity', 'set_tid_address', 'set_robust_list',
+  'rseq', 'arch_prctl', 'fstatfs', 'personality', 'getpgid', 'getrlimit', 'listen', 'bind', 'accept4', 'sendmmsg',
+  'rt_sigtimedwait', 'waitid',
 ];
 
 async function main(): Promise<void> {
