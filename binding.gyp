@@ -41,6 +41,7 @@
         "native/addon/container_actions.cpp",
         "native/addon/cgroup_paths.cpp",
         "native/addon/nshelper_pool.cpp",
+        "native/addon/notify_fd.cpp",
         "native/addon/target_memory.cpp"
       ],
       "include_dirs": [
@@ -71,6 +72,7 @@
         "native/tools/nshelper.cpp",
         "native/tools/nshelper_credentials.cpp",
         "native/tools/nshelper_target.cpp",
+        "native/tools/nshelper_replay.cpp",
         "native/tools/mount_confinement.cpp"
       ],
       "libraries": [
@@ -113,10 +115,12 @@
         "native/addon/cgroup_paths.cpp",
         "native/addon/pending_table.cpp",
         "native/addon/decision_check.cpp",
+        "native/addon/emulation_table.cpp",
         "native/addon/rule_table.cpp",
         "native/addon/rule_set.cpp",
         "native/addon/policy_wire.cpp",
         "native/addon/journal.cpp",
+        "native/addon/handoff_formats.cpp",
         "native/addon/notify_fd.cpp",
         "native/tools/nshelper_target.cpp"
       ],
@@ -124,6 +128,13 @@
         "native/addon",
         "native/common",
         "native/tools"
+      ]
+    },
+    {
+      "target_name": "seccomp-signal-workload",
+      "type": "executable",
+      "sources": [
+        "test/cmd/signal-workload/main.cpp"
       ]
     },
     {

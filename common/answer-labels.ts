@@ -2,6 +2,7 @@
 // enums, with the names each consumer shows. Metrics labels, seccompctl's text, the Counters
 // field and the native decision kind all come from here.
 import { AnswerKind, AnsweredBy, type Counters } from '../proto/gen/seccompagent/v1/dataplane';
+import { EMULATIONS } from './emulations';
 
 export interface AnsweredByLabel {
   by: AnsweredBy;
@@ -45,10 +46,8 @@ export const ANSWER_KIND_LABELS: readonly AnswerKindLabel[] = Object.freeze([
   { kind: AnswerKind.ANSWER_KIND_CONTINUE, name: 'continue' },
   { kind: AnswerKind.ANSWER_KIND_ERROR, name: 'error' },
   { kind: AnswerKind.ANSWER_KIND_VALUE, name: 'value' },
-  { kind: AnswerKind.ANSWER_KIND_MKDIR, name: 'mkdir' },
-  { kind: AnswerKind.ANSWER_KIND_MOUNT, name: 'mount' },
-  { kind: AnswerKind.ANSWER_KIND_KILL, name: 'kill' },
-  { kind: AnswerKind.ANSWER_KIND_FREEZE, name: 'freeze' },
+  // One per emulation, from its row (common/emulations.ts).
+  ...EMULATIONS.map((e) => ({ kind: e.answerKind, name: e.name })),
   { kind: AnswerKind.ANSWER_KIND_TARGET_GONE, name: 'target-gone' },
 ]);
 

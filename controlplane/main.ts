@@ -23,6 +23,7 @@ import { ExecHolds } from './exec-hold';
 import { FALCO_LIMITS, FalcoPublisher } from './falco-publisher';
 import { MiddlewareWatch, requestDurationHistogram } from './middleware-watch';
 import { POLICY_FEATURE } from '../common/policy-feature';
+import { CONTROLPLANE_FEATURES, skewWarning } from './hello-features';
 import { PolicyPusher } from './policy-pusher';
 import { resourceRules } from './policy-compiler';
 import { PolicySet } from './policy-set';
@@ -34,8 +35,6 @@ import { createDataPlaneClient, getStatus } from '../common/dataplane-client';
 
 const SUMMARY = 'Control plane of the seccomp notify agent: Kubernetes-aware policy for the notifications of the data plane.';
 
-/** Decisions this control plane may send (Hello.features). */
-export const CONTROLPLANE_FEATURES = ['decision.continue', 'decision.error', 'decision.mkdir', 'decision.mount', 'decision.kill', 'decision.freeze', POLICY_FEATURE];
 
 function toInfo(container: Container): ContainerInfo {
   return {
@@ -154,7 +153,11 @@ async function main(): Promise<void> {
   // A policy resource or a pod's labels changed: each container's compiled policy may differ.
   policySet.on('changed', () => pusher?.markAllDirty());
   // Before the snapshot that follows it: an older data plane gets decisions only, as before.
-  link.on('welcome', (welcome: Welcome) => (pusher!.enabled = options.fastPath && welcome.features.includes(POLICY_FEATURE)));
+  link.on('welcome', (welcome: Welcome) => {
+    pusher!.enabled = options.fastPath && welcome.features.includes(POLICY_FEATURE);
+    const skew = skewWarning(CONTROLPLANE_FEATURES, welcome.features, welcome.dataplaneVersion);
+    if (skew !== null) log.warn({ dataplaneVersion: welcome.dataplaneVersion, features: welcome.features }, skew);
+  });
 
   let statusWriter: PolicyStatusWriter | null = null;
   let nodeState: NodeState | null = null;

@@ -1,6 +1,6 @@
 // The containers (one per notify fd) the data plane serves, by native handle.
 import { handleToProto, type ContainerHandle } from '../common/container-handle';
-import type { Container, PeerCredentials } from '../proto/gen/seccompagent/v1/dataplane';
+import { NotificationWait, type Container, type PeerCredentials } from '../proto/gen/seccompagent/v1/dataplane';
 import type { RuntimeContainerState } from './runtime-message';
 
 /** How many removed handles keep their container id (a bounded FIFO). */
@@ -33,6 +33,7 @@ export class ContainerTable {
       policyRules: 0,
       answeredDefault: 0n,
       answeredFastPath: 0n,
+      notificationWait: NotificationWait.NOTIFICATION_WAIT_UNSPECIFIED,
     };
     this.byHandle.set(handle, container);
     this.answers.set(handle, { byDefault: 0, fastPath: 0 });
@@ -88,10 +89,20 @@ export class ContainerTable {
     return container;
   }
 
-  list(): Container[] {
+  /** Every container served now; `waits`: how each one's tasks wait, as the engine saw it (targetWaits()). */
+  list(waits: ReadonlyArray<[ContainerHandle, 'killable' | 'interruptible']> = []): Container[] {
+    const waitOf = new Map(waits);
     return [...this.byHandle].map(([handle, container]) => {
       const counts = this.answers.get(handle)!;
-      return { ...container, answeredDefault: BigInt(counts.byDefault), answeredFastPath: BigInt(counts.fastPath) };
+      const wait = waitOf.get(handle);
+      return {
+        ...container,
+        answeredDefault: BigInt(counts.byDefault),
+        answeredFastPath: BigInt(counts.fastPath),
+        notificationWait: wait === 'killable' ? NotificationWait.NOTIFICATION_WAIT_KILLABLE
+          : wait === 'interruptible' ? NotificationWait.NOTIFICATION_WAIT_INTERRUPTIBLE
+            : NotificationWait.NOTIFICATION_WAIT_UNSPECIFIED,
+      };
     });
   }
 

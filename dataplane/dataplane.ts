@@ -8,6 +8,7 @@ import { handleFromProto, handleToProto, type ContainerHandle } from '../common/
 import { CHANNEL_FEATURE } from '../common/decision-channel';
 import { defaultActionToProto, formatDefaultAction } from '../common/default-action';
 import { durationFromMs, durationFromNs, durationToMs } from '../common/duration';
+import { isEmulationName } from '../common/emulations';
 import { AgentError, errnoName } from '../common/errors';
 import { HOLD_FEATURE, MAX_HOLD_MS } from '../common/hold-feature';
 import type { Logger } from '../common/logger';
@@ -189,8 +190,9 @@ export class DataPlane {
       this.log.info({ graceMs }, `the previous data plane had a control plane attached: for ${graceMs} ms new notifications wait for one to attach (each at most ${this.config.decisionTimeoutMs} ms) instead of getting the default action`);
     }
     this.log.info(
-      { origin, containers: result.containers.length, listeners: result.listenerPaths, journal: result.journal, inFlightAnswered: result.inFlightAnswered, inFlightHeld: result.inFlightHeld, lostAnswered: result.lostAnswered },
-      `took back ${result.containers.length} container(s) from ${origin === 'handoff' ? 'the data plane that handed over' : 'the fd store'}; of the notifications it had left unanswered, ${result.inFlightHeld} wait for the next control plane and ${result.inFlightAnswered + result.lostAnswered} got the default action (${formatDefaultAction(this.config.defaultAction)})`,
+      { origin, containers: result.containers.length, listeners: result.listenerPaths, journal: result.journal, inFlightAnswered: result.inFlightAnswered, inFlightHeld: result.inFlightHeld, lostAnswered: result.lostAnswered, inFlightWithHelper: result.inFlightWithHelper },
+      `took back ${result.containers.length} container(s) from ${origin === 'handoff' ? 'the data plane that handed over' : 'the fd store'}; of the notifications it had left unanswered, ${result.inFlightHeld} wait for the next control plane and ${result.inFlightAnswered + result.lostAnswered} got the default action (${formatDefaultAction(this.config.defaultAction)})` +
+        (result.inFlightWithHelper > 0 ? `; ${result.inFlightWithHelper} were with its emulation helpers, which answer them (waited for; done anew only if no helper of it lives)` : ''),
     );
     return result;
   }
@@ -446,7 +448,7 @@ export class DataPlane {
         { container: containerId, syscall, id: String(event.id), handle: event.handle },
         `control plane missed the ${this.config.decisionTimeoutMs} ms decision deadline: answered with the default action (${formatDefaultAction(this.config.defaultAction)})`,
       );
-    } else if (event.by === 'control-plane' && 'errno' in event.action && event.action.errno !== 0 && ['mkdir', 'mount', 'kill', 'freeze'].includes(event.action.kind)) {
+    } else if (event.by === 'control-plane' && 'errno' in event.action && event.action.errno !== 0 && isEmulationName(event.action.kind)) {
       this.log.info(
         { container: containerId, syscall, id: String(event.id), handle: event.handle, errno: errnoName(event.action.errno) },
         `emulated ${event.action.kind} returned ${errnoName(event.action.errno)}`,
@@ -671,7 +673,7 @@ export class DataPlane {
   // ---- queries --------------------------------------------------------------------------------
 
   listContainers(): Container[] {
-    return this.containers.list();
+    return this.containers.list(this.engine.targetWaits());
   }
 
   /** ExplainRule: the rule the engine itself would answer this call with. Throws AgentError EBAD_REQUEST. */

@@ -2,6 +2,7 @@
 // data plane offers, how each is checked, and what an answer reports.
 import { answerKindOf } from '../common/answer-labels';
 import { AnswerKind, type Decision } from '../proto/gen/seccompagent/v1/dataplane';
+import { EMULATION_FEATURES, emulationNamed, type PathCallName } from '../common/emulations';
 import { POLICY_FEATURE } from '../common/policy-feature';
 import type { AnsweredEvent, NativeDecision } from './native';
 
@@ -10,8 +11,7 @@ const SIGKILL = 9;
 
 /** Features this data plane offers to control planes (Welcome.features). */
 export const DATAPLANE_FEATURES = [
-  'decision.continue', 'decision.error', 'decision.value',
-  'decision.mkdir', 'decision.mount', 'decision.kill', 'decision.freeze', POLICY_FEATURE,
+  'decision.continue', 'decision.error', 'decision.value', ...EMULATION_FEATURES, POLICY_FEATURE,
 ];
 
 /** A path-like field: its `*_bytes` field exactly when set, else its (older, lossy) string field as UTF-8. */
@@ -30,6 +30,14 @@ function validErrno(errno: number): boolean {
 export function toNativeDecision(decision: Decision, initPid: number): NativeDecision | string {
   const action = decision.action;
   if (action === undefined) return 'the decision has no action';
+  const row = emulationNamed(action.$case);
+  if (row?.shape === 'path') {
+    // mkdir, and every emulation of its shape (common/emulations.ts): a path and a mode.
+    const m = (action as unknown as Record<string, { path: string; pathBytes?: Uint8Array; mode: number }>)[action.$case];
+    const path = exactBytes(m.pathBytes, m.path);
+    if (path.length === 0 || path.includes(0)) return `${row.name} needs a path without NUL bytes`;
+    return { kind: row.name as PathCallName, path, mode: m.mode & 0o7777 };
+  }
   switch (action.$case) {
     case 'continue':
       return { kind: 'continue' };
@@ -37,11 +45,6 @@ export function toNativeDecision(decision: Decision, initPid: number): NativeDec
       return validErrno(action.error.errno) ? { kind: 'error', errno: action.error.errno } : `errno ${action.error.errno} is not between 1 and 4095`;
     case 'value':
       return { kind: 'value', value: action.value.value };
-    case 'mkdir': {
-      const path = exactBytes(action.mkdir.pathBytes, action.mkdir.path);
-      if (path.length === 0 || path.includes(0)) return 'mkdir needs a path without NUL bytes';
-      return { kind: 'mkdir', path, mode: action.mkdir.mode & 0o7777 };
-    }
     case 'mount': {
       const m = action.mount;
       const [source, target, fstype, data] = [
@@ -63,6 +66,7 @@ export function toNativeDecision(decision: Decision, initPid: number): NativeDec
       return validErrno(errno) ? { kind: 'freeze', errno } : `errno ${action.freeze.errno} is not between 1 and 4095`;
     }
   }
+  return `the action ${action.$case} is not one this data plane performs`;
 }
 
 /** What an answer did, as the API reports it. */

@@ -3,6 +3,7 @@
 import * as path from 'node:path';
 import type { ContainerHandle } from '../common/container-handle';
 import type { FallbackAction } from '../common/default-action';
+import type { EmulationName, PathCallName } from '../common/emulations';
 
 /** What the data plane answers by itself (no control plane, deadline passed, detach). */
 export type NativeDefaultAction = FallbackAction;
@@ -23,7 +24,7 @@ export type NativeEmulatedDecision =
    * mkdir/mkdirat of `path` (dirfd from the notification's args for mkdirat), confined to the
    * target's root. Paths are bytes: a Uint8Array is used exactly; a string is taken as UTF-8.
    */
-  | { kind: 'mkdir'; path: NativeBytes; mode: number }
+  | { kind: PathCallName; path: NativeBytes; mode: number }
   | { kind: 'mount'; source: NativeBytes; target: NativeBytes; fstype: NativeBytes; flags: bigint; data: NativeBytes; requireCapSysAdmin: boolean }
   /** Kill the container through a pidfd of its init (`initPid`, the runtime's state.pid); the syscall gets `errno` if it survives. */
   | { kind: 'kill'; signal: number; initPid: number; errno: number }
@@ -126,7 +127,7 @@ export interface AnsweredEvent {
    * `{ kind: 'value', value: bigint }` (not yet in this type). An invalid channel decision is
    * answered with the default action at once, by 'no-control-plane', after its 'decision-dropped'.
    */
-  action: NativeDefaultAction | { kind: 'continue' | 'error' | 'value' | 'mkdir' | 'mount' | 'kill' | 'freeze'; errno: number; value: bigint };
+  action: NativeDefaultAction | { kind: 'continue' | 'error' | 'value' | EmulationName; errno: number; value: bigint };
   /** True when the target was gone (SEND said ENOENT, or the emulation found it stale). */
   gone: boolean;
   latencyNs: bigint;
@@ -244,6 +245,10 @@ export interface NativeStats {
   /** Decisions received on decision channels, and those dropped (by any path). */
   channelDecisions: number;
   decisionsDropped: number;
+  /** Calls a signal restarted, answered with the outcome of the emulation already done for them. */
+  emulationsReplayed: number;
+  /** A predecessor's emulations found with its helpers at restore: waiting, answered by them, decided anew, timed out. */
+  predecessorEmulations: { waiting: number; answered: number; redecided: number; timedOut: number };
   /** Whether every fd is kept in an fd store ($NOTIFY_SOCKET: systemd or seccomp-keeper). */
   fdStore: boolean;
   /**
@@ -280,6 +285,11 @@ export interface RestoreResult {
   lostAnswered: number;
   /** Ids it had in flight that the container's own policy answered. */
   inFlightByRules: number;
+  /**
+   * Ids it had handed to its emulation helpers: waited for while one of them lives (it answers
+   * the target itself), decided anew once none does (docs/emulation.md, "Exactly once").
+   */
+  inFlightWithHelper: number;
   /** Fds refused and closed, with why. */
   problems: string[];
 }
@@ -401,6 +411,8 @@ export interface NativeEngine {
    */
   extendDeadline(handle: ContainerHandle, id: bigint, holdMs: number, session: number): 'ok' | 'late' | 'unknown';
   stats(): NativeStats;
+  /** How each container's tasks wait for an answer, for those an emulation has seen. */
+  targetWaits(): Array<[ContainerHandle, 'killable' | 'interruptible']>;
   /** Stops the thread and closes every fd it owns. Idempotent. */
   stop(): void;
 }
@@ -446,6 +458,22 @@ export interface NativeAddon {
    * NEW_LISTENER, then NOTIF_SET_FLAGS): known at start, before any container. Blocks a few ms.
    */
   probeKernel(): { syncWakeUp: boolean; detail: string };
+  /** The native emulation table (native/addon/emulation_table.cpp), one row per emulated action, in kind order. */
+  emulations(): NativeEmulation[];
+}
+
+/** A row of the native emulation table, as emulations() gives it (common/emulations.ts is its twin). */
+export interface NativeEmulation {
+  kind: number;
+  name: string;
+  title: string;
+  feature: string;
+  /** policy.proto RuleAction's field number. */
+  ruleAction: number;
+  syscalls: string[];
+  executor: 'helper-pool' | 'action-worker';
+  /** nshelper::Op (native/common/nshelper_protocol.h); 0 for the action worker. */
+  helperOp: number;
 }
 
 const ROOT = path.resolve(__dirname, '..', '..');

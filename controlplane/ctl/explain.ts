@@ -2,6 +2,7 @@
 // first (ExplainRule: its own matcher on the rules as pushed, the ones that answer whether a control
 // plane is up or not); when that rule is "ask", or no rule answers, the control plane's
 // resource-policy explanation (ctl-server.ts) says what it decides.
+import { emulationNamed } from '../../common/emulations';
 import { errnoName } from '../../common/errors';
 import { AgentError } from '../../common/errors';
 import { listContainers } from '../../common/dataplane-client';
@@ -21,6 +22,7 @@ const ARG_OP_TEXT: Record<number, string> = {
 /** A rule's action in words ("mkdir with the suffix "-shop-web-1" (emulated)"). */
 export function describeRuleAction(rule: Rule): string {
   const a = rule.action?.action;
+  const emulation = a === undefined ? undefined : emulationNamed(a.$case);
   switch (a?.$case) {
     case 'continue': return 'continue';
     case 'error': return `errno ${errnoName(a.error.errno)}`;
@@ -30,7 +32,8 @@ export function describeRuleAction(rule: Rule): string {
     case 'kill': return 'kill the container';
     case 'freeze': return `freeze the container (errno ${errnoName(a.freeze.errno || 1)} once thawed)`;
     case 'ask': return 'ask the control plane';
-    default: return 'no action';
+    // An emulation with nothing more to say than its name (common/emulations.ts).
+    default: return emulation !== undefined ? `${emulation.title} (emulated)` : 'no action';
   }
 }
 

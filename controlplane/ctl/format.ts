@@ -9,6 +9,7 @@ import {
   type DefaultAction,
   type Event,
   FdStoreState,
+  NotificationWait,
   type GetStatusResponse,
 } from '../../proto/gen/seccompagent/v1/dataplane';
 
@@ -129,11 +130,14 @@ export function formatContainers(containers: Container[]): string {
     return ns && name ? `${ns}/${name}` : '-';
   };
   const policy = (c: Container) => (c.policyVersion ? `${c.policyVersion} (${c.policyRules} rules)` : 'none');
+  // WAIT: whether a signal can abandon a notification (docs/emulation.md, "Exactly once").
+  const wait = (c: Container) => c.notificationWait === NotificationWait.NOTIFICATION_WAIT_KILLABLE ? 'killable'
+    : c.notificationWait === NotificationWait.NOTIFICATION_WAIT_INTERRUPTIBLE ? 'interruptible' : '-';
   return table(
-    ['HANDLE', 'CONTAINER', 'STATUS', 'PID', 'POD', 'POLICY', 'FAST PATH', 'DEFAULT', 'SINCE', 'LABELS'],
+    ['HANDLE', 'CONTAINER', 'STATUS', 'PID', 'POD', 'POLICY', 'FAST PATH', 'DEFAULT', 'WAIT', 'SINCE', 'LABELS'],
     containers.map((c) => [
       String(c.handle), c.containerId, c.status === 'running' ? 'exec' : 'init', String(c.pid), pod(c), policy(c),
-      String(c.answeredFastPath), String(c.answeredDefault), c.registeredAt?.toISOString() ?? '', formatLabels(c.labels, '-'),
+      String(c.answeredFastPath), String(c.answeredDefault), wait(c), c.registeredAt?.toISOString() ?? '', formatLabels(c.labels, '-'),
     ]),
   );
 }

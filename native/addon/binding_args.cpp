@@ -134,66 +134,65 @@ bool ParseInteger(Napi::Object obj, const char* name, double min, double max, do
   return true;
 }
 
-// The emulated kinds (mkdir, mount, kill, freeze); false with a JS exception pending otherwise.
+// The emulated kinds (emulation_table.hpp, by name); false with a JS exception pending otherwise.
 // *matched is false when `kind` is none of them (the caller tries the immediate kinds).
 bool ParseEmulated(Napi::Env env, Napi::Object obj, const std::string& kind, bool* matched, Engine::EmulatedDecision* out) {
-  *matched = true;
+  const EmulationRow* row = EmulationNamed(kind);
+  *matched = row != nullptr;
+  if (row == nullptr) return false;
+  out->kind = row->kind;
   double d = 0;
-  if (kind == "mkdir") {
-    out->kind = EmulatedKind::kMkdir;
-    if (!ParseBytes(obj, "path", &out->mkdir.path) || !ParseInteger(obj, "mode", 0, 07777, &d)) return false;
-    out->mkdir.mode = static_cast<uint32_t>(d);
-    return true;
+  switch (row->shape) {
+    case EmulationShape::kPathCall:
+      if (!ParseBytes(obj, "path", &out->mkdir.path) || !ParseInteger(obj, "mode", 0, 07777, &d)) return false;
+      out->mkdir.mode = static_cast<uint32_t>(d);
+      return true;
+    case EmulationShape::kMount: {
+      if (!ParseBytes(obj, "source", &out->mount.source) || !ParseBytes(obj, "target", &out->mount.target) ||
+          !ParseBytes(obj, "fstype", &out->mount.fstype) || !ParseBytes(obj, "data", &out->mount.data)) {
+        return false;
+      }
+      if (out->mount.fstype.empty()) {
+        // The helper would refuse it as a bad request, which nobody answers.
+        ThrowRange(env, "decision fstype must not be empty");
+        return false;
+      }
+      Napi::Value flags = obj.Get("flags");
+      if (env.IsExceptionPending()) return false;
+      bool lossless = false;
+      if (flags.IsBigInt()) {
+        out->mount.flags = flags.As<Napi::BigInt>().Uint64Value(&lossless);
+      } else if (flags.IsNumber()) {
+        double f = flags.As<Napi::Number>().DoubleValue();
+        lossless = f >= 0 && f <= 9007199254740991.0 && f == std::floor(f);
+        out->mount.flags = lossless ? static_cast<uint64_t>(f) : 0;
+      }
+      if (!lossless) {
+        ThrowRange(env, "decision flags must be an unsigned 64-bit bigint");
+        return false;
+      }
+      Napi::Value cap = obj.Get("requireCapSysAdmin");
+      if (env.IsExceptionPending()) return false;
+      if (!cap.IsBoolean() && !cap.IsUndefined()) {
+        ThrowType(env, "decision requireCapSysAdmin must be a boolean");
+        return false;
+      }
+      out->mount.require_cap_sys_admin = cap.IsBoolean() && cap.As<Napi::Boolean>().Value();
+      return true;
+    }
+    case EmulationShape::kKill: {
+      if (!ParseInteger(obj, "signal", 1, 64, &d)) return false;
+      out->kill.signal = static_cast<int>(d);
+      if (!ParseInteger(obj, "initPid", 0, 2147483647.0, &d)) return false;
+      out->kill.init_pid = static_cast<pid_t>(d);
+      Napi::Value e = obj.Get("errno");
+      return !env.IsExceptionPending() && ParseErrno(env, e, &out->error);
+    }
+    case EmulationShape::kFreeze: {
+      Napi::Value e = obj.Get("errno");
+      return !env.IsExceptionPending() && ParseErrno(env, e, &out->error);
+    }
   }
-  if (kind == "mount") {
-    out->kind = EmulatedKind::kMount;
-    if (!ParseBytes(obj, "source", &out->mount.source) || !ParseBytes(obj, "target", &out->mount.target) ||
-        !ParseBytes(obj, "fstype", &out->mount.fstype) || !ParseBytes(obj, "data", &out->mount.data)) {
-      return false;
-    }
-    if (out->mount.fstype.empty()) {
-      // The helper would refuse it as a bad request, which nobody answers.
-      ThrowRange(env, "decision fstype must not be empty");
-      return false;
-    }
-    Napi::Value flags = obj.Get("flags");
-    if (env.IsExceptionPending()) return false;
-    bool lossless = false;
-    if (flags.IsBigInt()) {
-      out->mount.flags = flags.As<Napi::BigInt>().Uint64Value(&lossless);
-    } else if (flags.IsNumber()) {
-      double f = flags.As<Napi::Number>().DoubleValue();
-      lossless = f >= 0 && f <= 9007199254740991.0 && f == std::floor(f);
-      out->mount.flags = lossless ? static_cast<uint64_t>(f) : 0;
-    }
-    if (!lossless) {
-      ThrowRange(env, "decision flags must be an unsigned 64-bit bigint");
-      return false;
-    }
-    Napi::Value cap = obj.Get("requireCapSysAdmin");
-    if (env.IsExceptionPending()) return false;
-    if (!cap.IsBoolean() && !cap.IsUndefined()) {
-      ThrowType(env, "decision requireCapSysAdmin must be a boolean");
-      return false;
-    }
-    out->mount.require_cap_sys_admin = cap.IsBoolean() && cap.As<Napi::Boolean>().Value();
-    return true;
-  }
-  if (kind == "kill") {
-    out->kind = EmulatedKind::kKill;
-    if (!ParseInteger(obj, "signal", 1, 64, &d)) return false;
-    out->kill.signal = static_cast<int>(d);
-    if (!ParseInteger(obj, "initPid", 0, 2147483647.0, &d)) return false;
-    out->kill.init_pid = static_cast<pid_t>(d);
-    Napi::Value e = obj.Get("errno");
-    return !env.IsExceptionPending() && ParseErrno(env, e, &out->error);
-  }
-  if (kind == "freeze") {
-    out->kind = EmulatedKind::kFreeze;
-    Napi::Value e = obj.Get("errno");
-    return !env.IsExceptionPending() && ParseErrno(env, e, &out->error);
-  }
-  *matched = false;
   return false;
 }
 

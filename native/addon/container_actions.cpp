@@ -16,6 +16,7 @@
 
 #include "cgroup_paths.hpp"
 #include "nshelper_pool.hpp"
+#include "notify_fd.hpp"
 #include "nshelper_protocol.h"
 #include "seccomp_compat.h"
 
@@ -50,7 +51,7 @@ bool StillPending(const NotificationRef& ref) {
 }
 
 // Answers the notification with r.err (or answer_errno for a success) unless it is stale.
-ActionResult Answer(const NotificationRef& ref, ActionResult r, int answer_errno) {
+ActionResult AnswerWith(const NotificationRef& ref, ActionResult r, int answer_errno) {
   if (answer_errno <= 0) return r;
   if (r.outcome == ActionOutcome::kStale) {
     if (!StillPending(ref)) return r;
@@ -63,14 +64,7 @@ ActionResult Answer(const NotificationRef& ref, ActionResult r, int answer_errno
     r.stage = "lookup";
   }
   if (r.outcome == ActionOutcome::kDone && r.err == 0) r.err = answer_errno;
-  seccomp_notif_resp resp = {};
-  resp.id = ref.id;
-  resp.error = -r.err;
-  if (ioctl(ref.notify_fd, SECCOMP_IOCTL_NOTIF_SEND, &resp) == 0) {
-    r.answered = true;
-  } else {
-    r.send_err = errno;
-  }
+  r.answered = NotifySendErrno(ref.notify_fd, ref.id, r.err, &r.send_err);
   return r;
 }
 
@@ -115,6 +109,8 @@ std::function<void(const nshelper::Response&, int, uint64_t)> Adapt(ActionDone d
     r.err = resp.err;
     r.answered = (resp.flags & nshelper::kAnswered) != 0;
     r.send_err = resp.send_err;
+    r.replayed = (resp.flags & nshelper::kReplayed) != 0;
+    r.target_wait = (resp.flags & nshelper::kTargetWaitKillable) ? 'D' : (resp.flags & nshelper::kTargetWaitInterruptible) ? 'S' : 0;
     if (internal_err != 0) {
       r.outcome = ActionOutcome::kFailed;
       r.cause = internal_err;
@@ -136,6 +132,9 @@ NsHelperJob MakeJob(const NotificationRef& ref, uint16_t op, bool respond, int f
   job.header.pid = int32_t(ref.pid);
   job.header.flags = respond ? uint32_t(nshelper::kRespond) : 0u;
   job.header.dirfd = AT_FDCWD;
+  job.header.nr = ref.nr;
+  job.header.arch = ref.arch;
+  memcpy(job.header.args, ref.args, sizeof job.header.args);
   job.owner = ref.owner;
   job.done = Adapt(std::move(done));
   job.notify_fd = ref.notify_fd >= 0 ? fcntl(ref.notify_fd, F_DUPFD_CLOEXEC, 0) : -1;
@@ -144,15 +143,8 @@ NsHelperJob MakeJob(const NotificationRef& ref, uint16_t op, bool respond, int f
     job.precomputed = true;
     job.response.stage = nshelper::kStageInternal;
     job.response.err = failure_errno;
-    if (respond && ref.notify_fd >= 0) {
-      seccomp_notif_resp answer = {};
-      answer.id = ref.id;
-      answer.error = -failure_errno;
-      if (ioctl(ref.notify_fd, SECCOMP_IOCTL_NOTIF_SEND, &answer) == 0) {
-        job.response.flags |= nshelper::kAnswered;
-      } else {
-        job.response.send_err = errno;
-      }
+    if (respond && ref.notify_fd >= 0 && NotifySendErrno(ref.notify_fd, ref.id, failure_errno, &job.response.send_err)) {
+      job.response.flags |= nshelper::kAnswered;
     }
   }
   return job;
@@ -234,6 +226,7 @@ std::unique_ptr<Emulator> Emulator::Create(const EmulatorOptions& options, std::
   po.idle_timeout_ms = options.idle_timeout_ms;
   po.busy_poll_us = options.busy_poll_us;
   po.failure_errno = options.failure_errno;
+  po.replay_book = options.replay_book;
   std::unique_ptr<NsHelperPool> pool = NsHelperPool::Start(po, error);
   if (!pool) return nullptr;
   std::unique_ptr<Emulator> e(new Emulator);
@@ -245,7 +238,11 @@ std::unique_ptr<Emulator> Emulator::Create(const EmulatorOptions& options, std::
 Emulator::~Emulator() { Stop(); }
 
 void Emulator::Mkdir(const NotificationRef& ref, const MkdirArgs& args, bool respond, ActionDone done) {
-  NsHelperJob job = MakeJob(ref, nshelper::kOpMkdir, respond, failure_errno_, std::move(done));
+  PathCall(nshelper::kOpMkdir, ref, args, respond, std::move(done));
+}
+
+void Emulator::PathCall(uint16_t op, const NotificationRef& ref, const MkdirArgs& args, bool respond, ActionDone done) {
+  NsHelperJob job = MakeJob(ref, op, respond, failure_errno_, std::move(done));
   if (args.path.size() > nshelper::kMaxString) Precompute(&job, nshelper::kStageResolve, ENAMETOOLONG);
   job.header.dirfd = args.dirfd;
   job.header.mode = args.mode;
@@ -296,11 +293,11 @@ ActionResult KillContainer(const NotificationRef& ref, const KillArgs& args, int
     for (int waited_ms = 0; waited_ms < 2000 && StillPending(ref); waited_ms++) usleep(1000);
     if (!StillPending(ref)) return r;
   }
-  return Answer(ref, r, answer_errno);
+  return AnswerWith(ref, r, answer_errno);
 }
 
 ActionResult FreezeContainer(const NotificationRef& ref, int answer_errno) {
-  return Answer(ref, FreezeContainerOnly(ref), answer_errno);
+  return AnswerWith(ref, FreezeContainerOnly(ref), answer_errno);
 }
 
 static ActionResult KillContainerOnly(const NotificationRef& ref, const KillArgs& args) {
@@ -379,16 +376,7 @@ namespace {
 ActionResult NotRun(const NotificationRef& ref, int answer_errno, int failure_errno, int cause, uint64_t start) {
   ActionResult r = Result(ActionOutcome::kFailed, failure_errno, cause == ECANCELED ? "stopped" : "worker", start);
   r.cause = cause;
-  if (answer_errno > 0 && ref.notify_fd >= 0) {
-    seccomp_notif_resp resp = {};
-    resp.id = ref.id;
-    resp.error = -failure_errno;
-    if (ioctl(ref.notify_fd, SECCOMP_IOCTL_NOTIF_SEND, &resp) == 0) {
-      r.answered = true;
-    } else {
-      r.send_err = errno;
-    }
-  }
+  if (answer_errno > 0 && ref.notify_fd >= 0) r.answered = NotifySendErrno(ref.notify_fd, ref.id, failure_errno, &r.send_err);
   return r;
 }
 

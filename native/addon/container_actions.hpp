@@ -23,6 +23,7 @@
 namespace seccomp_agent {
 
 class NsHelperPool;
+class ReplayBookFile;
 
 // The notification an action is for. notify_fd is borrowed for the duration of the call: what the
 // emulator keeps, it dups. Every action re-checks NOTIF_ID_VALID after opening the target's /proc
@@ -32,8 +33,14 @@ struct NotificationRef {
   uint64_t id = 0;
   pid_t pid = 0;       // the notifying task, as NOTIF_RECV reported it
   uint64_t owner = 0;  // the engine's container handle; Forget(owner) releases its helper
+  // The notification's syscall and arguments: a helper tells the call a signal restarted by them
+  // (nshelper_replay.hpp). nr 0 (not known) turns that off.
+  uint32_t nr = 0;
+  uint32_t arch = 0;
+  uint64_t args[6] = {};
 };
 
+// The arguments of a path call (mkdir, and each emulation of that shape in emulation_table.hpp).
 struct MkdirArgs {
   int dirfd = AT_FDCWD;  // mkdirat: the target's own fd number (args[0]); mkdir: AT_FDCWD
   std::string path;      // as the target would pass it (the control plane may have rewritten it)
@@ -77,6 +84,12 @@ struct ActionResult {
   std::string detail;        // freeze/thaw: the control file written; refusals: why
   uint64_t latency_ns = 0;   // from the call to the result
   uint64_t helper_ns = 0;    // time spent inside the helper
+  // The call was one a signal restarted after its first notification had been emulated: answered
+  // with that outcome, nothing done again (nshelper_replay.hpp).
+  bool replayed = false;
+  // How the target waited while the helper worked ('D' killable: its filter has
+  // WAIT_KILLABLE_RECV; 'S' interruptible: it has not); 0 when not seen.
+  char target_wait = 0;
 };
 
 using ActionDone = std::function<void(const ActionResult&)>;
@@ -89,6 +102,7 @@ struct EmulatorOptions {
   uint32_t idle_timeout_ms = 60000;
   uint32_t busy_poll_us = 0;  // NsHelperPoolOptions::busy_poll_us
   int failure_errno = EPERM;  // answer when no helper could act (respond=true)
+  ReplayBookFile* replay_book = nullptr;  // NsHelperPoolOptions::replay_book
 };
 
 struct EmulatorStats {
@@ -107,6 +121,9 @@ class Emulator {
   // after acting, so the target wakes without a hop back; failure_errno when no helper could act),
   // and the engine only records the result. respond=false: the engine answers with result.err.
   void Mkdir(const NotificationRef& ref, const MkdirArgs& args, bool respond, ActionDone done);
+  // Any thread. A helper operation `op` (nshelper::Op) of the path-call shape (mkdir and those
+  // like it, emulation_table.hpp): a dirfd, a path and a mode. Mkdir is PathCall(kOpMkdir, ...).
+  void PathCall(uint16_t op, const NotificationRef& ref, const MkdirArgs& args, bool respond, ActionDone done);
   void Mount(const NotificationRef& ref, const MountArgs& args, bool respond, ActionDone done);
   // Any thread. The container is gone (its notify fd hung up): its helper exits.
   void Forget(uint64_t owner);

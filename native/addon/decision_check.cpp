@@ -1,6 +1,6 @@
 #include "decision_check.hpp"
 
-#include "path_args.h"
+#include "emulation_table.hpp"
 #include "seccomp_compat.h"
 
 namespace seccomp_agent {
@@ -63,19 +63,12 @@ DecisionReason ChannelAnswer(const decision_channel::DecisionBody& body, Answer*
 }
 
 DecisionReason CheckEmulation(EmulatedKind kind, const Notification& n) {
-  switch (kind) {
-    case EmulatedKind::kMkdir:
-      return n.arch == AUDIT_ARCH_X86_64 && (n.nr == kSys_mkdir || n.nr == kSys_mkdirat) ? DecisionReason::kOk
-                                                                                      : DecisionReason::kWrongSyscall;
-    case EmulatedKind::kMount:
-      return n.arch == AUDIT_ARCH_X86_64 && n.nr == kSys_mount ? DecisionReason::kOk : DecisionReason::kWrongSyscall;
-    case EmulatedKind::kKill:
-    case EmulatedKind::kFreeze:
-      return DecisionReason::kOk;
-    case EmulatedKind::kNone:
-      break;
-  }
-  return DecisionReason::kBadKind;
+  const EmulationRow* row = EmulationOf(kind);
+  if (row == nullptr) return DecisionReason::kBadKind;
+  if (AnswersAnySyscall(*row)) return DecisionReason::kOk;
+  return n.arch == AUDIT_ARCH_X86_64 && EmulatedCallOf(*row, static_cast<int>(n.nr)) != nullptr
+             ? DecisionReason::kOk
+             : DecisionReason::kWrongSyscall;
 }
 
 DropReason DropReasonOf(DecisionReason reason) {

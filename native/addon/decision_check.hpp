@@ -33,8 +33,8 @@ DecisionReason CheckPending(const PendingTable& table, uint32_t handle, uint64_t
 DecisionReason CheckAnswer(const Answer& answer);
 // Any thread: the answer a channel Decision frame carries, checked (*answer set when kOk).
 DecisionReason ChannelAnswer(const decision_channel::DecisionBody& body, Answer* answer);
-// Any thread: whether an emulation of `kind` can answer notification `n` (mkdir: x86_64 mkdir or
-// mkdirat; mount: x86_64 mount; kill and freeze: any).
+// Any thread: whether an emulation of `kind` can answer notification `n` (its row's x86_64
+// syscalls; a row that names none, kill and freeze: any).
 DecisionReason CheckEmulation(EmulatedKind kind, const Notification& n);
 // The channel's decision-dropped reason for a refused decision (the decoder's order).
 DropReason DropReasonOf(DecisionReason reason);

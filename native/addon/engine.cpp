@@ -64,6 +64,8 @@ bool Engine::Init(Napi::Env env, Napi::Function on_events, std::string* error) {
   }
   journal_ = InFlightJournal::Create(error);
   if (journal_ == nullptr) return false;
+  replay_book_ = ReplayBookFile::Create(error);
+  if (replay_book_ == nullptr) return false;
   pending_.SetJournal(journal_.get());
   std::string store_error;
   notifier_ = fd_store::Notifier::FromEnvironment(&store_error);
@@ -93,6 +95,10 @@ bool Engine::Start(std::string* error) {
     StoreFd("journal", journal_->fd());
     journal_stored_ = true;
   }
+  if (!replay_book_stored_) {
+    StoreFd("replays", replay_book_->fd());
+    replay_book_stored_ = true;
+  }
   // The engine thread takes no signals: they belong to Node's main thread.
   sigset_t all, old;
   sigfillset(&all);
@@ -113,6 +119,8 @@ bool Engine::Start(std::string* error) {
 void Engine::Stop() {
   if (stopped_) return;
   stopped_ = true;
+  // The predecessor's emulations still waited for stay in the journal for whoever comes next.
+  if (predecessor_ != nullptr) predecessor_->Stop();
   if (thread_started_) {
     stop_requested_.store(true);
     {
@@ -146,6 +154,16 @@ void Engine::Stop() {
     if (queue_ != nullptr && !handed_over_) {
       pending_.SettleAll(DefaultAction(), &js_buffers_,
                          [this](const PendingTable::Answered& a) { PushSettled(a, AnsweredBy::kDetached, true); });
+      // The predecessor's notifications no helper did, not decided yet: the default, like the rest.
+      std::lock_guard<std::mutex> deferred_lock(deferred_mu_);
+      for (const PredecessorEmulations::Item& item : deferred_) {
+        auto it = containers_.find(item.notification.handle);
+        if (it == containers_.end()) continue;
+        const Answer action = DefaultAction();
+        const SendResult result = NotifySend(it->second->fd, &js_buffers_, item.notification.id, action, nullptr);
+        PushAnswered(item.notification.handle, item.notification.id, AnsweredBy::kDetached, action, result, 0, true);
+      }
+      deferred_.clear();
     }
     pending_.Clear();
     sessions_.clear();
@@ -168,6 +186,7 @@ void Engine::Stop() {
   // Every thread that writes to them has ended. Under a handoff the successor has its own copies.
   pending_.SetJournal(nullptr);
   journal_.reset();
+  replay_book_.reset();  // after the emulator: its helpers were given copies, its pool a pointer
   notifier_.reset();
   if (wake_fd_ >= 0) close(wake_fd_);
   if (timer_fd_ >= 0) close(timer_fd_);
@@ -199,6 +218,10 @@ void Engine::RemoveContainer(Container* container) {
     emulator = emulator_.get();
   }
   rules_.Forget(handle);
+  {
+    std::lock_guard<std::mutex> lock(waits_mu_);
+    target_waits_.erase(handle);
+  }
   // Its helper exits once no other container uses it (emulations in flight still finish: stale).
   if (emulator != nullptr) emulator->Forget(handle);
   UnstoreFd(NotifyName(handle));
@@ -358,6 +381,11 @@ Engine::Stats Engine::GetStats() {
   stats.sync_wake_up = sync_wake_up_.load();
   stats.channel_decisions = channel_decisions_.load(std::memory_order_relaxed);
   stats.decisions_dropped = decisions_dropped_.load(std::memory_order_relaxed);
+  stats.emulations_replayed = emulations_replayed_.load(std::memory_order_relaxed);
+  stats.predecessor_waiting = predecessor_ != nullptr ? predecessor_->waiting() : 0;
+  stats.predecessor_answered = predecessor_answered_.load(std::memory_order_relaxed);
+  stats.predecessor_redecided = predecessor_redecided_.load(std::memory_order_relaxed);
+  stats.predecessor_timed_out = predecessor_timed_out_.load(std::memory_order_relaxed);
   return stats;
 }
 

@@ -46,6 +46,8 @@
 #include "ingest.hpp"
 #include "journal.hpp"
 #include "pending_table.hpp"
+#include "predecessor_emulations.hpp"
+#include "replay_book_file.hpp"
 #include "rule_table.hpp"
 #include "notify_fd.hpp"
 #include "target_memory.hpp"
@@ -77,8 +79,8 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   };
   // A control plane's decision the engine performs for the target (see docs/emulation.md).
   struct EmulatedDecision {
-    EmulatedKind kind = EmulatedKind::kMkdir;
-    MkdirArgs mkdir;  // dirfd is taken from the notification, never from here
+    EmulatedKind kind = EmulatedKind::kNone;  // a row of emulation_table.hpp (ParseEmulated sets it)
+    MkdirArgs mkdir;  // a path call (mkdir): dirfd is taken from the notification, never from here
     MountArgs mount;
     KillArgs kill;    // init_pid and signal (init_pidfd unused)
     int32_t error = 0;  // kill, freeze: the errno the syscall gets once the action is done
@@ -102,6 +104,7 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
     size_t in_flight_held = 0;      // ... or held for the next control plane (it had one attached)
     size_t lost_answered = 0;       // ids it received but never journaled, found past each last id
     size_t in_flight_by_rules = 0;  // ... answered by the container's own policy
+    size_t in_flight_with_helper = 0;  // ... carried by a helper of the predecessor: waited for
     std::vector<std::string> problems;  // fds refused and closed, with why
   };
   struct Stats {
@@ -113,7 +116,19 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
     size_t emulation_helpers = 0;
     uint64_t channel_decisions = 0;
     uint64_t decisions_dropped = 0;
+    // Restarted calls a helper answered with the outcome of the emulation it had already done
+    // for their first notification (nshelper_replay.hpp).
+    uint64_t emulations_replayed = 0;
+    // A predecessor's emulations found in flight at a restore (predecessor_emulations.hpp):
+    // still waited for, answered by its helper, decided anew (no helper had done them), timed out.
+    size_t predecessor_waiting = 0;
+    uint64_t predecessor_answered = 0;
+    uint64_t predecessor_redecided = 0;
+    uint64_t predecessor_timed_out = 0;
   };
+  // How a container's tasks wait for an answer, as its emulations saw it ('D' killable: the filter
+  // has WAIT_KILLABLE_RECV; 'S' interruptible: it has not). Containers not seen yet are absent.
+  std::vector<std::pair<uint32_t, char>> TargetWaits();
 
   explicit Engine(const Options& options);
   ~Engine() override;  // Stop()
@@ -232,6 +247,11 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   static void* ThreadMain(void* self);
   void Run();                                                 // engine thread
   void OnNotifyReady(Container* container, uint32_t events);  // engine thread
+  // Engine thread: a notification received (or handed back by the predecessor's waiter) is
+  // decided: the container's rules, a control plane, or the default.
+  void OnReceived(Container* container, const Notification& n);
+  // Engine thread: the predecessor's notifications no helper did, decided as if just received.
+  void DecideDeferred();
   uint64_t NextWakeNs();                                       // engine thread
   void WakeThread();                                           // any thread: the loop iterates once
   // Engine thread: the epoll timeout for a wake-up due at `wake_ns` (0 or -1; arms timer_fd_).
@@ -241,6 +261,9 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   void PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, SendResult result,
                     uint64_t latency_ns, bool urgent, Unseen unseen = Unseen(), int32_t rule = -1,
                     EmulatedKind emulated = EmulatedKind::kNone);
+  // The one builder of an 'answered' event (PushAnswered, an emulation's report).
+  static Event AnsweredEvent(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, bool gone,
+                             uint64_t latency_ns, Unseen unseen, int32_t rule, EmulatedKind emulated);
   // What JS hears of an answer this engine gave at once by itself (default action, or `rule`'s):
   // its notification and answer while someone watches; else a count in the tally (engine thread)
   // or one 'answered' event that stands for both.
@@ -302,12 +325,28 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // JS thread: the executors of emulations, made on first use (outside mu_; published under it).
   Emulator* EnsureEmulator();
   ActionWorker* EnsureActionWorker();
+  // JS thread: the executor of `row`, made on first use; false when it is not running.
+  bool EnsureExecutor(const EmulationRow& row);
+  // Under mu_: whether the executor of `row` runs.
+  bool ExecutorRunningLocked(const EmulationRow& row) const;
+  // Under mu_: the one dispatch of every emulation, a control plane's decision (RespondEmulated)
+  // and a rule's (DispatchRuleEmulationLocked) alike: hands `entry`'s notification to its row's
+  // executor (which answers it) with the done callback that reports it (OnEmulated) and releases
+  // entry.journal_slot. The executor runs (ExecutorRunningLocked).
+  void DispatchEmulationLocked(const PendingEntry& entry, const EmulatedDecision& decision, AnsweredBy by, int32_t rule,
+                               Unseen unseen);
   // Emulator or action-worker thread (inline under mu_ in rare cases): an emulation finished.
   void OnEmulated(uint32_t handle, uint64_t id, EmulatedKind kind, uint64_t received_ns, uint32_t journal_slot,
                   const ActionResult& result, AnsweredBy by = AnsweredBy::kControlPlane, int32_t rule = -1,
                   Unseen unseen = Unseen());
 
+  // Under mu_: the executors' view of `n` (its fd borrowed); a helper's kind marks its journal
+  // slot first, so a successor waits for the helper instead of doing it again.
+  NotificationRef EmulationRefLocked(int notify_fd, const Notification& n, const EmulationRow& row, uint32_t journal_slot);
+
   // engine_restore.cpp
+  // Restore(): the waiter's report on one of the predecessor's emulations (its thread).
+  void OnPredecessorEmulation(const PredecessorEmulations::Item& item, PredecessorEmulations::Fate fate);
   // Restore(): answers `id` of `container` with the default action, as recovered.
   bool AnswerRecovered(Container* container, uint64_t id);
   // Restore(), under mu_ (engine_rules.cpp): a lost id (received by a predecessor that died before
@@ -333,6 +372,10 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   int handoff_fd_ = -1;
   int handoff_conn_ = -1;  // the successor's connection after a handoff, closed by Stop()
   std::unique_ptr<InFlightJournal> journal_;
+  // What the emulation helpers did for calls a signal may restart (replay_book_file.hpp): made at
+  // Init or taken back from a predecessor, kept in the fd store as "replays".
+  std::unique_ptr<ReplayBookFile> replay_book_;
+  bool replay_book_stored_ = false;  // JS thread
   std::unique_ptr<fd_store::Notifier> notifier_;  // null: no fd store
   bool journal_stored_ = false;                   // JS thread
   bool handed_over_ = false;                      // JS thread
@@ -376,6 +419,20 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // container); destroyed only by Stop(), after the engine thread has ended.
   std::unique_ptr<Emulator> emulator_;
   std::unique_ptr<ActionWorker> action_worker_;
+
+  // The predecessor's emulations still carried by its helpers (Restore), and the ones none did,
+  // waiting for the engine thread to decide them (guarded by deferred_mu_).
+  std::unique_ptr<PredecessorEmulations> predecessor_;
+  std::mutex deferred_mu_;
+  std::vector<PredecessorEmulations::Item> deferred_;
+  std::atomic<bool> has_deferred_{false};
+  std::atomic<uint64_t> emulations_replayed_{0};
+  std::atomic<uint64_t> predecessor_answered_{0};
+  std::atomic<uint64_t> predecessor_redecided_{0};
+  std::atomic<uint64_t> predecessor_timed_out_{0};
+  // Containers' TargetWaits (guarded by waits_mu_: written by the executors' threads).
+  std::mutex waits_mu_;
+  std::unordered_map<uint32_t, char> target_waits_;
 
   // JS thread: when the last failed attempt to start the emulator was, and why.
   uint64_t emulator_failed_ns_ = 0;

@@ -45,6 +45,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
                            InstanceMethod<&EngineWrap::JsRespond>("respond"),
                            InstanceMethod<&EngineWrap::JsExtendDeadline>("extendDeadline"),
                            InstanceMethod<&EngineWrap::JsStats>("stats"),
+                           InstanceMethod<&EngineWrap::JsTargetWaits>("targetWaits"),
                            InstanceMethod<&EngineWrap::JsRestore>("restore"),
                            InstanceMethod<&EngineWrap::JsListenHandoff>("listenHandoff"),
                            InstanceMethod<&EngineWrap::JsSetAccepting>("setAccepting"),
@@ -500,6 +501,21 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     return result;
   }
 
+  // JS thread. [handle, 'killable' | 'interruptible'] for each container an emulation has seen.
+  Napi::Value JsTargetWaits(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    const auto waits = engine_->TargetWaits();
+    Napi::Array out = Napi::Array::New(env, waits.size());
+    for (size_t i = 0; i < waits.size(); i++) {
+      Napi::Array pair = Napi::Array::New(env, 2);
+      pair.Set(0u, Napi::Number::New(env, waits[i].first));
+      pair.Set(1u, Napi::String::New(env, waits[i].second == 'D' ? "killable" : "interruptible"));
+      out.Set(static_cast<uint32_t>(i), pair);
+    }
+    return out;
+  }
+
   Napi::Value JsStats(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (!Usable(env)) return env.Undefined();
@@ -513,6 +529,13 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     o.Set("emulationHelpers", Napi::Number::New(env, static_cast<double>(s.emulation_helpers)));
     o.Set("channelDecisions", Napi::Number::New(env, static_cast<double>(s.channel_decisions)));
     o.Set("decisionsDropped", Napi::Number::New(env, static_cast<double>(s.decisions_dropped)));
+    o.Set("emulationsReplayed", Napi::Number::New(env, static_cast<double>(s.emulations_replayed)));
+    Napi::Object predecessor = Napi::Object::New(env);
+    predecessor.Set("waiting", Napi::Number::New(env, static_cast<double>(s.predecessor_waiting)));
+    predecessor.Set("answered", Napi::Number::New(env, static_cast<double>(s.predecessor_answered)));
+    predecessor.Set("redecided", Napi::Number::New(env, static_cast<double>(s.predecessor_redecided)));
+    predecessor.Set("timedOut", Napi::Number::New(env, static_cast<double>(s.predecessor_timed_out)));
+    o.Set("predecessorEmulations", predecessor);
     o.Set("fdStore", Napi::Boolean::New(env, engine_->fd_store_enabled()));
     Ingest::DropCounts d = engine_->ingest() != nullptr ? engine_->ingest()->Dropped() : Ingest::DropCounts();
     Napi::Object dropped = Napi::Object::New(env);
@@ -574,6 +597,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     o.Set("inFlightHeld", Napi::Number::New(env, static_cast<double>(r.in_flight_held)));
     o.Set("lostAnswered", Napi::Number::New(env, static_cast<double>(r.lost_answered)));
     o.Set("inFlightByRules", Napi::Number::New(env, static_cast<double>(r.in_flight_by_rules)));
+    o.Set("inFlightWithHelper", Napi::Number::New(env, static_cast<double>(r.in_flight_with_helper)));
     o.Set("problems", problems);
     return o;
   }

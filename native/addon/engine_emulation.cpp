@@ -17,18 +17,10 @@ namespace {
 
 // The errno an emulation that could not run answers with (never ENOSYS: that reads as "no agent").
 constexpr int kEmulationFailureErrno = EPERM;
+// Containers whose target waits are kept at most (TargetWaits).
+constexpr size_t kMaxTargetWaits = 65536;
 // A helper binary that could not be started is tried again after this long.
 constexpr uint64_t kEmulatorRetryNs = 10000000000ull;
-
-const char* EmulatedName(EmulatedKind kind) {
-  switch (kind) {
-    case EmulatedKind::kMkdir: return "mkdir";
-    case EmulatedKind::kMount: return "mount";
-    case EmulatedKind::kKill: return "kill-container";
-    case EmulatedKind::kFreeze: return "freeze-container";
-    default: return "none";
-  }
-}
 
 std::string HexText(uint32_t value) {
   char text[16];
@@ -53,9 +45,9 @@ Engine::RespondStatus Engine::RespondEmulated(uint32_t handle, uint64_t id, cons
       return reason == DecisionReason::kLate ? RespondStatus::kLate : RespondStatus::kUnknown;
     }
   }
-  const bool needs_helper = decision.kind == EmulatedKind::kMkdir || decision.kind == EmulatedKind::kMount;
-  Emulator* emulator = needs_helper ? EnsureEmulator() : nullptr;
-  ActionWorker* worker = needs_helper ? nullptr : EnsureActionWorker();
+  const EmulationRow* row = EmulationOf(decision.kind);
+  if (row == nullptr) return RespondStatus::kUnknown;  // binding_args parses only the table's kinds
+  const bool running = EnsureExecutor(*row);
   bool drained = false;
   bool failed = false;
   {
@@ -66,14 +58,12 @@ Engine::RespondStatus Engine::RespondEmulated(uint32_t handle, uint64_t id, cons
     }
     const Notification& n = found->notification;
     if (CheckEmulation(decision.kind, n) != DecisionReason::kOk) {
-      const bool mkdir = decision.kind == EmulatedKind::kMkdir;
-      *error = std::string("an emulated ") + EmulatedName(decision.kind) + " answers only x86_64 " +
-               (mkdir ? "mkdir and mkdirat" : "mount") + " notifications; notification " + std::to_string(id) +
-               " of container " + std::to_string(handle) + " is syscall " + std::to_string(n.nr) + " (arch " +
-               HexText(n.arch) + "); it stays pending";
+      *error = std::string("an emulated ") + row->title + " answers only x86_64 " + EmulatedSyscallNames(*row, " and ") +
+               " notifications; notification " + std::to_string(id) + " of container " + std::to_string(handle) +
+               " is syscall " + std::to_string(n.nr) + " (arch " + HexText(n.arch) + "); it stays pending";
       return RespondStatus::kWrongSyscall;
     }
-    if (needs_helper ? emulator == nullptr : worker == nullptr) {
+    if (!running) {
       // No executor: the failure errno, now (the take/answer/release of every other answer).
       Answer answer;
       answer.kind = Answer::kError;
@@ -82,60 +72,36 @@ Engine::RespondStatus Engine::RespondEmulated(uint32_t handle, uint64_t id, cons
       *latency_ns = a.latency_ns;
       drained = a.drained;
       failed = true;
-      Event event;
-      event.type = EventType::kAnswered;
-      event.handle = handle;
-      event.id = id;
-      event.by = AnsweredBy::kControlPlane;
-      event.emulated = decision.kind;
-      event.action = answer;
-      event.gone = a.result == SendResult::kGone;
-      event.ns = a.latency_ns;
-      queue_->Push(event, true);
+      PushAnswered(handle, id, AnsweredBy::kControlPlane, answer, a.result, a.latency_ns, true, Unseen(), -1, decision.kind);
       if (a.result == SendResult::kFailed) {
-        queue_->PushError("NOTIF_SEND of EPERM for the emulated " + std::string(EmulatedName(decision.kind)) +
+        queue_->PushError("NOTIF_SEND of EPERM for the emulated " + std::string(EmulatedTitle(decision.kind)) +
                           " of notification " + std::to_string(id) + " of container " + std::to_string(handle) +
                           " failed: " + ErrnoText(a.err));
       }
     } else {
       const PendingEntry entry = pending_.Take(handle, id, &drained);
       *latency_ns = MonotonicNs() - entry.notification.received_ns;
-      NotificationRef ref;
-      ref.notify_fd = entry.target->fd;  // borrowed under mu_: the executors dup it
-      ref.id = id;
-      ref.pid = static_cast<pid_t>(entry.notification.pid);
-      ref.owner = handle;
-      const EmulatedKind kind = decision.kind;
-      const uint64_t received = entry.notification.received_ns;
-      const uint32_t slot = entry.journal_slot;
-      // Runs on the executor's thread; takes only the queue's and the journal's locks, never mu_.
-      ActionDone done = [this, handle, id, kind, received, slot](const ActionResult& r) {
-        OnEmulated(handle, id, kind, received, slot, r);
-      };
-      switch (kind) {
-        case EmulatedKind::kMkdir: {
-          MkdirArgs args = decision.mkdir;
-          args.dirfd = n.nr == kSys_mkdirat ? static_cast<int>(static_cast<int32_t>(n.args[0])) : AT_FDCWD;
-          emulator->Mkdir(ref, args, /*respond=*/true, std::move(done));
-          break;
-        }
-        case EmulatedKind::kMount:
-          emulator->Mount(ref, decision.mount, /*respond=*/true, std::move(done));
-          break;
-        case EmulatedKind::kKill: {
-          KillArgs args = decision.kill;
-          args.init_pidfd = -1;
-          worker->Kill(ref, args, decision.error, std::move(done));
-          break;
-        }
-        default:
-          worker->Freeze(ref, decision.error, std::move(done));
-          break;
-      }
+      DispatchEmulationLocked(entry, decision, AnsweredBy::kControlPlane, -1, Unseen());
     }
   }
   if (failed || drained) queue_->Flush();
   return RespondStatus::kAccepted;
+}
+
+// Under mu_ (the fd is borrowed: the executors dup it).
+NotificationRef Engine::EmulationRefLocked(int notify_fd, const Notification& n, const EmulationRow& row, uint32_t journal_slot) {
+  NotificationRef ref;
+  ref.notify_fd = notify_fd;
+  ref.id = n.id;
+  ref.pid = static_cast<pid_t>(n.pid);
+  ref.owner = n.handle;
+  ref.nr = n.nr;
+  ref.arch = n.arch;
+  for (int i = 0; i < 6; i++) ref.args[i] = n.args[i];
+  if (row.executor == EmulationExecutor::kHelperPool && journal_ != nullptr) {
+    journal_->MarkWithHelper(journal_slot, n.id);
+  }
+  return ref;
 }
 
 // JS thread. The emulator's thread and helpers start on the first mkdir or mount; a helper binary
@@ -152,6 +118,7 @@ Emulator* Engine::EnsureEmulator() {
     o.helper_path = options_.helper_path;
     o.failure_errno = kEmulationFailureErrno;
     o.busy_poll_us = static_cast<uint32_t>(options_.busy_poll_ns / 1000);
+    o.replay_book = replay_book_.get();
     emulator = Emulator::Create(o, &error);
   }
   if (emulator == nullptr) {
@@ -184,48 +151,98 @@ ActionWorker* Engine::EnsureActionWorker() {
   return action_worker_.get();
 }
 
+// JS thread: the executor of `row` (started on first use); false when it is not running.
+bool Engine::EnsureExecutor(const EmulationRow& row) {
+  return row.executor == EmulationExecutor::kHelperPool ? EnsureEmulator() != nullptr : EnsureActionWorker() != nullptr;
+}
+
+// Under mu_.
+bool Engine::ExecutorRunningLocked(const EmulationRow& row) const {
+  return row.executor == EmulationExecutor::kHelperPool ? emulator_ != nullptr : action_worker_ != nullptr;
+}
+
+// Under mu_: the one dispatch. `entry` is out of the pending table (or, for a rule, never was in
+// it); its notification goes to its row's executor, which answers it; OnEmulated reports and
+// releases entry.journal_slot. The caller checked that the executor runs.
+void Engine::DispatchEmulationLocked(const PendingEntry& entry, const EmulatedDecision& decision, AnsweredBy by,
+                                     int32_t rule, Unseen unseen) {
+  const EmulationRow* row = EmulationOf(decision.kind);
+  const Notification& n = entry.notification;
+  const uint32_t handle = entry.target->handle;
+  // Borrowed under mu_: the executors dup it. A helper's row marks the journal slot first.
+  const NotificationRef ref = EmulationRefLocked(entry.target->fd, n, *row, entry.journal_slot);
+  const EmulatedKind kind = decision.kind;
+  const uint64_t id = n.id;
+  const uint64_t received = n.received_ns;
+  const uint32_t slot = entry.journal_slot;
+  // Runs on the executor's thread; takes only the queue's and the journal's locks, never mu_.
+  ActionDone done = [this, handle, id, kind, received, slot, by, rule, unseen](const ActionResult& r) {
+    OnEmulated(handle, id, kind, received, slot, r, by, rule, unseen);
+  };
+  switch (row->shape) {
+    case EmulationShape::kPathCall: {
+      // The dirfd is always the notification's own (its row says which argument), never the decision's.
+      MkdirArgs args = decision.mkdir;
+      const EmulatedCall* call = EmulatedCallOf(*row, static_cast<int>(n.nr));
+      args.dirfd = call != nullptr && call->dirfd >= 0 ? static_cast<int>(static_cast<int32_t>(n.args[call->dirfd])) : AT_FDCWD;
+      emulator_->PathCall(row->helper_op, ref, args, /*respond=*/true, std::move(done));
+      break;
+    }
+    case EmulationShape::kMount:
+      emulator_->Mount(ref, decision.mount, /*respond=*/true, std::move(done));
+      break;
+    case EmulationShape::kKill: {
+      KillArgs args = decision.kill;
+      args.init_pidfd = -1;
+      action_worker_->Kill(ref, args, decision.error, std::move(done));
+      break;
+    }
+    case EmulationShape::kFreeze:
+      action_worker_->Freeze(ref, decision.error, std::move(done));
+      break;
+  }
+}
+
 // Emulator or action-worker thread: reports the result (at once when JS waits for it: its own
 // decision). The executor answered the notification; this releases its journal slot (the release
 // of its take/answer/release).
 void Engine::OnEmulated(uint32_t handle, uint64_t id, EmulatedKind kind, uint64_t received_ns, uint32_t journal_slot,
                         const ActionResult& r, AnsweredBy by, int32_t rule, Unseen unseen) {
   pending_.ReleaseSlot(journal_slot);
+  if (r.replayed) emulations_replayed_.fetch_add(1, std::memory_order_relaxed);
+  if (r.target_wait != 0) {
+    std::lock_guard<std::mutex> lock(waits_mu_);
+    // An answer can come after its container's removal: bounded all the same (TargetWaits prunes).
+    if (target_waits_.size() >= kMaxTargetWaits) target_waits_.clear();
+    target_waits_[handle] = r.target_wait;
+  }
   const bool gone = r.outcome == ActionOutcome::kStale || (!r.answered && r.send_err == ENOENT);
-  Event event;
-  event.type = EventType::kAnswered;
-  event.handle = handle;
-  event.id = id;
-  event.by = by;
-  event.rule = rule;
-  event.notified = unseen.nr != Unseen::kNone;
-  event.nr = unseen.nr;
-  event.arch = unseen.arch;
-  event.emulated = kind;
-  event.action.kind = Answer::kError;
   // mkdir, mount: what the syscall returned. kill, freeze: 0 when the container was killed or
   // frozen (its syscall got the decision's errno), else why not.
   bool acted = r.outcome == ActionOutcome::kDone && strcmp(r.stage, "done") == 0;
-  event.action.error = (kind == EmulatedKind::kKill || kind == EmulatedKind::kFreeze) && acted ? 0 : r.err;
-  event.gone = gone;
-  event.ns = MonotonicNs() - received_ns;
+  const EmulationRow* row = EmulationOf(kind);
+  const bool on_container = row != nullptr && row->executor == EmulationExecutor::kActionWorker;
+  Answer action;
+  action.kind = Answer::kError;
+  action.error = on_container && acted ? 0 : r.err;
   // JS waits for the result of its own decision: that one goes at once. A rule's emulation was
   // decided natively, and its event rides the batch like the rule's other answers: a wake-up of
   // the JS thread per mkdir would sit on the next request's path (two vCPUs: the very next one).
   const bool urgent = by == AnsweredBy::kControlPlane;
-  queue_->Push(event, urgent);
+  queue_->Push(AnsweredEvent(handle, id, by, action, gone, MonotonicNs() - received_ns, unseen, rule, kind), urgent);
   // The texts of an error only when there is one: most emulations report none.
   const auto what = [&] {
-    return std::string("emulated ") + EmulatedName(kind) + " of notification " + std::to_string(id) + " of container " +
+    return std::string("emulated ") + EmulatedTitle(kind) + " of notification " + std::to_string(id) + " of container " +
            std::to_string(handle);
   };
   const auto got = [&] { return r.answered ? "; its syscall got " + ErrnoText(r.err) : std::string(); };
   if (r.outcome == ActionOutcome::kFailed) {
     queue_->PushError(what() + " failed at stage " + r.stage + " (" + ErrnoText(r.cause) + ")" + got());
-  } else if (r.outcome == ActionOutcome::kRefused && (kind == EmulatedKind::kKill || kind == EmulatedKind::kFreeze)) {
+  } else if (r.outcome == ActionOutcome::kRefused && on_container) {
     queue_->PushError(what() + " refused: " + (r.detail.empty() ? r.stage : r.detail) + got());
   }
   // A kill that took its caller leaves nothing to answer and sends nothing (send_err 0): its success.
-  const bool caller_killed = kind == EmulatedKind::kKill && acted && r.send_err == 0;
+  const bool caller_killed = row != nullptr && row->shape == EmulationShape::kKill && acted && r.send_err == 0;
   if (!r.answered && !gone && !caller_killed) {
     queue_->PushError(what() + " could not be answered (NOTIF_SEND: " + ErrnoText(r.send_err) + ")");
   }
@@ -235,6 +252,21 @@ void Engine::OnEmulated(uint32_t handle, uint64_t id, EmulatedKind kind, uint64_
     // The engine thread flushes due batches; it may be asleep with no timer for this one.
     WakeThread();
   }
+}
+
+// Any thread but an executor's (it takes mu_): the waits of containers served now.
+std::vector<std::pair<uint32_t, char>> Engine::TargetWaits() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> waits_lock(waits_mu_);
+  std::vector<std::pair<uint32_t, char>> waits;
+  for (auto it = target_waits_.begin(); it != target_waits_.end();) {
+    if (containers_.count(it->first) == 0) {
+      it = target_waits_.erase(it);
+    } else {
+      waits.push_back(*it++);
+    }
+  }
+  return waits;
 }
 
 }  // namespace seccomp_agent

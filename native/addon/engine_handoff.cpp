@@ -101,6 +101,7 @@ bool Engine::HandOff(int conn, int timeout_ms, std::string* summary, uint64_t* p
     std::lock_guard<std::mutex> lock(mu_);
     for (int fd : ingest_->ListenerFds()) fds.push_back(handoff::NamedFd{fd, "listener"});
     fds.push_back(handoff::NamedFd{journal_->fd(), "journal"});
+    fds.push_back(handoff::NamedFd{replay_book_->fd(), "replays"});
     for (const auto& entry : containers_) {
       fds.push_back(handoff::NamedFd{entry.second->fd, NotifyName(entry.first)});
       if (entry.second->record_fd >= 0) fds.push_back(handoff::NamedFd{entry.second->record_fd, RecordName(entry.first)});

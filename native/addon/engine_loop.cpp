@@ -97,6 +97,7 @@ void Engine::Run() {
         }
       }
     }
+    if (has_deferred_.load(std::memory_order_acquire)) DecideDeferred();
     // One write per channel for every frame this iteration produced.
     channel_->FlushAll();
     // Only while decisions are in flight: an iteration that forwarded none (the fast path, the
@@ -200,56 +201,86 @@ void Engine::OnNotifyReady(Container* container, uint32_t events) {
     container->recv_failures = 0;
     const Notification n = NotificationFromKernel(*engine_buffers_.notif(), container->handle, MonotonicNs());
     journal_->NoteReceived(container->journal_slot, n.id);
-    Event event = NotificationEvent(n);
-    size_t blob = 0;
-    if (!ReadPathArgs(container->fd, &event, strings_, &blob)) return;
-    // The container's own rules first: they answer whether a control plane is attached or not.
-    if (AnswerFromRules(container, n, event, blob, /*mu_held=*/false)) return;
-    uint64_t owner = 0;
-    bool held = false;
-    ChannelConn* conn = nullptr;
-    if (active_session_.load(std::memory_order_acquire) != 0 || hold_until_ns_.load(std::memory_order_relaxed) > n.received_ns) {
-      std::lock_guard<std::mutex> lock(mu_);
-      // Re-read under mu_: setActiveSession and closeSession change it under the same lock.
-      Session* session = active_;
-      // Without a channel the session hears of it only through JS: no room in the queue, no asking.
-      bool ask = session != nullptr && (session->channel != nullptr || !queue_->Full());
-      held = session == nullptr && hold_until_ns_.load(std::memory_order_relaxed) > n.received_ns && !queue_->Full();
-      if (ask || held) {
-        const uint64_t deadline = n.received_ns + decision_timeout_ns_.load(std::memory_order_relaxed);
-        if (held) {
-          pending_.Add(container, nullptr, n, deadline, HoldStrings(event, strings_, blob));
-        } else {
-          pending_.Add(container, session, n, deadline);
-          owner = session->id;
-          conn = session->channel;  // freed only by this thread
-        }
-      }
-    }
-    // JS hears of a held one when setActiveSession() forwards it, or from its deadline's answer.
-    if (held) return;
-    if (owner != 0) {
-      forwarded_ = true;
-      event.forwarded = true;
-      event.session = owner;
-      // On the channel the control plane has it at the end of this iteration; JS only reports it,
-      // so its event may wait for the batch. Otherwise JS forwards it: due at once.
-      event.via_channel = conn != nullptr && channel_->QueueNotification(conn, event, strings_, container->container_id);
-      queue_->Push(event, strings_, blob, !event.via_channel);
-      return;
-    }
-    // Nobody to ask (or no room to ask): the default action, now, on this thread.
-    Answer action = DefaultAction();
-    int err = 0;
-    SendResult result = NotifySend(container->fd, &engine_buffers_, n.id, action, &err);
-    ReportAnswer(container, n, event, blob, AnsweredBy::kNoControlPlane, action, result, MonotonicNs(), -1,
-                 /*engine_thread=*/true);
-    if (result == SendResult::kFailed) {
-      queue_->PushError("NOTIF_SEND of the default action for notification " + std::to_string(n.id) +
-                        " of container " + std::to_string(container->handle) + " failed: " + ErrnoText(err));
-    }
+    OnReceived(container, n);
   }
   if ((events & (EPOLLHUP | EPOLLERR)) != 0) RemoveContainer(container);
+}
+
+// Engine thread.
+void Engine::DecideDeferred() {
+  std::vector<PredecessorEmulations::Item> items;
+  {
+    std::lock_guard<std::mutex> lock(deferred_mu_);
+    items.swap(deferred_);
+    has_deferred_.store(false, std::memory_order_relaxed);
+  }
+  for (PredecessorEmulations::Item& item : items) {
+    Container* container = nullptr;
+    {
+      // Only this thread removes containers: the pointer stays good after the lock.
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = containers_.find(item.notification.handle);
+      if (it != containers_.end()) container = it->second.get();
+    }
+    if (container != nullptr) {
+      item.notification.received_ns = MonotonicNs();
+      OnReceived(container, item.notification);
+    }
+    // Decided (and journaled again where it waits) or its container is gone: the waiter's slot goes.
+    journal_->ReleaseInFlight(item.journal_slot);
+  }
+}
+
+// Engine thread.
+void Engine::OnReceived(Container* container, const Notification& n) {
+  Event event = NotificationEvent(n);
+  size_t blob = 0;
+  if (!ReadPathArgs(container->fd, &event, strings_, &blob)) return;
+  // The container's own rules first: they answer whether a control plane is attached or not.
+  if (AnswerFromRules(container, n, event, blob, /*mu_held=*/false)) return;
+  uint64_t owner = 0;
+  bool held = false;
+  ChannelConn* conn = nullptr;
+  if (active_session_.load(std::memory_order_acquire) != 0 || hold_until_ns_.load(std::memory_order_relaxed) > n.received_ns) {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Re-read under mu_: setActiveSession and closeSession change it under the same lock.
+    Session* session = active_;
+    // Without a channel the session hears of it only through JS: no room in the queue, no asking.
+    bool ask = session != nullptr && (session->channel != nullptr || !queue_->Full());
+    held = session == nullptr && hold_until_ns_.load(std::memory_order_relaxed) > n.received_ns && !queue_->Full();
+    if (ask || held) {
+      const uint64_t deadline = n.received_ns + decision_timeout_ns_.load(std::memory_order_relaxed);
+      if (held) {
+        pending_.Add(container, nullptr, n, deadline, HoldStrings(event, strings_, blob));
+      } else {
+        pending_.Add(container, session, n, deadline);
+        owner = session->id;
+        conn = session->channel;  // freed only by this thread
+      }
+    }
+  }
+  // JS hears of a held one when setActiveSession() forwards it, or from its deadline's answer.
+  if (held) return;
+  if (owner != 0) {
+    forwarded_ = true;
+    event.forwarded = true;
+    event.session = owner;
+    // On the channel the control plane has it at the end of this iteration; JS only reports it,
+    // so its event may wait for the batch. Otherwise JS forwards it: due at once.
+    event.via_channel = conn != nullptr && channel_->QueueNotification(conn, event, strings_, container->container_id);
+    queue_->Push(event, strings_, blob, !event.via_channel);
+    return;
+  }
+  // Nobody to ask (or no room to ask): the default action, now, on this thread.
+  Answer action = DefaultAction();
+  int err = 0;
+  SendResult result = NotifySend(container->fd, &engine_buffers_, n.id, action, &err);
+  ReportAnswer(container, n, event, blob, AnsweredBy::kNoControlPlane, action, result, MonotonicNs(), -1,
+               /*engine_thread=*/true);
+  if (result == SendResult::kFailed) {
+    queue_->PushError("NOTIF_SEND of the default action for notification " + std::to_string(n.id) +
+                      " of container " + std::to_string(container->handle) + " failed: " + ErrnoText(err));
+  }
 }
 
 // Engine thread, or the JS thread in Restore (`engine_thread` false).
@@ -315,6 +346,12 @@ bool Engine::DrainTally() {
 // Any thread.
 void Engine::PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, SendResult result,
                           uint64_t latency_ns, bool urgent, Unseen unseen, int32_t rule, EmulatedKind emulated) {
+  queue_->Push(AnsweredEvent(handle, id, by, action, result == SendResult::kGone, latency_ns, unseen, rule, emulated), urgent);
+}
+
+// Any thread.
+Event Engine::AnsweredEvent(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, bool gone,
+                            uint64_t latency_ns, Unseen unseen, int32_t rule, EmulatedKind emulated) {
   Event event;
   event.type = EventType::kAnswered;
   event.handle = handle;
@@ -323,12 +360,12 @@ void Engine::PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Ans
   event.rule = rule;
   event.action = action;
   event.emulated = emulated;
-  event.gone = result == SendResult::kGone;
+  event.gone = gone;
   event.ns = latency_ns;
   event.notified = unseen.nr != Unseen::kNone;
   event.nr = unseen.nr;
   event.arch = unseen.arch;
-  queue_->Push(event, urgent);
+  return event;
 }
 
 // Any thread, under mu_.

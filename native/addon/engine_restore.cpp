@@ -5,6 +5,7 @@
 // next control plane), and after a crash the ids it received but died before journaling are found
 // and answered too.
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,7 +24,54 @@ namespace {
 // noted; NOTIF_ID_VALID tells it apart from ones still queued (only RECV'd ones are valid).
 constexpr uint64_t kLostIdWindow = 64;
 
+// How long a predecessor's helper may carry a request before it is taken as stuck: the pool's own
+// request timeout (EmulatorOptions, 10 s) and a margin for the predecessor's death and our start.
+constexpr uint64_t kPredecessorTimeoutNs = 12000000000ull;
+// What such a stuck one gets, as from the predecessor's pool (never ENOSYS: "no agent").
+constexpr int kStuckHelperErrno = EPERM;
+
 }  // namespace
+
+// The waiter's thread (predecessor_emulations.hpp). Takes the journal's and the queue's locks and
+// deferred_mu_, never mu_.
+void Engine::OnPredecessorEmulation(const PredecessorEmulations::Item& item, PredecessorEmulations::Fate fate) {
+  const Notification& n = item.notification;
+  switch (fate) {
+    case PredecessorEmulations::Fate::kAnsweredByHelper:
+      predecessor_answered_.fetch_add(1, std::memory_order_relaxed);
+      journal_->ReleaseInFlight(item.journal_slot);
+      return;
+    case PredecessorEmulations::Fate::kNotDone: {
+      // The engine thread decides it as if just received (its slot goes once that is done).
+      predecessor_redecided_.fetch_add(1, std::memory_order_relaxed);
+      PredecessorEmulations::Item later = item;
+      later.notify_fd = -1;  // the waiter closes its copy; the engine thread uses the container's
+      {
+        std::lock_guard<std::mutex> lock(deferred_mu_);
+        deferred_.push_back(later);
+      }
+      has_deferred_.store(true, std::memory_order_release);
+      WakeThread();
+      return;
+    }
+    case PredecessorEmulations::Fate::kTimedOut: {
+      predecessor_timed_out_.fetch_add(1, std::memory_order_relaxed);
+      NotifyBuffers buffers;
+      Answer answer;
+      answer.kind = Answer::kError;
+      answer.error = kStuckHelperErrno;
+      int err = 0;
+      const SendResult sent = NotifySend(item.notify_fd, &buffers, n.id, answer, &err);
+      journal_->ReleaseInFlight(item.journal_slot);
+      queue_->PushError("notification " + std::to_string(n.id) + " of container " + std::to_string(n.handle) +
+                        " was still with a helper of the predecessor after " + std::to_string(kPredecessorTimeoutNs / 1000000000ull) +
+                        " s: its helpers were killed and it was answered EPERM" +
+                        (sent == SendResult::kOk ? std::string() : " (NOTIF_SEND: " + ErrnoText(err) + ")"));
+      queue_->Flush();
+      return;
+    }
+  }
+}
 
 // JS thread (Restore, before the engine thread runs): not pending, so not the pending table's.
 bool Engine::AnswerRecovered(Container* container, uint64_t id) {
@@ -80,6 +128,17 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
       }
       journal = InFlightJournal::Open(f.fd, &error);  // takes the fd
       if (journal == nullptr) result->problems.push_back(error + "; ids the predecessor had in flight may hang");
+    } else if (f.name == "replays") {
+      // The predecessor's replay book: its helpers' notes stay good for calls restarted across
+      // this restart (the helpers of the same namespaces get the same partitions).
+      std::string error;
+      std::unique_ptr<ReplayBookFile> book = ReplayBookFile::Open(f.fd, &error);  // takes the fd
+      if (book == nullptr) {
+        result->problems.push_back(error + "; calls a signal restarts across this restart may be emulated twice");
+      } else {
+        replay_book_ = std::move(book);
+        replay_book_stored_ = !store_again;
+      }
     } else if ((handle = HandleOfName(f.name, 'n')) != 0 && notify_fds.count(handle) == 0) {
       if (!IsSeccompNotifyFd(f.fd)) {
         refuse(f, "not a seccomp notify fd");
@@ -178,10 +237,28 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
   const auto in_flight = journal_->InFlightEntries();
   journal_->ClearInFlight();
   const uint64_t now = MonotonicNs();
-  for (Notification n : in_flight) {
+  std::vector<PredecessorEmulations::Item> with_helper;
+  for (const InFlightJournal::Entry& entry : in_flight) {
+    Notification n = entry.notification;
     auto it = containers_.find(n.handle);
     if (it == containers_.end()) continue;
     Container* container = it->second.get();
+    if (entry.with_helper) {
+      // A predecessor's helper may be doing it right now: waited for, never done twice. Journaled
+      // and marked again, so a crash of this process leaves the same to the next one.
+      PredecessorEmulations::Item item;
+      item.notify_fd = fcntl(container->fd, F_DUPFD_CLOEXEC, 0);
+      item.notification = n;
+      if (item.notify_fd >= 0) {
+        item.journal_slot = journal_->AddInFlight(n);
+        journal_->MarkWithHelper(item.journal_slot, n.id);
+        with_helper.push_back(item);
+        continue;
+      }
+      result->problems.push_back("notification " + std::to_string(n.id) + " of container handle " + std::to_string(n.handle) +
+                                 " was with a helper of the predecessor, but its fd cannot be copied (" + ErrnoText(errno) +
+                                 "): decided anew now");
+    }
     if (container->has_policy.load(std::memory_order_relaxed)) {
       // Its own rules answer it, as they would have had the predecessor lived.
       n.received_ns = now;
@@ -220,6 +297,18 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
       } else if (AnswerRecovered(it->second.get(), id)) {
         result->lost_answered++;
       }
+    }
+  }
+  if (!with_helper.empty()) {
+    result->in_flight_with_helper = with_helper.size();
+    std::string error;
+    predecessor_ = PredecessorEmulations::Start(
+        std::move(with_helper), kPredecessorTimeoutNs,
+        [this](const PredecessorEmulations::Item& item, PredecessorEmulations::Fate fate) { OnPredecessorEmulation(item, fate); },
+        &error);
+    if (predecessor_ == nullptr) {
+      result->problems.push_back("cannot wait for the predecessor's helpers (" + error +
+                                 "): their notifications stay in the journal and hang until the next restart");
     }
   }
   journal_->ReleaseContainersExcept(kept_slots);

@@ -17,6 +17,9 @@ namespace {
 
 constexpr int kFailureErrno = EPERM;  // an executor that cannot run (as engine_emulation.cpp)
 
+// Mount's arguments (x86_64 mount(2)): source, target, fstype, flags, data.
+constexpr int kMountSource = 0, kMountTarget = 1, kMountFstype = 2, kMountFlags = 3, kMountData = 4;
+
 const PathView* PathAt(const PathView* views, size_t count, int index) {
   for (size_t i = 0; i < count; ++i) {
     if (views[i].index == index) return &views[i];
@@ -49,16 +52,6 @@ int SuffixedPath(const PathView* path, const std::string& suffix, std::string* o
   if (p.size() >= PATH_MAX) return ENAMETOOLONG;
   *out = std::move(p);
   return 0;
-}
-
-EmulatedKind KindOf(RuleKind kind) {
-  switch (kind) {
-    case RuleKind::kMkdir: return EmulatedKind::kMkdir;
-    case RuleKind::kMount: return EmulatedKind::kMount;
-    case RuleKind::kKill: return EmulatedKind::kKill;
-    case RuleKind::kFreeze: return EmulatedKind::kFreeze;
-    default: return EmulatedKind::kNone;
-  }
 }
 
 Answer ErrorAnswer(int err) {
@@ -125,8 +118,8 @@ PolicyVerdict Engine::ApplyPolicy(uint32_t handle, const uint8_t* wire, size_t s
 // JS thread: the executors the rules need, made here: the engine thread never starts one.
 void Engine::EnsureExecutorsFor(const RuleSet& set) {
   for (const Rule& rule : set.rules) {
-    if (rule.kind == RuleKind::kMkdir || rule.kind == RuleKind::kMount) EnsureEmulator();
-    if (rule.kind == RuleKind::kKill || rule.kind == RuleKind::kFreeze) EnsureActionWorker();
+    const EmulationRow* row = rule.kind == RuleKind::kEmulate ? EmulationOf(rule.emulated) : nullptr;
+    if (row != nullptr) EnsureExecutor(*row);
   }
 }
 
@@ -239,38 +232,59 @@ void Engine::AnswerByRule(Container* container, const Notification& n, const Ans
 // Under mu_.
 void Engine::DispatchRuleEmulationLocked(Container* container, const Notification& n, const Rule& rule, int index,
                                          const Event& event, const PathView* views, NotifyBuffers* buffers) {
-  const EmulatedKind kind = KindOf(rule.kind);
+  const EmulationRow* row = EmulationOf(rule.emulated);
+  const EmulatedKind kind = rule.emulated;
   const size_t count = event.string_count;
   // What only the rule's own arguments can refuse, answered at once as the kernel would.
-  MkdirArgs mkdir;
-  MountArgs mount;
+  EmulatedDecision decision;
+  decision.kind = kind;
   int refused = 0;
-  if (kind == EmulatedKind::kMkdir) {
-    refused = SuffixedPath(PathAt(views, count, MkdirPathIndex(static_cast<int32_t>(n.nr))), rule.suffix, &mkdir.path);
-    mkdir.dirfd = n.nr == kSys_mkdirat ? static_cast<int>(static_cast<int32_t>(n.args[0])) : AT_FDCWD;
-    mkdir.mode = static_cast<uint32_t>(n.args[n.nr == kSys_mkdirat ? 2 : 1] & 07777);
-  } else if (kind == EmulatedKind::kMount) {
-    const PathView* source = PathAt(views, count, 0);
-    const PathView* target = PathAt(views, count, 1);
-    const PathView* fstype = PathAt(views, count, 2);
-    const PathView* data = PathAt(views, count, 4);
-    if (target == nullptr || fstype == nullptr) refused = EFAULT;
-    else if (target->truncated) refused = ENAMETOOLONG;
-    // A cut option string could widen the mount: refused rather than cut.
-    else if ((source && source->truncated) || fstype->truncated || (data && data->truncated)) refused = EINVAL;
-    else {
-      if (source) mount.source.assign(source->data, source->length);
-      mount.target.assign(target->data, target->length);
-      mount.fstype.assign(fstype->data, fstype->length);
-      if (data) mount.data.assign(data->data, data->length);
-      mount.flags = n.args[3];
-      mount.require_cap_sys_admin = rule.require_cap_sys_admin;
+  switch (row->shape) {
+    case EmulationShape::kPathCall: {
+      // The path and mode the target passed (its row says where), the suffix appended when the rule has one.
+      const EmulatedCall* call = EmulatedCallOf(*row, static_cast<int32_t>(n.nr));
+      const PathView* path = call != nullptr ? PathAt(views, count, call->path) : nullptr;
+      if (row->payload == RulePayload::kSuffix) {
+        refused = SuffixedPath(path, rule.suffix, &decision.mkdir.path);
+      } else if (path == nullptr) {
+        refused = EFAULT;
+      } else if (path->truncated) {
+        refused = ENAMETOOLONG;
+      } else {
+        decision.mkdir.path.assign(path->data, path->length);
+      }
+      decision.mkdir.mode = call != nullptr && call->mode >= 0 ? static_cast<uint32_t>(n.args[call->mode] & 07777) : 0;
+      break;
     }
+    case EmulationShape::kMount: {
+      MountArgs& mount = decision.mount;
+      const PathView* source = PathAt(views, count, kMountSource);
+      const PathView* target = PathAt(views, count, kMountTarget);
+      const PathView* fstype = PathAt(views, count, kMountFstype);
+      const PathView* data = PathAt(views, count, kMountData);
+      if (target == nullptr || fstype == nullptr) refused = EFAULT;
+      else if (target->truncated) refused = ENAMETOOLONG;
+      // A cut option string could widen the mount: refused rather than cut.
+      else if ((source && source->truncated) || fstype->truncated || (data && data->truncated)) refused = EINVAL;
+      else {
+        if (source) mount.source.assign(source->data, source->length);
+        mount.target.assign(target->data, target->length);
+        mount.fstype.assign(fstype->data, fstype->length);
+        if (data) mount.data.assign(data->data, data->length);
+        mount.flags = n.args[kMountFlags];
+        mount.require_cap_sys_admin = rule.require_cap_sys_admin;
+      }
+      break;
+    }
+    case EmulationShape::kKill:
+      decision.kill.init_pid = container->init_pid.load(std::memory_order_relaxed);
+      decision.error = 0;  // the caller is killed; a caller in another pid namespace is not answered
+      break;
+    case EmulationShape::kFreeze:
+      decision.error = rule.value == 0 ? EPERM : static_cast<int>(rule.value);
+      break;
   }
-  const bool needs_helper = kind == EmulatedKind::kMkdir || kind == EmulatedKind::kMount;
-  Emulator* emulator = emulator_.get();
-  ActionWorker* worker = action_worker_.get();
-  if (refused == 0 && (needs_helper ? emulator == nullptr : worker == nullptr)) {
+  if (refused == 0 && !ExecutorRunningLocked(*row)) {
     refused = kFailureErrno;
     queue_->PushError(std::string("rule ") + std::to_string(index) + " of container " + std::to_string(container->handle) +
                       " asks for an emulation whose executor is not running (see the error that said why): answered EPERM");
@@ -280,37 +294,13 @@ void Engine::DispatchRuleEmulationLocked(Container* container, const Notificatio
     return;
   }
   // Journaled like a pending one: a crash before its executor answers leaves it to the successor.
-  const uint32_t slot = journal_ != nullptr ? journal_->AddInFlight(n) : InFlightJournal::kNoSlot;
-  NotificationRef ref;
-  ref.notify_fd = container->fd;  // borrowed under mu_: the executors dup it
-  ref.id = n.id;
-  ref.pid = static_cast<pid_t>(n.pid);
-  ref.owner = container->handle;
-  const uint32_t handle = container->handle;
-  const uint64_t id = n.id;
-  const uint64_t received = n.received_ns;
+  PendingEntry entry;
+  entry.target = container;
+  entry.notification = n;
+  entry.journal_slot = journal_ != nullptr ? journal_->AddInFlight(n) : InFlightJournal::kNoSlot;
   // Nobody watches: its answer stands for its notification too.
   const Unseen unseen = detailed_events_.load(std::memory_order_relaxed) ? Unseen() : Unseen{n.nr, n.arch};
-  ActionDone done = [this, handle, id, kind, received, slot, index, unseen](const ActionResult& r) {
-    OnEmulated(handle, id, kind, received, slot, r, AnsweredBy::kFastPath, index, unseen);
-  };
-  switch (kind) {
-    case EmulatedKind::kMkdir:
-      emulator->Mkdir(ref, mkdir, /*respond=*/true, std::move(done));
-      break;
-    case EmulatedKind::kMount:
-      emulator->Mount(ref, mount, /*respond=*/true, std::move(done));
-      break;
-    case EmulatedKind::kKill: {
-      KillArgs args;
-      args.init_pid = container->init_pid.load(std::memory_order_relaxed);
-      worker->Kill(ref, args, 0, std::move(done));
-      break;
-    }
-    default:
-      worker->Freeze(ref, rule.value == 0 ? EPERM : static_cast<int>(rule.value), std::move(done));
-      break;
-  }
+  DispatchEmulationLocked(entry, decision, AnsweredBy::kFastPath, index, unseen);
 }
 
 }  // namespace seccomp_agent

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 
+#include "emulation_table.hpp"  // EmulatedKind: the emulated action an 'answered' event reports
 #include "notification.hpp"
 #include "notify_fd.hpp"
 
@@ -28,8 +29,6 @@ enum class DropReason : uint8_t { kUnknown, kLate, kWrongSession, kInvalid };
 // kRecovered: received by a predecessor (crashed or handed over) and never answered by it.
 // kFastPath: a rule of the container's pushed policy (engine_rules.cpp); the event names the rule.
 enum class AnsweredBy : uint8_t { kNoControlPlane, kDeadline, kDetached, kControlPlane, kRecovered, kFastPath };
-// The emulated action an 'answered' event reports (kNone: `action` is a continue/error answer).
-enum class EmulatedKind : uint8_t { kNone, kMkdir, kMount, kKill, kFreeze };
 
 // Bytes [offset, offset + length) of the blob passed to Push, later of the batch arena.
 struct TextRef {

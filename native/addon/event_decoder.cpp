@@ -28,10 +28,9 @@ constexpr uint32_t kConnected = 1u << 3;   // channel
 constexpr uint32_t kNotified = 1u << 4;    // answered: stands for its notification too (nr, arch)
 
 const char kDecoderSource[] = R"JS(
-(function (onEvents) {
+(function (onEvents, EMULATED) {
   'use strict';
   const BY = ['no-control-plane', 'deadline', 'detached', 'control-plane', 'recovered', 'fast-path'];
-  const EMULATED = ['', 'mkdir', 'mount', 'kill', 'freeze'];
   const DROPPED = ['unknown', 'late', 'wrong-session', 'invalid'];
   const action = (kind, errno, emulated, value) =>
     emulated !== 0 ? { kind: EMULATED[emulated], errno, value }
@@ -222,8 +221,14 @@ Napi::Function MakeEventDecoder(Napi::Env env, Napi::Function on_events) {
       napi_run_script(env, source, &factory) != napi_ok) {
     return Napi::Function();
   }
-  napi_value argv[1] = {on_events};
-  if (napi_call_function(env, factory, factory, 1, argv, &decoder) != napi_ok) return Napi::Function();
+  // EMULATED: the emulation table's names by kind ('' for kNone), so the decoder never keeps its own.
+  Napi::Array emulated = Napi::Array::New(env, kEmulationCount + 1);
+  emulated.Set(uint32_t{0}, Napi::String::New(env, ""));
+  for (size_t i = 0; i < kEmulationCount; ++i) {
+    emulated.Set(static_cast<uint32_t>(kEmulations[i].kind), Napi::String::New(env, kEmulations[i].name));
+  }
+  napi_value argv[2] = {on_events, emulated};
+  if (napi_call_function(env, factory, factory, 2, argv, &decoder) != napi_ok) return Napi::Function();
   return Napi::Function(env, decoder);
 }
 

@@ -10,7 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "handoff_formats.hpp"
 #include "ingest.hpp"  // ListenUnixSocket
+#include "journal.hpp"
 #include "scm_rights.h"
 
 namespace seccomp_agent {
@@ -18,7 +20,7 @@ namespace handoff {
 namespace {
 
 constexpr uint32_t kMagic = 0x4f484353;  // "SCHO"
-constexpr uint16_t kVersion = 1;
+constexpr uint16_t kVersion = kFrameVersion;
 enum FrameType : uint16_t { kHello = 1, kEntries = 2, kEnd = 3, kAck = 4, kRefuse = 5 };
 constexpr size_t kMaxText = 60 * 1024;
 // Fd table slots a successor reserves before a handoff: 2 per container (notify fd, record) for
@@ -119,7 +121,7 @@ bool ReceiveFrame(int conn, uint64_t deadline_ms, FrameHeader* header, std::stri
   return true;
 }
 
-bool ExpectFrame(int conn, FrameType want, int timeout_ms, const char* what, std::string* error) {
+bool ExpectFrame(int conn, FrameType want, int timeout_ms, const char* what, std::string* error, std::string* text_out = nullptr) {
   FrameHeader header;
   std::string text;
   std::vector<int> fds;
@@ -133,6 +135,7 @@ bool ExpectFrame(int conn, FrameType want, int timeout_ms, const char* what, std
     *error = std::string("expected ") + what + ", got frame type " + std::to_string(header.type);
     return false;
   }
+  if (text_out != nullptr) *text_out = text;
   return true;
 }
 
@@ -143,7 +146,19 @@ int Listen(const std::string& path, unsigned mode, std::string* error) {
 }
 
 bool ReadHello(int conn, int timeout_ms, std::string* error) {
-  return ExpectFrame(conn, kHello, timeout_ms, "hello from the successor", error);
+  std::string text;
+  if (!ExpectFrame(conn, kHello, timeout_ms, "hello from the successor", error, &text)) return false;
+  FormatVersions reads;
+  if (!ParseHelloReads(text, &reads, error)) return false;
+  const std::string why = FormatMismatch(reads, kVersion, InFlightJournal::kFormatVersion);
+  if (!why.empty()) {
+    *error = "the successor cannot read what this data plane hands over (" + why +
+             "): refused before pausing anything; roll out a release that reads these formats, or node by node "
+             "(docs/upgrades.md)";
+    SendRefusal(conn, *error);
+    return false;
+  }
+  return true;
 }
 
 bool SendEntries(int conn, const std::vector<NamedFd>& entries, const std::string& summary, std::string* error) {
@@ -208,8 +223,8 @@ int Connect(const std::string& path, std::string* error) {
 }
 
 bool SendHello(int conn, std::string* error) {
-  std::string hello = "{\"pid\":" + std::to_string(getpid()) + "}";
-  return SendFrame(conn, kHello, hello, nullptr, 0, error);
+  const FormatVersions reads{{kVersion}, {InFlightJournal::kFormatVersion}};
+  return SendFrame(conn, kHello, HelloText(getpid(), reads), nullptr, 0, error);
 }
 
 bool ReceiveEntries(int conn, int timeout_ms, std::vector<NamedFd>* entries, std::string* summary, std::string* error) {

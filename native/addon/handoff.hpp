@@ -22,7 +22,9 @@ constexpr size_t kMaxFdsPerFrame = 64;
 // Serving side. A non-blocking, close-on-exec SEQPACKET listener at `path` (a stale socket file is
 // replaced) with `mode`. -1 with *error.
 int Listen(const std::string& path, unsigned mode, std::string* error);
-// Serving side: the successor's hello within timeout_ms. False with *error.
+// Serving side: the successor's hello within timeout_ms. False with *error, also when the
+// successor does not read this data plane's frame and journal versions (handoff_formats.hpp): it
+// is told why (a refusal frame) before anything is paused.
 bool ReadHello(int conn, int timeout_ms, std::string* error);
 // Serving side. False with *error (the successor went away, or a send failed).
 bool SendEntries(int conn, const std::vector<NamedFd>& entries, const std::string& summary, std::string* error);
@@ -34,6 +36,7 @@ void SendRefusal(int conn, const std::string& reason);
 // Successor side. A connected, close-on-exec socket; -1 with *error empty when nobody serves the
 // path (no socket file, or refused: start fresh), -1 with *error set on any other failure.
 int Connect(const std::string& path, std::string* error);
+// The hello names the frame and journal versions this data plane reads.
 bool SendHello(int conn, std::string* error);
 // Everything up to the end frame (fds are close-on-exec and owned by the caller); a refusal or a
 // malformed frame is an error (every fd received so far closed).

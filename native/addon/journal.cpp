@@ -12,8 +12,12 @@ namespace seccomp_agent {
 namespace {
 
 constexpr char kMagic[8] = {'S', 'C', 'A', 'J', 'R', 'N', 'L', '1'};
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = InFlightJournal::kFormatVersion;
 constexpr size_t kMaxRecordBytes = 1024 * 1024;
+
+// A slot's helper mark is derived from its id: a release that never writes the field (0.1.0)
+// leaves a mark another id cannot match.
+uint32_t HelperMark(uint64_t id) { return static_cast<uint32_t>(id ^ (id >> 32)) ^ 0x48454c50u; }
 
 std::string ErrnoText(const char* what) { return std::string(what) + ": " + strerror(errno); }
 
@@ -126,8 +130,14 @@ uint32_t InFlightJournal::AddInFlight(const InFlight& n) {
   s.arch = n.arch;
   s.ip = n.ip;
   for (int i = 0; i < 6; i++) s.args[i] = n.args[i];
+  __atomic_store_n(&s.helper_mark, 0u, __ATOMIC_RELAXED);
   s.state.store(1, std::memory_order_release);
   return slot;
+}
+
+void InFlightJournal::MarkWithHelper(uint32_t slot, uint64_t id) {
+  if (slot == kNoSlot || detached_.load(std::memory_order_acquire)) return;
+  __atomic_store_n(&notifications_[slot].helper_mark, HelperMark(id), __ATOMIC_RELEASE);
 }
 
 void InFlightJournal::ReleaseInFlight(uint32_t slot) {
@@ -137,8 +147,8 @@ void InFlightJournal::ReleaseInFlight(uint32_t slot) {
   free_notifications_.push_back(slot);
 }
 
-std::vector<InFlightJournal::InFlight> InFlightJournal::InFlightEntries() const {
-  std::vector<InFlight> entries;
+std::vector<InFlightJournal::Entry> InFlightJournal::InFlightEntries() const {
+  std::vector<Entry> entries;
   for (uint32_t i = 0; i < kNotificationSlots; i++) {
     const NotificationSlot& s = notifications_[i];
     if (s.state.load(std::memory_order_acquire) != 1) continue;
@@ -150,7 +160,7 @@ std::vector<InFlightJournal::InFlight> InFlightJournal::InFlightEntries() const 
     n.arch = s.arch;
     n.ip = s.ip;
     for (int i = 0; i < 6; i++) n.args[i] = s.args[i];
-    entries.push_back(n);
+    entries.push_back(Entry{n, __atomic_load_n(&s.helper_mark, __ATOMIC_ACQUIRE) == HelperMark(n.id)});
   }
   return entries;
 }

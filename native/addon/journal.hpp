@@ -5,9 +5,10 @@
 // the handoff keeps alive; every write is a plain store into its shared mapping, no syscall.
 //
 // Layout (little endian, version 2): a 64-byte header, kNotificationSlots slots of {u64 id,
-// u32 handle, u32 state, u32 pid, u32 nr, u32 arch, u32 pad, u64 ip, u64 args[6]} (enough for a
-// successor to ask a control plane again), then kContainerSlots slots of {u32 handle, u32 has_last,
-// u64 last_id}.
+// u32 handle, u32 state, u32 pid, u32 nr, u32 arch, u32 helper_mark, u64 ip, u64 args[6]} (enough
+// for a successor to ask a control plane again), then kContainerSlots slots of {u32 handle, u32
+// has_last, u64 last_id}. helper_mark was padding before 0.2.0 (always 0 there): a release that
+// does not know it replays the slot as any other, as it always did.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -22,6 +23,8 @@ namespace seccomp_agent {
 
 class InFlightJournal {
  public:
+  // The layout's version (above); a successor's hello names the ones it reads (handoff_formats.hpp).
+  static constexpr uint32_t kFormatVersion = 2;
   static constexpr uint32_t kNotificationSlots = 65536;
   static constexpr uint32_t kContainerSlots = 16384;
   static constexpr uint32_t kNoSlot = UINT32_MAX;
@@ -48,8 +51,16 @@ class InFlightJournal {
   uint32_t AddInFlight(const InFlight& notification);
   // Any thread. Call after the answer was sent, never before: a crash in between must leave it here.
   void ReleaseInFlight(uint32_t slot);
+  // Any thread, before the notification goes to a helper process: the helper outlives this
+  // process for the request it carries (it answers the target itself), so a successor must wait
+  // for it rather than emulate the call a second time (docs/emulation.md, "Exactly once").
+  void MarkWithHelper(uint32_t slot, uint64_t id);
+  struct Entry {
+    InFlight notification;
+    bool with_helper;  // MarkWithHelper was called for it
+  };
   // What a predecessor left in flight.
-  std::vector<InFlight> InFlightEntries() const;
+  std::vector<Entry> InFlightEntries() const;
   // Frees every notification slot (after the successor answered them).
   void ClearInFlight();
 
@@ -98,7 +109,7 @@ class InFlightJournal {
     uint32_t pid;
     uint32_t nr;
     uint32_t arch;
-    uint32_t pad;
+    uint32_t helper_mark;  // HelperMark(id) once MarkWithHelper: the id's own, so a stale one never matches
     uint64_t ip;
     uint64_t args[6];
   };

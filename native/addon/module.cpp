@@ -2,12 +2,14 @@
 // own instance data, so the addon can be loaded in several threads of one process.
 #include <napi.h>
 
+#include "emulation_table_binding.hpp"
 #include "engine_binding.hpp"
 #include "fd_store_binding.hpp"
 #include "handoff_binding.hpp"
 #include "kernel_probe_binding.hpp"
 
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  RegisterEmulationTable(env, exports);
   RegisterEngine(env, exports);
   RegisterFdStore(env, exports);
   RegisterHandoff(env, exports);

@@ -59,6 +59,16 @@ SendResult NotifySend(int fd, NotifyBuffers* buffers, uint64_t id, const Answer&
   }
 }
 
+bool NotifySendErrno(int fd, uint64_t id, int err, int* send_err) {
+  struct seccomp_notif_resp resp;
+  memset(&resp, 0, sizeof resp);
+  resp.id = id;
+  resp.error = -err;
+  if (ioctl(fd, SECCOMP_IOCTL_NOTIF_SEND, &resp) == 0) return true;
+  *send_err = errno;
+  return false;
+}
+
 bool NotifyIdValid(int fd, uint64_t id) {
   __u64 value = id;
   for (;;) {

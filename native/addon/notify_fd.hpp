@@ -44,6 +44,11 @@ bool NotifyRecv(int fd, NotifyBuffers* buffers);
 // kFailed: any other error, errno value in *err.
 SendResult NotifySend(int fd, NotifyBuffers* buffers, uint64_t id, const Answer& answer, int* err);
 
+// NOTIF_SEND of `-err` for `id`, one call, from a thread without NotifyBuffers (the executors:
+// the action worker, the helper pool). False with *send_err = its errno (ENOENT: the target died
+// or was interrupted). The one errno answer outside NotifySend.
+bool NotifySendErrno(int fd, uint64_t id, int err, int* send_err);
+
 // NOTIF_ID_VALID: true while the task that caused `id` is still waiting for an answer.
 bool NotifyIdValid(int fd, uint64_t id);
 

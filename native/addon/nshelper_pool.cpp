@@ -1,6 +1,7 @@
 #include "nshelper_pool.hpp"
 
 #include "namespace_link.h"
+#include "notify_fd.hpp"
 #include "seccomp_compat.h"
 
 #include <errno.h>
@@ -245,15 +246,9 @@ void NsHelperPool::Route(Pending p) {
   if (p.job.precomputed) {
     nshelper::Response r = p.job.response;
     r.tag = p.tag;
-    if ((p.job.header.flags & nshelper::kRespond) && p.job.notify_fd >= 0) {
-      seccomp_notif_resp answer = {};
-      answer.id = p.job.header.notif_id;
-      answer.error = -r.err;
-      if (ioctl(p.job.notify_fd, SECCOMP_IOCTL_NOTIF_SEND, &answer) == 0) {
-        r.flags |= nshelper::kAnswered;
-      } else {
-        r.send_err = errno;
-      }
+    if ((p.job.header.flags & nshelper::kRespond) && p.job.notify_fd >= 0 &&
+        NotifySendErrno(p.job.notify_fd, p.job.header.notif_id, r.err, &r.send_err)) {
+      r.flags |= nshelper::kAnswered;
     }
     Complete(p, r, 0);
     return;
@@ -326,9 +321,21 @@ NsHelperPool::Helper* NsHelperPool::Spawn(uint64_t key, int* err) {
   posix_spawnattr_t attr;
   posix_spawn_file_actions_init(&actions);
   posix_spawnattr_init(&attr);
+  // Its namespace's partition of the replay book (the one an earlier helper for it wrote, also
+  // one of a predecessor data plane), at fd 4; the copy given is above every fd the child sets.
+  int partition = -1;
+  int book_fd = -1;
+  if (options_.replay_book != nullptr) {
+    std::set<int> busy;
+    for (const auto& entry : helpers_) busy.insert(entry.second->partition);
+    partition = options_.replay_book->Assign(key, busy, NowNs());
+    if (partition >= 0) book_fd = fcntl(options_.replay_book->fd(), F_DUPFD_CLOEXEC, replay_book::kBookFd + 1);
+    if (book_fd < 0) partition = -1;
+  }
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, sv[1], nshelper::kSocketFd);
-  posix_spawn_file_actions_addclosefrom_np(&actions, nshelper::kSocketFd + 1);
+  if (book_fd >= 0) posix_spawn_file_actions_adddup2(&actions, book_fd, replay_book::kBookFd);
+  posix_spawn_file_actions_addclosefrom_np(&actions, book_fd >= 0 ? replay_book::kBookFd + 1 : nshelper::kSocketFd + 1);
   sigset_t none, all;
   sigemptyset(&none);
   sigfillset(&all);
@@ -337,13 +344,16 @@ NsHelperPool::Helper* NsHelperPool::Spawn(uint64_t key, int* err) {
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   const std::string busy_poll = "--busy-poll-us=" + std::to_string(options_.busy_poll_us);
   const char* mode = options_.spawn_per_call ? "--once" : busy_poll.c_str();
-  char* argv[] = {const_cast<char*>(options_.helper_path.c_str()), const_cast<char*>(mode), nullptr};
+  const std::string book = "--book-partition=" + std::to_string(partition);
+  char* argv[] = {const_cast<char*>(options_.helper_path.c_str()), const_cast<char*>(mode),
+                  partition >= 0 ? const_cast<char*>(book.c_str()) : nullptr, nullptr};
   char* envp[] = {nullptr};
   pid_t pid = -1;
   int rc = posix_spawn(&pid, options_.helper_path.c_str(), &actions, &attr, argv, envp);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   close(sv[1]);
+  if (book_fd >= 0) close(book_fd);
   if (rc != 0) {
     *err = rc;
     close(sv[0]);
@@ -362,6 +372,7 @@ NsHelperPool::Helper* NsHelperPool::Spawn(uint64_t key, int* err) {
   std::unique_ptr<Helper> h(new Helper);
   h->id = next_helper_id_++;
   h->key = key;
+  h->partition = partition;
   h->pid = pid;
   h->pidfd = pidfd;
   h->sock = sv[0];
@@ -508,14 +519,9 @@ void NsHelperPool::Complete(Pending& p, const nshelper::Response& response, int 
     // No helper answered: a notification that was to be answered still gets one, or its syscall
     // would wait until the engine's own fd closes.
     if ((p.job.header.flags & nshelper::kRespond) && p.job.notify_fd >= 0) {
-      seccomp_notif_resp answer = {};
-      answer.id = p.job.header.notif_id;
-      answer.error = -options_.failure_errno;
       r.err = options_.failure_errno;
-      if (ioctl(p.job.notify_fd, SECCOMP_IOCTL_NOTIF_SEND, &answer) == 0) {
+      if (NotifySendErrno(p.job.notify_fd, p.job.header.notif_id, options_.failure_errno, &r.send_err)) {
         r.flags |= nshelper::kAnswered;
-      } else {
-        r.send_err = errno;
       }
     }
   }

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "nshelper_protocol.h"
+#include "replay_book_file.hpp"
 
 namespace seccomp_agent {
 
@@ -40,6 +41,9 @@ struct NsHelperPoolOptions {
   // What a notification asked to be answered (kRespond) gets when no helper answered it: spawn
   // failure, helper death or timeout, shutdown.
   int failure_errno = EPERM;
+  // The replay book each helper notes its outcomes in (replay_book_file.hpp; borrowed, lives
+  // longer than the pool). Null: helpers keep no notes (restarted calls are done again).
+  ReplayBookFile* replay_book = nullptr;
 };
 
 struct NsHelperPoolStats {
@@ -96,6 +100,7 @@ class NsHelperPool {
     int pidfd = -1;
     int sock = -1;
     bool retiring = false;  // asked to exit (socket closed or killed): not given new work
+    int partition = -1;     // its replay book partition (-1: none)
     uint64_t last_used_ns = 0;
     std::deque<Pending> in_flight;  // sent, answered in order
     std::deque<Pending> backlog;    // waiting for the window

@@ -111,13 +111,35 @@ uint64_t OnlyVarint(WireReader& r, uint32_t wanted) {
   return v;
 }
 
+// An emulation's action message: field 1 as its row's payload says.
+void ReadPayload(WireReader& a, RulePayload payload, Rule* rule) {
+  switch (payload) {
+    case RulePayload::kNothing: a.Skip(2); break;
+    case RulePayload::kSuffix: {
+      WireReader m(nullptr, 0);
+      if (!SubReader(a, &m)) break;
+      uint32_t f, t;
+      while (m.Next(&f, &t)) {
+        if (f == 1 && t == 2) rule->suffix = m.String();
+        else m.Skip(t);
+      }
+      if (!m.ok) a.ok = false;
+      break;
+    }
+    case RulePayload::kCapSysAdmin: rule->require_cap_sys_admin = OnlyVarint(a, 1) != 0; break;
+    case RulePayload::kErrno: rule->value = static_cast<int64_t>(OnlyVarint(a, 1)); break;
+  }
+}
+
 bool ReadAction(WireReader& r, Rule* rule, int index, PolicyNack* nack) {
   WireReader a(nullptr, 0);
   if (!SubReader(r, &a)) return Refuse(nack, index, "malformed", "the action is not a valid message");
   int actions = 0;
   uint32_t field, type;
   while (a.Next(&field, &type)) {
-    if (type != 2 || field < 1 || field > 8) {
+    // 1-3 and 8: continue, error, value, ask; the others each an emulation's row (or unknown: skipped).
+    const bool known = (field >= 1 && field <= 3) || field == 8 || EmulationOfRuleAction(field) != nullptr;
+    if (type != 2 || !known) {
       a.Skip(type);
       continue;
     }
@@ -126,22 +148,15 @@ bool ReadAction(WireReader& r, Rule* rule, int index, PolicyNack* nack) {
       case 1: rule->kind = RuleKind::kContinue; a.Skip(type); break;
       case 2: rule->kind = RuleKind::kError; rule->value = static_cast<int64_t>(OnlyVarint(a, 1)); break;
       case 3: rule->kind = RuleKind::kValue; rule->value = static_cast<int64_t>(OnlyVarint(a, 1)); break;
-      case 4: {
-        rule->kind = RuleKind::kMkdir;
-        WireReader m(nullptr, 0);
-        if (!SubReader(a, &m)) break;
-        uint32_t f, t;
-        while (m.Next(&f, &t)) {
-          if (f == 1 && t == 2) rule->suffix = m.String();
-          else m.Skip(t);
-        }
-        if (!m.ok) a.ok = false;
+      case 8: rule->kind = RuleKind::kAsk; a.Skip(type); break;
+      default: {
+        // An emulation: its row says what its action message carries.
+        const EmulationRow* row = EmulationOfRuleAction(field);
+        rule->kind = RuleKind::kEmulate;
+        rule->emulated = row->kind;
+        ReadPayload(a, row->payload, rule);
         break;
       }
-      case 5: rule->kind = RuleKind::kMount; rule->require_cap_sys_admin = OnlyVarint(a, 1) != 0; break;
-      case 6: rule->kind = RuleKind::kKill; a.Skip(type); break;
-      case 7: rule->kind = RuleKind::kFreeze; rule->value = static_cast<int64_t>(OnlyVarint(a, 1)); break;
-      case 8: rule->kind = RuleKind::kAsk; a.Skip(type); break;
     }
   }
   if (!a.ok) return Refuse(nack, index, "malformed", "the action is not a valid message");
@@ -179,27 +194,30 @@ bool ReadMatcher(WireReader& r, bool path, Rule* rule, int index, PolicyNack* na
 
 // What only a whole rule can tell: the action fits its syscalls and matchers.
 bool CheckRule(const Rule& rule, int index, PolicyNack* nack) {
-  if ((rule.kind == RuleKind::kError || rule.kind == RuleKind::kFreeze) && (rule.value < (rule.kind == RuleKind::kFreeze ? 0 : 1) || rule.value > 4095)) {
+  const EmulationRow* row = rule.kind == RuleKind::kEmulate ? EmulationOf(rule.emulated) : nullptr;
+  const RulePayload payload = row != nullptr ? row->payload : RulePayload::kNothing;
+  const bool errno_payload = payload == RulePayload::kErrno;
+  if ((rule.kind == RuleKind::kError || errno_payload) && (rule.value < (errno_payload ? 0 : 1) || rule.value > 4095)) {
     return Refuse(nack, index, "bad-errno", "errno " + std::to_string(rule.value) + " (1 to 4095)");
   }
-  auto only = [&](int a, int b) {
-    if (rule.any_syscall) return false;
-    for (int nr = 0; nr < kSyscallLimitX8664; ++nr) {
-      if (rule.syscalls.test(static_cast<size_t>(nr)) && nr != a && nr != b) return false;
+  // An emulation that answers only some syscalls needs a rule that names only those.
+  if (row != nullptr && !AnswersAnySyscall(*row)) {
+    bool only = !rule.any_syscall;
+    for (int nr = 0; nr < kSyscallLimitX8664 && only; ++nr) {
+      if (rule.syscalls.test(static_cast<size_t>(nr)) && EmulatedCallOf(*row, nr) == nullptr) only = false;
     }
-    return true;
-  };
-  if (rule.kind == RuleKind::kMkdir && !only(kSys_mkdir, kSys_mkdirat)) {
-    return Refuse(nack, index, "wrong-syscall", "a mkdir action needs syscalls mkdir and/or mkdirat only");
+    if (!only) {
+      const std::string names = EmulatedSyscallNames(*row, " and/or ");
+      const bool several = names.find(' ') != std::string::npos;
+      return Refuse(nack, index, "wrong-syscall",
+                    std::string("a ") + row->name + " action needs syscall" + (several ? "s " : " ") + names + " only");
+    }
   }
-  if (rule.kind == RuleKind::kMount && !only(kSys_mount, kSys_mount)) {
-    return Refuse(nack, index, "wrong-syscall", "a mount action needs syscall mount only");
-  }
-  if (rule.kind == RuleKind::kMkdir) {
+  if (payload == RulePayload::kSuffix) {
     const std::string& s = rule.suffix;
     if (s.empty() || s.size() > 255 || s.find('/') != std::string::npos || s.find('\0') != std::string::npos ||
         s.find_first_not_of('.') == std::string::npos) {
-      return Refuse(nack, index, "bad-suffix", "a mkdir suffix is a plain name part: 1 to 255 bytes, no '/', no NUL, not only dots");
+      return Refuse(nack, index, "bad-suffix", std::string("a ") + row->name + " suffix is a plain name part: 1 to 255 bytes, no '/', no NUL, not only dots");
     }
   }
   for (const PathMatch& m : rule.paths) {

@@ -10,11 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "emulation_table.hpp"
 #include "path_args.h"
 
 namespace seccomp_agent {
 
-enum class RuleKind : uint8_t { kContinue, kError, kValue, kMkdir, kMount, kKill, kFreeze, kAsk };
+// kEmulate: the rule's `emulated` row (emulation_table.hpp) performs the syscall or acts on the container.
+enum class RuleKind : uint8_t { kContinue, kError, kValue, kEmulate, kAsk };
 
 // Mirrors policy.proto's ArgOp and PathOp numbers.
 enum class ArgOp : uint8_t { kEq = 1, kNe, kLt, kLe, kGt, kGe, kMaskedEq };
@@ -39,9 +41,10 @@ struct Rule {
   std::vector<ArgMatch> args;
   std::vector<PathMatch> paths;
   RuleKind kind = RuleKind::kContinue;
-  int64_t value = 0;               // kError, kFreeze: errno; kValue: the return value
-  bool require_cap_sys_admin = false;  // kMount
-  std::string suffix;              // kMkdir: bytes appended to the last component
+  EmulatedKind emulated = EmulatedKind::kNone;  // kEmulate: which one
+  int64_t value = 0;               // kError, a RulePayload::kErrno emulation (freeze): errno; kValue: the return value
+  bool require_cap_sys_admin = false;  // a RulePayload::kCapSysAdmin emulation (mount)
+  std::string suffix;              // a RulePayload::kSuffix emulation (mkdir): bytes appended to the last component
   std::string origin;              // for people: where the rule came from
 };
 

@@ -13,7 +13,7 @@
 namespace nshelper {
 
 constexpr uint32_t kMagic = 0x3148534e;  // "NSH1"
-constexpr uint16_t kVersion = 1;
+constexpr uint16_t kVersion = 2;  // 2: the notification's syscall and arguments (restarted calls)
 
 // The helper is started with its end of the socketpair as this fd.
 constexpr int kSocketFd = 3;
@@ -62,10 +62,24 @@ struct Request {
   uint32_t mode;      // mkdir: mode before the target's umask
   uint64_t mount_flags;  // mount: MS_* as the target passed them
   uint32_t len[4];       // byte length of each string (no NUL), packed after this struct
+  // The notification as the kernel reported it: with the strings, the key by which a call that a
+  // signal restarted is told from a new one (nshelper_replay.hpp). Zero: not known (tests).
+  uint32_t nr;
+  uint32_t arch;
+  uint64_t args[6];
 };
 
 enum ResponseFlags : uint32_t {
   kAnswered = 1u << 0,  // NOTIF_SEND succeeded: the target has its result
+  // The call is one a signal restarted after this helper had already done its work for it (the
+  // answer then found the target gone from its wait): answered with that outcome, nothing done again.
+  kReplayed = 1u << 1,
+  // How the target waited while the helper worked, from its /proc status (the helper reads it for
+  // the credentials anyway): 'D' is the killable wait of a filter with
+  // SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (signals cannot abandon the notification), 'S' the
+  // interruptible wait of one without. Neither: not seen (running at that instant, or no status read).
+  kTargetWaitKillable = 1u << 2,
+  kTargetWaitInterruptible = 1u << 3,
 };
 
 struct Response {

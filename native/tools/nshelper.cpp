@@ -46,6 +46,7 @@
 #include "nshelper_credentials.hpp"
 #include "nshelper_target.hpp"
 #include "nshelper_protocol.h"
+#include "nshelper_replay.hpp"
 #include "seccomp_compat.h"
 
 namespace {
@@ -65,6 +66,7 @@ uint64_t NowNs() {
 }
 
 nshelper::TargetCache g_targets;  // the host's /proc and the tasks seen lately
+nshelper::ReplayBook g_replays;   // outcomes kept for calls a signal restarts (nshelper_replay.hpp)
 pid_t g_parent = 0;               // the data plane that started us (getppid at start)
 int g_host_root = -1;             // the helper's own root, taken back after each chroot
 // Kept helper: poll this long after an answer for the next request (a burst of mkdirs then costs
@@ -153,10 +155,21 @@ bool SplitLast(const std::string& full, std::string* parent, std::string* last) 
 // ---------------------------------------------------------------------------------------------
 // mkdir / mkdirat
 
-Status DoMkdir(const Request& req, const std::string& path, const Target& t) {
+// What one request did, beyond its status: for the replay book and the response's flags.
+struct Outcome {
+  nshelper::Candidate candidate;  // the book's entry this request may restart (Handle found it)
+  int replay = -1;                // the entry it did restart: answered with its outcome, nothing done
+  uint64_t strings_hash = 0;
+  uint64_t task_ino = 0;          // the target's pidfs inode (0: not known, no replay)
+  char wait_state = 0;            // Credentials::state
+  nshelper::Effect effect;        // mkdir: where it made its directory
+};
+
+Status DoMkdir(const Request& req, const std::string& path, const Target& t, Outcome* out) {
   Credentials cred;
   Status s = g_targets.ReadCredentials(t, &cred);
   if (!s.ok()) return s;
+  out->wait_state = cred.state;
   std::string full, parent, last;
   s = PathFromRoot(t, req.dirfd, path, &full);
   if (!s.ok()) return s;
@@ -172,7 +185,20 @@ Status DoMkdir(const Request& req, const std::string& path, const Target& t) {
   // "." and ".." name a directory that exists (its parent just resolved): the kernel says EEXIST
   // and creates nothing, whatever path a control plane sent.
   if (last == "." || last == "..") return Fail(nshelper::kStageDone, EEXIST);
+  // A call a signal restarted, whose directory an earlier request made and is still there: that
+  // outcome again, nothing done.
+  if (out->candidate.index >= 0) {
+    struct stat st;
+    if (fstatat(dir.get(), last.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+        uint64_t(st.st_dev) == out->candidate.made_dev && uint64_t(st.st_ino) == out->candidate.made_ino) {
+      out->replay = out->candidate.index;
+      return {};
+    }
+    g_replays.Erase(out->candidate.index);  // removed or replaced since: this call is new
+  }
   if (mkdirat(dir.get(), last.c_str(), mode_t(req.mode)) != 0) return Fail(nshelper::kStageDone, errno);
+  out->effect.parent.Reset(dir.Release());
+  out->effect.last = last;
   return {};
 }
 
@@ -243,7 +269,7 @@ bool IsContainerRoot(const Target& t, int dir) {
   return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-Status DoMount(const Request& req, const std::string* str, const Target& t) {
+Status DoMount(const Request& req, const std::string* str, const Target& t, Outcome* out) {
   const mount_confinement::MountRequest mount{str[0], str[2], str[3], req.mount_flags};
   const std::string& target = str[1];
   if (req.mount_flags & kNotANewMount) return Fail(nshelper::kStagePermission, EPERM);
@@ -253,6 +279,7 @@ Status DoMount(const Request& req, const std::string* str, const Target& t) {
   Credentials cred;
   Status s = g_targets.ReadCredentials(t, &cred);
   if (!s.ok()) return s;
+  out->wait_state = cred.state;
   if (req.flags & nshelper::kRequireCapSysAdmin) {
     s = CheckCapSysAdmin(t, cred);
     if (!s.ok()) return s;
@@ -316,16 +343,28 @@ bool ParseRequest(const char* buf, ssize_t n, Request* req, std::string* str) {
   return off == size_t(n);
 }
 
-Status Handle(const Request& req, const std::string* str, int notify_fd) {
+Status Handle(const Request& req, const std::string* str, int notify_fd, Outcome* out) {
   if (req.op == nshelper::kOpPing) return {};
   Target t;
   Status s = g_targets.Open(req, notify_fd, &t);
   if (!s.ok()) return s;
+  // A call a signal may have restarted after a request for it acted (Open has just checked this
+  // notification is pending, from this very task): a mount's outcome is given again here, a
+  // mkdir's where it would act, once its directory is seen still in place.
+  if (req.nr != 0 && g_replays.enabled() && (req.op == nshelper::kOpMkdir || req.op == nshelper::kOpMount)) {
+    out->strings_hash = nshelper::ReplayBook::Hash(str);
+    out->task_ino = g_targets.TaskIno(t);
+    out->candidate = g_replays.Find(req, out->strings_hash, out->task_ino, NowNs());
+    if (req.op == nshelper::kOpMount && out->candidate.index >= 0) {
+      out->replay = out->candidate.index;
+      return {};
+    }
+  }
   switch (req.op) {
     case nshelper::kOpMkdir:
-      return DoMkdir(req, str[0], t);
+      return DoMkdir(req, str[0], t, out);
     case nshelper::kOpMount:
-      return DoMount(req, str, t);
+      return DoMount(req, str, t, out);
     default:
       return Fail(nshelper::kStageBadRequest, EINVAL);
   }
@@ -368,23 +407,30 @@ bool ServeOne(char* buf) {
     for (size_t i = 0; i < count && nfds < 4; ++i) memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
   }
 
+  // The partition's lock for the whole request: a helper of a dead data plane still finishing one
+  // for this namespace has noted what it did before we look (replay_book.h).
+  g_replays.Lock();
   Request req;
   std::string str[4];
   Response resp = {};
   resp.magic = nshelper::kMagic;
   resp.version = nshelper::kVersion;
   Status s;
+  Outcome outcome;
   bool parsed = !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) && ParseRequest(buf, n, &req, str);
   if (!parsed) {
     memset(&req, 0, sizeof(req));
     if (n >= ssize_t(sizeof(Request))) memcpy(&req.tag, buf + offsetof(Request, tag), sizeof(req.tag));
     s = Fail(nshelper::kStageBadRequest, EINVAL);
   } else {
-    s = Handle(req, str, nfds > 0 ? fds[0] : -1);
+    s = Handle(req, str, nfds > 0 ? fds[0] : -1, &outcome);
   }
   resp.tag = req.tag;
   resp.err = s.err;
   resp.stage = s.stage;
+  if (outcome.replay >= 0) resp.flags |= nshelper::kReplayed;
+  if (outcome.wait_state == 'D') resp.flags |= nshelper::kTargetWaitKillable;
+  if (outcome.wait_state == 'S') resp.flags |= nshelper::kTargetWaitInterruptible;
   // Answer the target ourselves when asked, unless the notification is gone or was never
   // checked: a stale id must get no answer from us, and a bad request is the data plane's to answer.
   if (parsed && (req.flags & nshelper::kRespond) && nfds > 0 && s.stage != nshelper::kStageStale &&
@@ -397,7 +443,19 @@ bool ServeOne(char* buf) {
     } else {
       resp.send_err = errno;
     }
+    // Done: if the answer found the target gone from its wait, a signal took it out (a fatal one
+    // too, but then no call comes back), and the call it restarts gets this outcome, not a second
+    // effect; if it was taken, briefly the same (a signal a moment before the answer can still
+    // make the target drop it: nshelper_replay.hpp).
+    const bool delivered = (resp.flags & nshelper::kAnswered) != 0;
+    const bool acted = s.ok() && outcome.replay < 0 && outcome.task_ino != 0;
+    if (acted && (delivered || resp.send_err == ENOENT)) {
+      g_replays.Note(req, outcome.strings_hash, outcome.task_ino, outcome.effect, delivered, NowNs());
+    } else if (outcome.replay >= 0) {
+      g_replays.Renew(outcome.replay, delivered, NowNs());
+    }
   }
+  g_replays.Unlock();
   for (int i = 0; i < nfds; ++i) close(fds[i]);
   resp.helper_ns = NowNs() - start;
   ssize_t w;
@@ -410,21 +468,31 @@ bool ServeOne(char* buf) {
   return w == ssize_t(sizeof(resp));
 }
 
-// No argument, `--once`, or `--busy-poll-us=N` (N decimal, at most 1 s). False: a usage error.
-bool ParseArgs(int argc, char** argv, bool* once) {
-  if (argc == 1) return true;
-  if (argc > 2) return false;
-  if (strcmp(argv[1], "--once") == 0) {
-    *once = true;
-    return true;
-  }
-  static const char kPollFlag[] = "--busy-poll-us=";
-  if (strncmp(argv[1], kPollFlag, sizeof kPollFlag - 1) != 0) return false;
-  const char* digits = argv[1] + sizeof kPollFlag - 1;
+// A decimal after `flag` in `arg`, at most `max`; false when arg is not that flag or not a number.
+bool NumberFlag(const char* arg, const char* flag, unsigned long long max, unsigned long long* value) {
+  const size_t len = strlen(flag);
+  if (strncmp(arg, flag, len) != 0) return false;
+  const char* digits = arg + len;
   char* end = nullptr;
-  const unsigned long long us = strtoull(digits, &end, 10);
-  if (*digits < '0' || *digits > '9' || *end != '\0' || us > 1000000) return false;
-  g_busy_poll_ns = us * 1000;
+  *value = strtoull(digits, &end, 10);
+  return *digits >= '0' && *digits <= '9' && *end == '\0' && *value <= max;
+}
+
+// `--once`, `--busy-poll-us=N` (N decimal, at most 1 s), `--book-partition=N` (the replay book at
+// fd 4). False: a usage error.
+bool ParseArgs(int argc, char** argv, bool* once, int* book_partition) {
+  for (int i = 1; i < argc; i++) {
+    unsigned long long value = 0;
+    if (strcmp(argv[i], "--once") == 0) {
+      *once = true;
+    } else if (NumberFlag(argv[i], "--busy-poll-us=", 1000000, &value)) {
+      g_busy_poll_ns = value * 1000;
+    } else if (NumberFlag(argv[i], "--book-partition=", replay_book::kPartitions - 1, &value)) {
+      *book_partition = int(value);
+    } else {
+      return false;
+    }
+  }
   return true;
 }
 
@@ -432,8 +500,9 @@ bool ParseArgs(int argc, char** argv, bool* once) {
 
 int main(int argc, char** argv) {
   bool once = false;
-  if (!ParseArgs(argc, argv, &once)) {
-    fprintf(stderr, "usage: seccomp-nshelper [--once | --busy-poll-us=N]  (started by the seccomp data plane, socket on fd 3)\n");
+  int book_partition = -1;
+  if (!ParseArgs(argc, argv, &once, &book_partition)) {
+    fprintf(stderr, "usage: seccomp-nshelper [--once] [--busy-poll-us=N] [--book-partition=N]  (started by the seccomp data plane, socket on fd 3, replay book on fd 4)\n");
     return 2;
   }
   int type = 0;
@@ -447,6 +516,10 @@ int main(int argc, char** argv) {
   g_parent = getppid();
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   prctl(PR_SET_DUMPABLE, 0);
+  // The replay book first (it is fd 4, and kept as a descriptor of our own), then every other fd.
+  if (book_partition >= 0 && !g_replays.Open(uint32_t(book_partition))) {
+    perror("seccomp-nshelper: the replay book on fd 4 (serving without it: restarted calls are done again)");
+  }
   syscall(SYS_close_range, nshelper::kSocketFd + 1, ~0u, 0);
   signal(SIGPIPE, SIG_IGN);
   if (!g_targets.Init()) {

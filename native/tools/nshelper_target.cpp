@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "seccomp_compat.h"
@@ -67,6 +69,10 @@ bool ParseProcStatus(const char* text, Credentials* c) {
       const char* p = line + 7;
       eff = TakeNumber(&p, 16, &value);
       c->cap_eff = value;
+    } else if (StartsWith(line, "State:", 6)) {
+      const char* p = line + 6;
+      while (*p == ' ' || *p == '\t') p++;
+      if (*p >= 'A' && *p <= 'Z') c->state = *p;
     } else if (StartsWith(line, "Groups:", 7)) {
       const char* p = line + 7;
       c->groups.clear();
@@ -148,10 +154,25 @@ Status TargetCache::Open(const Request& req, int notify_fd, Target* t) {
     return Fail(kStageOpenProc, ESRCH);
   }
   entry->used = ++requests_;
+  t->pid = pid;
   t->pid_dir = entry->dir.get();
   t->status = entry->status.get();
   if (!t->StillPending()) return Fail(kStageStale, ENOENT);
   return {};
+}
+
+// The kept entry is proven to be the task (Open), and a live task's pid is its own: a pidfd opened
+// for the pid now is that task's.
+uint64_t TargetCache::TaskIno(const Target& t) {
+  Entry* entry = Find(t.pid);
+  if (entry == nullptr) return 0;
+  if (entry->task_ino == 0) {
+    constexpr unsigned kPidfdThread = O_EXCL;  // PIDFD_THREAD (6.9): a thread's own pidfd
+    Fd pidfd(int(syscall(SYS_pidfd_open, t.pid, kPidfdThread)));
+    struct stat st;
+    if (pidfd.get() >= 0 && fstat(pidfd.get(), &st) == 0) entry->task_ino = st.st_ino;
+  }
+  return entry->task_ino;
 }
 
 Status TargetCache::ReadCredentials(const Target& t, Credentials* c) {

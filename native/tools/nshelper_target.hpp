@@ -34,6 +34,9 @@ struct Credentials {
   mode_t umask = 022;
   uint64_t cap_eff = 0;
   bool init_userns = true;
+  // The task's State letter ('S' sleeping, 'D' uninterruptible...), 0 when absent: how it waits
+  // for the answer tells whether its filter has WAIT_KILLABLE_RECV (nshelper_protocol.h).
+  char state = 0;
 };
 
 // The task of one request. pid_dir and status belong to the cache and stay valid for the request.
@@ -43,6 +46,7 @@ struct Target {
   Fd root;           // the task's root directory (O_PATH), opened for this request
   int notify_fd = -1;
   uint64_t notif_id = 0;
+  pid_t pid = 0;
 
   bool StillPending() const;
 };
@@ -61,6 +65,9 @@ class TargetCache {
   Status Open(const Request& req, int notify_fd, Target* t);
   // Who the task is now: its status file read afresh, and whether it is in the helper's user namespace.
   Status ReadCredentials(const Target& t, Credentials* c);
+  // The pidfs inode of the task of `t` (opened by Open): one number for its whole life, never
+  // another task's; learnt once per kept task. 0 when it cannot be had.
+  uint64_t TaskIno(const Target& t);
 
  private:
   struct Entry {
@@ -68,8 +75,10 @@ class TargetCache {
     Fd dir;
     Fd status;
     uint64_t used = 0;  // the request count when last used: the least recent is replaced
+    uint64_t task_ino = 0;  // TaskIno, once learnt
     void Clear() {
       pid = 0;
+      task_ino = 0;
       status.Reset();
       dir.Reset();
     }

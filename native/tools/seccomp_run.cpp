@@ -44,6 +44,9 @@ const char kUsage[] =
     "  --id ID               container id (default seccomp-run-<pid>)\n"
     "  --status S            creating (container init, default) or running (exec)\n"
     "  --bundle DIR          bundle path in the state (default: the current directory)\n"
+    "  --wait-killable       install the filter with SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (what crun\n"
+    "                        sets from a profile's flags): once received, a notification survives\n"
+    "                        the target's signals, and only a fatal one ends its wait\n"
     "  -h, --help            this text\n"
     "\n"
     "For tests (to make bad runtime messages):\n"
@@ -71,6 +74,7 @@ struct Options {
   int send_fds = 1;
   bool send_pipe = false;
   bool no_filter = false;
+  bool wait_killable = false;
   size_t chunk = 0;
   char** command = nullptr;
 };
@@ -162,6 +166,8 @@ Options Parse(int argc, char** argv) {
       o.send_pipe = true;
     } else if (arg == "--no-filter") {
       o.no_filter = true;
+    } else if (arg == "--wait-killable") {
+      o.wait_killable = true;
     } else if (arg == "--chunk") {
       long n;
       if (!ParseCount(value("--chunk"), 1L << 30, &n) || n == 0) Usage("--chunk needs a positive number");
@@ -214,7 +220,7 @@ std::string ReadFile(const std::string& path) {
   return data;
 }
 
-int InstallFilter(const std::vector<int>& syscalls) {
+int InstallFilter(const std::vector<int>& syscalls, bool wait_killable) {
   const unsigned n = static_cast<unsigned>(syscalls.size());
   std::vector<struct sock_filter> prog;
   prog.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
@@ -229,8 +235,9 @@ int InstallFilter(const std::vector<int>& syscalls) {
   prog.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF));
   struct sock_fprog fprog = {static_cast<unsigned short>(prog.size()), prog.data()};
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) Fail("prctl(PR_SET_NO_NEW_PRIVS)");
-  long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &fprog);
-  if (fd < 0) Fail("seccomp(SECCOMP_SET_MODE_FILTER, NEW_LISTENER)");
+  const unsigned long flags = SECCOMP_FILTER_FLAG_NEW_LISTENER | (wait_killable ? SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV : 0);
+  long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &fprog);
+  if (fd < 0) Fail(wait_killable ? "seccomp(SECCOMP_SET_MODE_FILTER, NEW_LISTENER | WAIT_KILLABLE_RECV)" : "seccomp(SECCOMP_SET_MODE_FILTER, NEW_LISTENER)");
   return static_cast<int>(fd);
 }
 
@@ -298,7 +305,7 @@ int main(int argc, char** argv) {
   if (sock < 0) Fail("socket(AF_UNIX)");
   if (connect(sock, reinterpret_cast<struct sockaddr*>(&addr), sizeof addr) != 0) Fail("connect " + o.socket_path);
 
-  int notify_fd = o.no_filter ? -1 : InstallFilter(o.syscalls);
+  int notify_fd = o.no_filter ? -1 : InstallFilter(o.syscalls, o.wait_killable);
   int source = o.send_pipe ? pipe_fds[0] : notify_fd;
   std::vector<int> fds;
   for (int i = 0; i < o.send_fds && source >= 0; i++) {

@@ -16,34 +16,17 @@ import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import { createDataPlaneClient, getStatus } from '../../common/dataplane-client';
-import type { Container, Counters, DataPlaneClient } from '../../proto/gen/seccompagent/v1/dataplane';
-import * as fs from 'node:fs';
 import { startControlPlane } from '../support/controlplane';
-import { keeperChild, startDataPlane, type RunningDataPlane } from '../support/dataplane';
-import { SOAK_WORKLOAD } from '../support/paths';
-import { containerd } from '../support/policy';
-import { run, stop, type Started } from '../support/processes';
-import { makeBundle, runContainer, runcExec, sleepingContainer, type Bundle } from '../support/runc';
+import { startDataPlane, type RunningDataPlane } from '../support/dataplane';
+import {
+  assertPolicyAnswers, assertPolicyHeld, attaches, CP_ARGS, defaults, endPolicyWorkloads, finalOf, handOffDataPlane, handOverControlPlane, killContainerVictim,
+  killDataPlaneUnderKeeper, killedByMkdir, reattached, reportsOf, startPolicyWorkloads, trackAnswers, type Window,
+} from '../support/rollout';
+import { makeBundle, runContainer } from '../support/runc';
 import { scratchDir } from '../support/scratch';
-import { runUnderFilter, startUnderFilter } from '../support/workload';
+import { runUnderFilter } from '../support/workload';
 import { sleep, waitUntil } from '../support/wait';
 
-interface Window {
-  mono: number;
-  calls: number;
-  maxUs: number;
-  oldestInFlightUs: number;
-  errors: Record<string, number>;
-  wrong: number;
-}
-interface Final {
-  final: true;
-  calls: number;
-  errors: Record<string, number>;
-  wrong: number;
-  maxUs: number;
-  stuckThreads: number;
-}
 interface Phase {
   name: string;
   start: number;
@@ -51,30 +34,6 @@ interface Phase {
 }
 
 const monoMs = () => Number(process.hrtime.bigint() / 1_000_000n);
-const DEFAULT_COUNTERS = ['answeredDefaultNoControlPlane', 'answeredDefaultDeadline', 'answeredDefaultDetached', 'answeredDefaultRecovered'] as const;
-const defaults = (c: Counters) => DEFAULT_COUNTERS.reduce((sum, k) => sum + c[k], 0n);
-const attaches = (cp: Started) => (cp.output().match(/attached to the data plane/g) ?? []).length;
-/** Notifications a data plane answered by default because no control plane was there. */
-const gapDefaults = (c: Counters) => c.answeredDefaultNoControlPlane + c.answeredDefaultDeadline + c.answeredDefaultDetached;
-/** Every control plane of the proof: no API server; a pod identity that is not known gives EACCES. */
-const CP_ARGS = ['--no-kubernetes', '--unresolved-action', 'errno:EACCES'];
-const EACCES = 13;
-
-function listContainers(client: DataPlaneClient): Promise<Container[]> {
-  return new Promise((resolve, reject) => client.listContainers({}, (err, r) => (err ? reject(err) : resolve(r!.containers))));
-}
-
-async function stopped(bundle: Bundle, id: string): Promise<boolean> {
-  const state = await run('runc', ['--root', bundle.stateRoot, 'state', id]);
-  return state.code !== 0 || /"status": "stopped"/.test(state.stdout);
-}
-
-function finalOf(workload: Started): Final {
-  const lines = workload.output().trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Window | Final);
-  const final = lines.find((l): l is Final => 'final' in l);
-  assert.ok(final, `no final report from the workload:\n${workload.output().slice(-2000)}`);
-  return final;
-}
 
 test('zero-disruption proof: 5 CP handovers, 3+3 CP SIGKILLs, 3 DP handoffs, 3 DP SIGKILLs; nothing fails, nothing hangs, every answer is the policy\'s', { timeout: 600_000 }, async (t) => {
   const dir = scratchDir(t);
@@ -83,36 +42,9 @@ test('zero-disruption proof: 5 CP handovers, 3+3 CP SIGKILLs, 3 DP handoffs, 3 D
   let cp = await startControlPlane(t, dp, CP_ARGS);
   const client = createDataPlaneClient(grpcSocket);
   t.after(() => client.close());
-  // Counters of each data plane process, as last seen (a SIGKILLed one loses its last 100 ms),
-  // and per process, the default answers each container whose policy is known got.
-  const countersByPid = new Map<number, Counters>();
-  const known = new Set<string>();
-  const knownDefaults = new Map<string, bigint>(); // "pid/handle" -> answered by default
-  const poll = setInterval(() => {
-    Promise.all([getStatus(client), listContainers(client)]).then(([s, containers]) => {
-      countersByPid.set(s.pid, s.counters!);
-      for (const c of containers) if (known.has(c.containerId)) knownDefaults.set(`${s.pid}/${c.handle}`, c.answeredDefault);
-    }, () => undefined);
-  }, 100);
-  t.after(() => clearInterval(poll));
-
-  const soak = startUnderFilter(t, { socket: listenerSocket, syscalls: ['getppid'], id: 'soak' }, [SOAK_WORKLOAD, '--threads', '4']);
-  // Containers with a policy of their own, one mkdir every 2 ms each, every answer checked.
-  const mkdirWorkload = (id: string, metadata: string, annotations: Record<string, string>, expect: string[]) => {
-    const target = path.join(dir, id);
-    fs.mkdirSync(target);
-    return startUnderFilter(t, { socket: listenerSocket, syscalls: ['mkdir', 'mkdirat'], id, metadata, annotations },
-      [SOAK_WORKLOAD, '--threads', '1', '--pause-us', '2000', '--mkdir', target, ...expect]);
-  };
-  const suffixed = mkdirWorkload('mkdir-tmpl', 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}', containerd('shop', 'web-1', 'app'), ['--expect-suffix', '-shop-web-1']);
-  const refused = mkdirWorkload('mkdir-errno', 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}', {}, ['--expect-errno', String(EACCES)]);
-  const policyWorkloads = { 'getppid (no keys: continue)': soak, 'MKDIR_TMPL suffix': suffixed, 'MKDIR_TMPL unresolved: errno EACCES': refused };
-  for (const id of ['soak', 'mkdir-tmpl', 'mkdir-errno']) known.add(id);
-  for (const w of Object.values(policyWorkloads)) await w.waitFor(/"calls":[1-9]/, 10_000);
-  await waitUntil(async () => {
-    const listed = await listContainers(client);
-    return [...known].every((id) => listed.some((c) => c.containerId === id && c.policyVersion !== ''));
-  }, 15_000, 'the three workloads to have their policy in force');
+  const workloads = await startPolicyWorkloads(t, dir, listenerSocket, client);
+  const { soak, known } = workloads;
+  const answers = trackAnswers(t, client, known);
 
   // A container start every second, alternating seccomp-run and runc; each must run to its end.
   const bundle = makeBundle(path.join(dir, 'bundle'), ['/bin/sh', '-c', 'echo ppid $PPID'], { listenerPath: listenerSocket, syscalls: ['getppid'] });
@@ -142,22 +74,10 @@ test('zero-disruption proof: 5 CP handovers, 3+3 CP SIGKILLs, 3 DP handoffs, 3 D
     await sleep(1000); // the workload runs on under the new arrangement
     phases.push({ name, start, end: monoMs() });
   };
-  const reattached = async (before: number) => waitUntil(() => attaches(cp) > before, 15_000, 'the control plane to attach again');
-  // After a data plane handoff or restart, the new data plane holds notifications for the control
-  // plane that was attached: none of them gets the default while it comes back.
-  const policyHeld = async (phase: string) => {
-    const s = await getStatus(client);
-    assert.equal(gapDefaults(s.counters!), 0n, `${phase}: data plane ${s.pid} answered ${gapDefaults(s.counters!)} notification(s) by default while the control plane reattached`);
-  };
-
   for (let i = 1; i <= 5; i++) {
     await phase(`control plane handover ${i}`, async () => {
       const before = await getStatus(client);
-      const next = await startControlPlane(t, dp, [...CP_ARGS, '--takeover']);
-      await cp.waitFor(/handed over to seccomp-controlplane \S+: attaching again if it goes away/);
-      cp.child.kill('SIGTERM');
-      assert.equal(await cp.exited, 0, cp.output());
-      cp = next;
+      cp = await handOverControlPlane(t, cp, dp);
       const after = await getStatus(client);
       assert.equal(after.pid, before.pid);
       assert.equal(defaults(after.counters!), defaults(before.counters!), 'a planned control plane handover leaves nothing to the default action');
@@ -175,15 +95,12 @@ test('zero-disruption proof: 5 CP handovers, 3+3 CP SIGKILLs, 3 DP handoffs, 3 D
   const kills: Array<{ id: string; killed: boolean; downMs: number }> = [];
   for (let i = 1; i <= 3; i++) {
     await phase(`control plane SIGKILL ${i}, down 2 s`, async () => {
-      const victim = await sleepingContainer(t, dir, listenerSocket, 'DEFAULT_ACTION=kill-container', ['mkdir', 'mkdirat']);
-      known.add(victim.id);
-      await waitUntil(async () => (await listContainers(client)).some((c) => c.containerId === victim.id && c.policyVersion !== ''), 15_000, `${victim.id}'s policy to be in force`);
+      const victim = await killContainerVictim(t, dir, listenerSocket, client, known);
       cp.child.kill('SIGKILL');
       await cp.exited;
       const downAt = monoMs();
       await waitUntil(async () => (await getStatus(client)).controlPlane === undefined, 10_000, 'the data plane to see the control plane gone');
-      const exec = await runcExec(victim.bundle, victim.id, ['/bin/sh', '-c', 'mkdir /tmp/z; echo survived']);
-      const killed = !/survived/.test(exec.stdout) && (await waitUntil(() => stopped(victim.bundle, victim.id), 10_000, `${victim.id} to be killed`).then(() => true, () => false));
+      const killed = await killedByMkdir(victim);
       const noneUp = (await getStatus(client)).controlPlane === undefined;
       kills.push({ id: victim.id, killed: killed && noneUp, downMs: monoMs() - downAt });
       await sleep(Math.max(0, 2000 - (monoMs() - downAt)));
@@ -193,48 +110,32 @@ test('zero-disruption proof: 5 CP handovers, 3+3 CP SIGKILLs, 3 DP handoffs, 3 D
   for (let i = 1; i <= 3; i++) {
     await phase(`data plane handoff ${i}`, async () => {
       const before = attaches(cp);
-      const old = dp;
-      const oldPid = keeperChild(old.proc.child.pid!);
-      dp = await startDataPlane(t, ['--log-level', 'info', '--takeover'], dir, true);
-      await waitUntil(() => keeperChild(old.proc.child.pid!) === 0, 10_000, `data plane ${oldPid} to exit after handing over`);
-      assert.match(old.proc.output(), /child handed over|not restarting/i);
-      handoffPausesMs.push(Number(/"pauseMs":([\d.]+)/.exec(old.proc.output())?.[1] ?? NaN));
-      await stop(old.proc.child); // the old pod goes away: its keeper drops its copies
-      await reattached(before);
-      await policyHeld(`data plane handoff ${i}`);
+      const handed = await handOffDataPlane(t, dp);
+      dp = handed.dp;
+      handoffPausesMs.push(handed.pauseMs);
+      await reattached(cp, before);
+      await assertPolicyHeld(client, `data plane handoff ${i}`);
     });
   }
   for (let i = 1; i <= 3; i++) {
     await phase(`data plane SIGKILL ${i}`, async () => {
       const before = attaches(cp);
-      const victim = keeperChild(dp.proc.child.pid!);
-      process.kill(victim, 'SIGKILL');
-      await waitUntil(async () => {
-        const s = await getStatus(client).catch(() => null);
-        return s !== null && s.pid !== victim;
-      }, 15_000, 'the keeper to restart the data plane');
-      await reattached(before);
-      await policyHeld(`data plane SIGKILL ${i}`);
+      await killDataPlaneUnderKeeper(dp, client);
+      await reattached(cp, before);
+      await assertPolicyHeld(client, `data plane SIGKILL ${i}`);
     });
   }
 
   starting = false;
   await starter;
   // The last per-container figures, while the workloads still run.
-  const lastStatus = await getStatus(client);
-  for (const c of await listContainers(client)) if (known.has(c.containerId)) knownDefaults.set(`${lastStatus.pid}/${c.handle}`, c.answeredDefault);
-  clearInterval(poll);
-  const codes = new Map<string, number | string>();
-  for (const [name, w] of Object.entries(policyWorkloads)) {
-    w.child.kill('SIGTERM');
-    codes.set(name, await w.exited);
-  }
+  await answers.finish();
+  const results = await endPolicyWorkloads(t, workloads);
   const final = finalOf(soak);
-  const lines = soak.output().trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Window | Final);
-  const windows = lines.filter((l): l is Window => !('final' in l));
-  const finals = Object.fromEntries(Object.entries(policyWorkloads).map(([name, w]) => [name, finalOf(w)]));
+  const windows = reportsOf(soak).filter((l): l is Window => !('final' in l));
+  const { finals } = results;
   const mismatches = Object.values(finals).reduce((sum, f) => sum + f.wrong, 0);
-  const defaultsForKnown = [...knownDefaults.values()].reduce((sum, n) => sum + n, 0n);
+  const defaultsForKnown = answers.defaultsForKnown();
 
   // Figures for the closing note, printed whether or not the checks below pass.
   const interval = windows.length > 1 ? windows[1].mono - windows[0].mono : 100;
@@ -244,22 +145,13 @@ test('zero-disruption proof: 5 CP handovers, 3+3 CP SIGKILLs, 3 DP handoffs, 3 D
     t.diagnostic(`${p.name}: longest pause ${pauseMs.toFixed(1)} ms`);
   }
   t.diagnostic(`data plane handoffs: nothing answered for ${handoffPausesMs.map((ms) => ms.toFixed(1)).join(', ')} ms (the old one's park to the successor's ack)`);
-  const totals = new Map<string, bigint>();
-  for (const c of countersByPid.values()) {
-    for (const [k, v] of Object.entries(c)) totals.set(k, (totals.get(k) ?? 0n) + BigInt(v as bigint));
-  }
-  t.diagnostic(`answered by the control plane ${totals.get('answeredControlPlane')}, default (no control plane) ${totals.get('answeredDefaultNoControlPlane')}, default (detached) ${totals.get('answeredDefaultDetached')}, default (deadline) ${totals.get('answeredDefaultDeadline')}, default (recovered after a handoff or crash) ${totals.get('answeredDefaultRecovered')}, fast path ${totals.get('answeredFastPath')}; data plane processes ${countersByPid.size}`);
+  const totals = answers.totals();
+  t.diagnostic(`answered by the control plane ${totals.get('answeredControlPlane')}, default (no control plane) ${totals.get('answeredDefaultNoControlPlane')}, default (detached) ${totals.get('answeredDefaultDetached')}, default (deadline) ${totals.get('answeredDefaultDeadline')}, default (recovered after a handoff or crash) ${totals.get('answeredDefaultRecovered')}, fast path ${totals.get('answeredFastPath')}; data plane processes ${answers.countersByPid.size}`);
   t.diagnostic(`workload: ${final.calls} syscalls, longest ${(final.maxUs / 1000).toFixed(1)} ms; container starts ${starts.length} (${starts.filter((s) => s.kind === 'runc').length} runc)`);
-  for (const [name, f] of Object.entries(finals)) t.diagnostic(`${name}: ${f.calls} calls, ${f.wrong} not the policy's answer, errors ${JSON.stringify(f.errors)}`);
   t.diagnostic(`mismatches (an answer other than an attached control plane gives): ${mismatches}; default answers for containers whose policy is known: ${defaultsForKnown}`);
   t.diagnostic(`kill-container with no control plane up: ${kills.filter((k) => k.killed).length} of ${kills.length} killed (${kills.map((k) => `${k.downMs} ms down`).join(', ')})`);
 
-  for (const [name, c] of codes) assert.equal(c, 0, `the ${name} workload exited ${c}`);
-  for (const [name, f] of Object.entries(finals)) {
-    assert.equal(f.stuckThreads, 0, `${name}: every syscall returned`);
-    assert.deepEqual(f.errors, {}, `${name}: no syscall failed (38 = ENOSYS)`);
-    assert.equal(f.wrong, 0, `${name}: ${f.wrong} answer(s) differ from what an attached control plane gives`);
-  }
+  assertPolicyAnswers(results);
   assert.equal(defaultsForKnown, 0n, 'no container whose policy is known got the default action');
   assert.deepEqual(kills.filter((k) => !k.killed), [], 'every kill-container container was killed with no control plane up');
   assert.equal(kills.length, 3);

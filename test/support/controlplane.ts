@@ -1,7 +1,7 @@
 // Starts a real seccomp-controlplane process against a test data plane.
 import type { TestContext } from 'node:test';
 import { controlSocketPath } from '../../common/shared-options';
-import { CONTROLPLANE_MAIN, TEST_CONTROL_PLANE } from './paths';
+import { CURRENT_BUILD, TEST_CONTROL_PLANE, type AgentBuild } from './paths';
 import { start, type Started } from './processes';
 
 /** A data plane's two sockets: control planes attach on the control one. */
@@ -26,9 +26,12 @@ export async function startTestControlPlane(t: TestContext, dp: DataPlaneSockets
   return cp;
 }
 
-export async function startControlPlane(t: TestContext, dp: DataPlaneSockets | string, extraArgs: string[] = ['--no-kubernetes']): Promise<Started> {
+/** A seccomp-controlplane of `build` (this tree's unless said), once attached. */
+export async function startControlPlane(
+  t: TestContext, dp: DataPlaneSockets | string, extraArgs: string[] = ['--no-kubernetes'], build: AgentBuild = CURRENT_BUILD,
+): Promise<Started> {
   // --state-dir '': no node checkpoint outside the test's scratch dir (test/support/policy.ts gives one).
-  const proc = start(t, process.execPath, [CONTROLPLANE_MAIN, ...socketArgs(dp), '--log-level', 'debug', '--reconnect-max', '500ms', '--state-dir', '', ...extraArgs]);
+  const proc = start(t, process.execPath, [build.controlplaneMain, ...socketArgs(dp), '--log-level', 'debug', '--reconnect-max', '500ms', '--state-dir', '', ...extraArgs]);
   await proc.waitFor(/attached to the data plane/, 20_000);
   return proc;
 }

@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import type { TestContext } from 'node:test';
 import { createDataPlaneClient, getStatus } from '../../common/dataplane-client';
 import type { DataPlaneClient, Event, GetStatusResponse } from '../../proto/gen/seccompagent/v1/dataplane';
-import { DATAPLANE_MAIN, KEEPER } from './paths';
+import { CURRENT_BUILD, type AgentBuild } from './paths';
 import { start, type Started } from './processes';
 import { scratchDir } from './scratch';
 import { collector, waitUntil } from './wait';
@@ -24,13 +24,16 @@ export interface RunningDataPlane {
   status(): Promise<GetStatusResponse>;
 }
 
-export async function startDataPlane(t: TestContext, extraArgs: string[] = [], dir = scratchDir(t), underKeeper = false): Promise<RunningDataPlane> {
+/** A data plane (under its build's seccomp-keeper when `underKeeper`) of `build`: this tree's unless said. */
+export async function startDataPlane(
+  t: TestContext, extraArgs: string[] = [], dir = scratchDir(t), underKeeper = false, build: AgentBuild = CURRENT_BUILD,
+): Promise<RunningDataPlane> {
   const listenerSocket = path.join(dir, 'listener.sock');
   const grpcSocket = path.join(dir, 'grpc', 'dataplane.sock');
   const controlSocket = path.join(dir, 'grpc', 'control.sock');
-  const dataplane = [DATAPLANE_MAIN, '--listener-socket', listenerSocket, '--grpc-socket', grpcSocket, '--control-socket', controlSocket, '--log-level', 'debug', ...extraArgs];
+  const dataplane = [build.dataplaneMain, '--listener-socket', listenerSocket, '--grpc-socket', grpcSocket, '--control-socket', controlSocket, '--log-level', 'debug', ...extraArgs];
   const proc = underKeeper
-    ? start(t, KEEPER, ['--restart-delay-ms', '50', '--', process.execPath, ...dataplane])
+    ? start(t, build.keeper, ['--restart-delay-ms', '50', '--', process.execPath, ...dataplane])
     : start(t, process.execPath, dataplane);
   const client = createDataPlaneClient(grpcSocket);
   const controlClient = createDataPlaneClient(controlSocket);
@@ -44,7 +47,7 @@ export async function startDataPlane(t: TestContext, extraArgs: string[] = [], d
     const pid = underKeeper ? keeperChild(proc.child.pid!) : proc.child.pid;
     return getStatus(client).then((s) => s.pid === pid, () => false);
   };
-  await waitUntil(servedByThis, 15_000, `the data plane to serve; output:\n${proc.output()}`);
+  await waitUntil(servedByThis, 15_000, `the data plane of ${build.label} to serve; output:\n${proc.output()}`);
   return { proc, dir, listenerSocket, grpcSocket, controlSocket, client, controlClient, status: () => getStatus(client) };
 }
 

@@ -10,8 +10,10 @@ export interface WorkloadOptions {
   id?: string;
   metadata?: string;
   annotations?: Record<string, string>;
-  /** Extra seccomp-run flags (test-only message shapes). */
+  /** Extra seccomp-run flags (test-only message shapes, --wait-killable). */
   extra?: string[];
+  /** A command seccomp-run itself runs under (e.g. unshare -m ... --): the filter's process is then in its namespaces. */
+  launcher?: string[];
 }
 
 function seccompRunArgs(options: WorkloadOptions, command: string[]): string[] {
@@ -32,7 +34,10 @@ export function runUnderFilter(options: WorkloadOptions, command: string[]) {
 /** Starts a command under seccomp-run; killed when the test ends. */
 export function startUnderFilter(t: TestContext, options: WorkloadOptions, command: string[]): Started {
   if (!fs.existsSync(SECCOMP_RUN)) throw new Error(`${SECCOMP_RUN} is missing: run npm ci (node-gyp builds it)`);
-  return start(t, SECCOMP_RUN, seccompRunArgs(options, command));
+  const [launcher, ...launcherArgs] = options.launcher ?? [];
+  return launcher === undefined
+    ? start(t, SECCOMP_RUN, seccompRunArgs(options, command))
+    : start(t, launcher, [...launcherArgs, SECCOMP_RUN, ...seccompRunArgs(options, command)]);
 }
 
 /** Number of fds a process holds. */

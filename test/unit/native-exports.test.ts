@@ -11,7 +11,7 @@ const ADDON = {
   Engine: true, syscallNames: true, openFdCount: true, AUDIT_ARCH_X86_64: true, sdNotify: true, fdStoreStore: true,
   fdStoreRemove: true, takeListenFds: true, handoffConnect: true, handoffReceive: true, handoffAck: true,
   handoffWaitClosed: true, closeFd: true, probeKernel: true, watchProcessExit: true, unwatchProcess: true,
-  latencyBucketsNs: true,
+  latencyBucketsNs: true, emulations: true,
 } satisfies Record<keyof NativeAddon, true>;
 
 const TEST_ADDON = { Emulator: true, emulatorTestSupport: true } satisfies Record<keyof EmulatorAddon, true>;
@@ -20,7 +20,7 @@ const ENGINE = {
   start: true, listen: true, listenFd: true, listenerPaths: true, adopt: true, restore: true, listenHandoff: true, setAccepting: true,
   setDetailedEvents: true, holdForControlPlane: true, handOff: true, reject: true, listenChannel: true,
   openSession: true, setActiveSession: true, closeSession: true, sessionPending: true, setDefaultAction: true,
-  setDecisionTimeout: true, respond: true, extendDeadline: true, stats: true, stop: true, applyPolicy: true, nameContainer: true, policyOf: true, explainRule: true,
+  setDecisionTimeout: true, respond: true, extendDeadline: true, stats: true, targetWaits: true, stop: true, applyPolicy: true, nameContainer: true, policyOf: true, explainRule: true,
 } satisfies Record<keyof NativeEngine, true>;
 
 const EMULATOR = {

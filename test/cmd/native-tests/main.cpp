@@ -28,7 +28,9 @@
 #include "answer_tally.hpp"
 #include "cgroup_paths.hpp"
 #include "decision_check.hpp"
+#include "emulation_table.hpp"
 #include "engine_names.hpp"
+#include "handoff_formats.hpp"
 #include "journal.hpp"
 #include "namespace_link.h"
 #include "json_boundary.hpp"
@@ -406,6 +408,32 @@ void DecisionCheckCases() {
   });
 }
 
+// The emulation table (emulation_table.hpp): rows in kind order, each found by its name, its
+// policy.proto action and its syscalls; what every switch on the kind now reads.
+void EmulationTableCases() {
+  Case("emulation table: rows in kind order, found by name, rule action and syscall", [] {
+    EXPECT(kEmulationCount == 4);
+    for (size_t i = 0; i < kEmulationCount; ++i) {
+      const EmulationRow& row = kEmulations[i];
+      EXPECT(static_cast<size_t>(row.kind) == i + 1);
+      EXPECT(EmulationOf(row.kind) == &row);
+      EXPECT(EmulationNamed(row.name) == &row);
+      EXPECT(EmulationOfRuleAction(row.rule_action) == &row);
+      EXPECT((row.executor == EmulationExecutor::kHelperPool) == (row.helper_op != 0));
+    }
+    EXPECT(EmulationOf(EmulatedKind::kNone) == nullptr);
+    EXPECT(EmulationNamed("continue") == nullptr);
+    EXPECT(EmulationOfRuleAction(8) == nullptr);  // ask
+    const EmulationRow* mkdir = EmulationNamed("mkdir");
+    EXPECT(mkdir != nullptr && EmulatedSyscallNames(*mkdir, " and ") == "mkdir and mkdirat");
+    const EmulatedCall* mkdirat = mkdir != nullptr ? EmulatedCallOf(*mkdir, 258) : nullptr;
+    EXPECT(mkdirat != nullptr && mkdirat->dirfd == 0 && mkdirat->path == 1 && mkdirat->mode == 2);
+    EXPECT(mkdir != nullptr && EmulatedCallOf(*mkdir, 165) == nullptr);
+    const EmulationRow* kill = EmulationOf(EmulatedKind::kKill);
+    EXPECT(kill != nullptr && AnswersAnySyscall(*kill) && strcmp(EmulatedTitle(EmulatedKind::kKill), "kill-container") == 0);
+  });
+}
+
 // A ContainerPolicy written by hand in the protobuf wire format (policy.proto's field numbers).
 struct Wire {
   std::string bytes;
@@ -721,16 +749,60 @@ void ProcStatusCases() {
     EXPECT(c.umask == 022);                      // "-1" is no umask: the default stays
   });
 }
+void HandoffFormatCases() {
+  using handoff::FormatVersions;
+  Case("handoff hello: this release's hello names what it reads, and reads back to the same versions", [] {
+    const FormatVersions mine{{handoff::kFrameVersion}, {InFlightJournal::kFormatVersion}};
+    const std::string hello = handoff::HelloText(42, mine);
+    EXPECT(hello == "{\"pid\":42,\"reads\":{\"frames\":[1],\"journal\":[2]}}");
+    FormatVersions read;
+    std::string error;
+    EXPECT(handoff::ParseHelloReads(hello, &read, &error));
+    EXPECT(read.frames == mine.frames && read.journals == mine.journals);
+    EXPECT(handoff::FormatMismatch(read, handoff::kFrameVersion, InFlightJournal::kFormatVersion).empty());
+  });
+  Case("handoff hello: a release before 0.2.0 sends only its pid and reads frames 1 and journal 2 (taken over, not refused)", [] {
+    FormatVersions read;
+    std::string error;
+    EXPECT(handoff::ParseHelloReads("{\"pid\":4711}", &read, &error));
+    EXPECT(read.frames == std::vector<uint32_t>{1} && read.journals == std::vector<uint32_t>{2});
+    EXPECT(handoff::FormatMismatch(read, 1, 2).empty());
+    // A later release that writes journal 3 must refuse it.
+    EXPECT(handoff::FormatMismatch(read, 1, 3) == "it reads in-flight journal version(s) [2], this data plane writes 3");
+  });
+  Case("handoff hello: a successor that reads other versions is refused with both reasons; one reading several is not", [] {
+    FormatVersions read;
+    std::string error;
+    EXPECT(handoff::ParseHelloReads("{\"pid\":7,\"reads\":{\"frames\":[2],\"journal\":[3,4]}}", &read, &error));
+    EXPECT(handoff::FormatMismatch(read, 1, 2) ==
+           "it reads handoff frame version(s) [2], this data plane writes 1, and reads in-flight journal version(s) [3,4], this data plane writes 2");
+    EXPECT(handoff::ParseHelloReads("{\"pid\":7,\"reads\":{\"frames\":[1,2],\"journal\":[2,3]}}", &read, &error));
+    EXPECT(handoff::FormatMismatch(read, 1, 2).empty() && handoff::FormatMismatch(read, 2, 3).empty());
+  });
+  Case("handoff hello: a hello that is not one, or names its versions in an unknown shape, is an error (never taken as legacy)", [] {
+    FormatVersions read;
+    std::string error;
+    EXPECT(!handoff::ParseHelloReads("", &read, &error));
+    EXPECT(!handoff::ParseHelloReads("pid=3", &read, &error));
+    EXPECT(!handoff::ParseHelloReads("{\"pid\":7,\"reads\":{\"journal\":[2]}}", &read, &error));
+    EXPECT(!handoff::ParseHelloReads("{\"pid\":7,\"reads\":{\"frames\":[1],\"journal\":[\"2\"]}}", &read, &error));
+    EXPECT(!handoff::ParseHelloReads("{\"pid\":7,\"reads\":{\"frames\":[1],\"journal\":[2}}", &read, &error));
+    EXPECT(error.find("shape") != std::string::npos);
+  });
+}
+
 }  // namespace
 
 int main() {
   PendingTableCases();
   DecisionCheckCases();
+  EmulationTableCases();
   RuleTableCases();
   BoundaryCases();
   CgroupPathCases();
   TallyCases();
   ProcStatusCases();
+  HandoffFormatCases();
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;
 }

@@ -1,0 +1,74 @@
+// The replay book's memory (docs/emulation.md, "Exactly once"): what the emulation helpers did for
+// calls a signal may restart, kept in a memfd that outlives any one helper and any one data plane
+// (the fd store keeps it as "replays", a handoff passes it on). The data plane creates it and
+// gives each mount namespace's helper one partition (the header's keys); the helpers alone write
+// the entries, each under an OFD write lock on its partition's bytes, held for a whole request: so
+// a restarted call never overtakes the request it restarts, even when they are served by two
+// helper processes (the old one still finishing after its data plane died, and the successor's).
+//
+// Layout (little endian, version 1): a header, then kPartitions partitions of kEntries entries.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+namespace replay_book {
+
+constexpr char kMagic[8] = {'S', 'C', 'A', 'R', 'P', 'L', 'Y', '1'};
+constexpr uint32_t kVersion = 1;
+constexpr uint32_t kPartitions = 64;  // the pool's bound on kept helpers
+constexpr uint32_t kEntries = 32;     // per partition: one mount namespace's tasks
+
+// The helper finds the book's memfd as this fd, and its partition in --book-partition=N.
+constexpr int kBookFd = 4;
+
+struct Header {
+  char magic[8];
+  uint32_t version;
+  uint32_t partitions;
+  uint32_t entries;
+  uint32_t reserved;
+  uint64_t keys[kPartitions];     // the mount namespace inode a partition serves; 0: free
+  uint64_t used_ns[kPartitions];  // CLOCK_MONOTONIC of its last assignment (the least recent goes)
+};
+
+struct Entry {
+  uint32_t used;
+  uint32_t delivered;  // the answer was taken (1) or found the target gone (0)
+  uint64_t noted_ns;   // CLOCK_MONOTONIC (one clock for every process of the node)
+  int32_t pid;
+  uint16_t op;
+  uint16_t pad0;
+  uint32_t nr;
+  uint32_t arch;
+  uint64_t args[6];
+  int32_t dirfd;
+  uint32_t mode;
+  uint64_t mount_flags;
+  uint32_t flags;
+  uint32_t pad1;
+  uint64_t strings_hash;  // FNV-1a over the request's strings, each with its length
+  uint64_t task_ino;      // pidfs inode of the task: unique for the life of the node
+  uint64_t made_dev;      // mkdir: the directory made
+  uint64_t made_ino;
+};
+
+static_assert(sizeof(Entry) == 136, "replay book entries are the format's");
+
+constexpr size_t PartitionBytes() { return sizeof(Entry) * kEntries; }
+constexpr size_t PartitionOffset(uint32_t partition) { return sizeof(Header) + PartitionBytes() * partition; }
+constexpr size_t FileBytes() { return PartitionOffset(kPartitions); }
+
+inline bool HeaderValid(const Header* h) {
+  return memcmp(h->magic, kMagic, sizeof kMagic) == 0 && h->version == kVersion && h->partitions == kPartitions &&
+         h->entries == kEntries;
+}
+
+inline void FillHeader(Header* h) {
+  memcpy(h->magic, kMagic, sizeof kMagic);
+  h->version = kVersion;
+  h->partitions = kPartitions;
+  h->entries = kEntries;
+}
+
+}  // namespace replay_book
