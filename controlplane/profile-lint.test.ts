@@ -131,6 +131,12 @@ test('lint io-uring-open: io_uring allowed beside notified file syscalls', () =>
   assert.match(only(lintProfile(explicit), 'io-uring-open')[0].message, /^io_uring_enter left allowed/);
 });
 
+test('lint: a profile with fields of the wrong type is linted as far as it can be, never a crash', () => {
+  const odd = { defaultAction: 'SCMP_ACT_ALLOW', architectures: 'SCMP_ARCH_X86', listenerPath: SOCKET, listenerMetadata: 7, flags: {}, syscalls: [null, 3, { names: 'mkdir', action: 'SCMP_ACT_NOTIFY' }, { names: ['mkdir', 5], action: 'SCMP_ACT_NOTIFY' }] } as unknown as SeccompSection;
+  assert.deepEqual(rules(lintProfile(odd)), ['warning io-uring-open']);
+  assert.deepEqual(lintProfile({} as SeccompSection), []);
+});
+
 test('lint: SPO_LISTENER_PATH is the pattern kept in test/testdata', () => {
   assert.ok(SPO_LISTENER_PATH.test(SHIPPED_LISTENER_SOCKETS[1]));
   assert.equal(SPO_LISTENER_PATH_PATTERN, fs.readFileSync(path.join(ROOT, 'test/testdata/spo-listener-path-pattern.txt'), 'utf8').trim());

@@ -110,21 +110,27 @@ function hostPath(p: string): string {
 /** Each syscall name with the actions of the rules that name it. */
 function actionsByName(section: SeccompSection): Map<string, Set<string>> {
   const byName = new Map<string, Set<string>>();
-  for (const rule of section.syscalls ?? []) {
-    const names = [...(rule.names ?? []), ...(rule.name ? [rule.name] : [])];
+  // A profile is input: fields of the wrong type count as absent, never as a crash.
+  for (const rule of arrayOf(section.syscalls)) {
+    if (typeof rule !== 'object' || rule === null) continue;
+    const names = [...arrayOf(rule.names), ...(typeof rule.name === 'string' ? [rule.name] : [])].filter((n): n is string => typeof n === 'string');
     for (const name of names) {
       const set = byName.get(name) ?? new Set<string>();
-      set.add(rule.action ?? '');
+      set.add(typeof rule.action === 'string' ? rule.action : '');
       byName.set(name, set);
     }
   }
   return byName;
 }
 
+function arrayOf<T>(value: T[] | undefined): T[] {
+  return Array.isArray(value) ? value : [];
+}
+
 function architecturesOf(section: SeccompSection): string[] {
-  const list = [...(section.architectures ?? [])];
-  for (const entry of section.archMap ?? []) list.push(...(entry.architecture ? [entry.architecture] : []), ...(entry.subArchitectures ?? []));
-  return list;
+  const list: unknown[] = [...arrayOf(section.architectures)];
+  for (const entry of arrayOf(section.archMap)) if (typeof entry === 'object' && entry !== null) list.push(entry.architecture, ...arrayOf(entry.subArchitectures));
+  return list.filter((a): a is string => typeof a === 'string');
 }
 
 const list = (names: readonly string[]) => names.join(', ');
@@ -154,8 +160,8 @@ export function lintProfile(section: SeccompSection, options: LintOptions = {}):
   const defaultNotify = section.defaultAction === NOTIFY;
   const notifies = defaultNotify || notified.length > 0;
   const runtimes: LintRuntime[] = options.runtime ? [options.runtime] : ['runc', 'crun'];
-  const metadata = options.metadata ?? section.listenerMetadata ?? '';
-  const flags = section.flags ?? [];
+  const metadata = options.metadata ?? (typeof section.listenerMetadata === 'string' ? section.listenerMetadata : '');
+  const flags = arrayOf(section.flags);
 
   const parsed = parseListenerMetadata(metadata);
   if (options.metadataOnly) {
