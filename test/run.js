@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // Runs the compiled tests tier by tier (see test/tiers.js) with node's own runner, one file at a
 // time (the tests own real sockets, filters and runc), and ends with the count and time per tier.
+// A test that hangs is ended at 4 minutes (its own { timeout } may say more: the release-skew
+// build), and its cleanup is bounded (test/support/processes.ts, stop()).
 //   node test/run.js                      every tier as root; the unit tier alone otherwise
 //   node test/run.js unit e2e             those tiers
 //   node test/run.js test/integration/metrics.test.ts   files or folders (source or dist paths)
@@ -42,7 +44,7 @@ try {
     const begin = Date.now();
     const child = spawnSync(
       process.execPath,
-      ['--test', '--test-concurrency=1', '--test-timeout=900000',
+      ['--test', '--test-concurrency=1', '--test-timeout=240000',
         '--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=tap', `--test-reporter-destination=${tap}`,
         ...run.files.map((t) => t.compiled)],
       { stdio: 'inherit', cwd: root },

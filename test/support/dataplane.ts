@@ -51,10 +51,14 @@ export async function startDataPlane(
   return { proc, dir, listenerSocket, grpcSocket, controlSocket, client, controlClient, status: () => getStatus(client) };
 }
 
-/** The data plane that seccomp-keeper (pid `keeperPid`) runs now; 0 while it has none. */
+/**
+ * The data plane that seccomp-keeper (pid `keeperPid`) runs now; 0 while it has none. The keeper
+ * also reaps orphans of a data plane that died (a helper finishing its request): those are not it.
+ */
 export function keeperChild(keeperPid: number): number {
-  const children = fs.readFileSync(`/proc/${keeperPid}/task/${keeperPid}/children`, 'utf8').trim();
-  return children === '' ? 0 : Number(children.split(' ')[0]);
+  const children = fs.readFileSync(`/proc/${keeperPid}/task/${keeperPid}/children`, 'utf8').trim().split(' ').filter(Boolean).map(Number);
+  const comm = (pid: number) => { try { return fs.readFileSync(`/proc/${pid}/comm`, 'utf8'); } catch { return ''; } };
+  return children.find((pid) => !comm(pid).startsWith('seccomp-nshelp')) ?? 0;
 }
 
 /** Collects Watch events until the test ends. */

@@ -1,5 +1,6 @@
 // Child processes of a test: started with their output captured, killed when the test ends.
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import * as fs from 'node:fs';
 import type { TestContext } from 'node:test';
 
 export interface Started {
@@ -62,14 +63,72 @@ export function start(t: TestContext | null, command: string, args: string[], op
   return { child, output: () => output, exited, waitFor };
 }
 
-/** SIGTERM, then SIGKILL after a grace period; resolves when the process is gone. */
+/** Every live descendant of `pid` (children of each of its threads, recursively). */
+export function descendants(pid: number): number[] {
+  const found: number[] = [];
+  const visit = (p: number) => {
+    let tasks: string[] = [];
+    try {
+      tasks = fs.readdirSync(`/proc/${p}/task`);
+    } catch {
+      return;  // gone
+    }
+    for (const tid of tasks) {
+      let text = '';
+      try {
+        text = fs.readFileSync(`/proc/${p}/task/${tid}/children`, 'utf8');
+      } catch {
+        continue;
+      }
+      for (const child of text.trim().split(' ').filter(Boolean).map(Number)) {
+        found.push(child);
+        visit(child);
+      }
+    }
+  };
+  visit(pid);
+  return found;
+}
+
+/** How long stop() waits for a process after its SIGKILL before it gives up on it (a test never hangs). */
+const AFTER_KILL_MS = 2000;
+
+/**
+ * SIGTERM, then SIGKILL after a grace period, to the process and to whatever it started that
+ * still lives then (a keeper's data plane, a data plane's helpers: nothing a test started may
+ * outlive it); resolves when the process is gone, or AFTER_KILL_MS after the SIGKILL whatever
+ * happens (a process stuck in the kernel must not hold the suite).
+ */
 export async function stop(child: ChildProcess, graceMs = 3000): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
+  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
+  const tree = descendants(child.pid);
   const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-  await gone;
+  let timer: NodeJS.Timeout | undefined;
+  const killed = new Promise<void>((resolve) => {
+    timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      for (const pid of [...tree, ...descendants(child.pid!)]) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // gone already
+        }
+      }
+      setTimeout(resolve, AFTER_KILL_MS).unref();
+    }, graceMs);
+  });
+  await Promise.race([gone, killed]);
   clearTimeout(timer);
+  // What it started and left behind when it exited by itself (orphans of a keeper or a data plane).
+  for (const pid of tree) {
+    try {
+      process.kill(pid, 0);
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
 }
 
 /** Runs a command to completion; returns code and output. */
