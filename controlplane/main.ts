@@ -105,14 +105,9 @@ async function main(): Promise<void> {
   const falco = new FalcoPublisher(options.falcoSocket, log, { ...FALCO_LIMITS, queue: options.falcoQueue });
   const middleware = new MiddlewareWatch(options.grpcSocket, falco, requestDurationHistogram(), log);
   // The linter's findings, once per distinct profile, against the listener paths the data plane serves.
-  const lintLog = new ProfileLintLog(log, async () => {
-    const client = createDataPlaneClient(options.grpcSocket);
-    try {
-      return await Promise.race([getStatus(client).then((s) => s.listenerSockets), new Promise<string[]>((_, reject) => setTimeout(() => reject(new Error('timeout')), 1000).unref())]);
-    } finally {
-      client.close();
-    }
-  });
+  const statusClient = createDataPlaneClient(options.grpcSocket);
+  const lintLog = new ProfileLintLog(log, () =>
+    Promise.race([getStatus(statusClient).then((s) => s.listenerSockets), new Promise<string[]>((_, reject) => setTimeout(() => reject(new Error('timeout')), 3000).unref())]));
   const lint = (container: Container) => void lintLog.check(container).catch((err: Error) => log.debug({ err }, 'profile lint failed'));
   let link: DataPlaneLink | null = null;
   const holds = new ExecHolds((n, ms) => link?.hold(n, ms) ?? false, log);
@@ -203,6 +198,7 @@ async function main(): Promise<void> {
     statusWriter?.stop();
     middleware.stop();
     falco.close();
+    statusClient.close();
     void Promise.all([pods?.stop(), sources?.stop(), nodeState?.stop()]).finally(() => {
       log.flush();
       process.exit(0);

@@ -7,7 +7,6 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import type { Logger } from '../common/logger';
-import { SHIPPED_LISTENER_SOCKETS } from '../common/shared-options';
 import { lintProfile, type LintFinding, type SeccompSection } from './profile-lint';
 
 const MAX_CONFIG_BYTES = 4 * 1024 * 1024;
@@ -69,12 +68,14 @@ export class ProfileLintLog {
     if (this.seen.has(key)) return [];
     if (this.seen.size >= MAX_PROFILES) this.seen.delete(this.seen.values().next().value!);
     this.seen.add(key);
-    let served: readonly string[] = SHIPPED_LISTENER_SOCKETS;
+    // Unknown when the data plane cannot say (it is restarting): then whether the profile's
+    // listenerPath is served is not judged, rather than judged against paths it may not serve.
+    let served: readonly string[] | null = null;
     try {
       const paths = await this.servedPaths();
       if (paths.length > 0) served = paths;
     } catch {
-      // the shipped paths, then
+      served = null;
     }
     const findings = lintProfile(section, { metadata: container.metadata, servedPaths: served, metadataOnly: !full });
     const scope = full ? 'profile' : `listenerMetadata only (${profile})`;

@@ -96,6 +96,8 @@ test('lint listener-path: missing, not served, refused by SPO, or unused', () =>
   assert.match(other[0].message, /not a socket this agent serves/);
   // Both shipped paths are served; /var/run is /run.
   for (const p of [...SHIPPED_LISTENER_SOCKETS, '/var/run/seccomp-agent.socket']) assert.deepEqual(only(lintProfile(profile({ listenerPath: p })), 'listener-path'), [], p);
+  // Unknown served paths: not judged.
+  assert.deepEqual(only(lintProfile(profile({ listenerPath: '/run/other.sock' }), { servedPaths: null }), 'listener-path'), []);
   // Served paths given (the control plane asks the data plane).
   assert.deepEqual(only(lintProfile(profile({ listenerPath: '/tmp/x.sock' }), { servedPaths: ['/tmp/x.sock'] }), 'listener-path'), []);
   // An SPO SeccompProfile must match the operator's pattern.
@@ -178,4 +180,9 @@ test('control plane lint log: once per distinct profile, not per container; meta
   assert.match(logged[0].msg, /did you mean MKDIR_TMPL\?.*logged once per profile/);
   assert.equal(logged[3].checked, 'listenerMetadata');
   assert.equal(asked, 3, 'the served paths are asked once per new profile');
+  // A data plane that cannot be asked: the listener path is not judged (the fallback is not the shipped paths).
+  const quiet = new ProfileLintLog(logger, async () => {
+    throw new Error('unavailable');
+  }, async () => profile({ listenerPath: '/tmp/elsewhere.sock' }));
+  assert.deepEqual(await quiet.check({ containerId: 'c5', bundle: '/b/5', metadata: '' }), []);
 });

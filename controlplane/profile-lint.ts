@@ -36,8 +36,11 @@ export interface SeccompSection {
 export interface LintOptions {
   /** The runtime the profile runs under; omitted: every runtime measured (the findings name which). */
   runtime?: LintRuntime;
-  /** Listener paths served (default: the shipped DaemonSet's and systemd units', SHIPPED_LISTENER_SOCKETS). */
-  servedPaths?: readonly string[];
+  /**
+   * Listener paths served (default: the shipped DaemonSet's and systemd units', SHIPPED_LISTENER_SOCKETS);
+   * null: unknown (the data plane could not be asked), so "not served" is not judged.
+   */
+  servedPaths?: readonly string[] | null;
   /** Replaces the profile's listenerMetadata (seccompctl lint --metadata). */
   metadata?: string;
   /** The profile is an SPO SeccompProfile: its listenerPath must match SPO's pattern too. */
@@ -220,14 +223,14 @@ export function lintProfile(section: SeccompSection, options: LintOptions = {}):
       'under runc before 1.5 a profile with flags does not start', 'drop flags for nodes running runc 1.1, or run those containers with crun');
   }
   // listener-path
-  const served = options.servedPaths ?? SHIPPED_LISTENER_SOCKETS;
+  const served = options.servedPaths === undefined ? SHIPPED_LISTENER_SOCKETS : options.servedPaths;
   if (notifies && !section.listenerPath) {
     add('error', 'listener-path', 'the profile notifies but has no listenerPath',
       'the runtime has nowhere to send the notify fd; notified syscalls would wait for nobody, so runtimes refuse the profile',
-      `set listenerPath to ${served[0] ?? SHIPPED_LISTENER_SOCKETS[0]}`);
+      `set listenerPath to ${served?.[0] ?? SHIPPED_LISTENER_SOCKETS[0]}`);
   } else if (section.listenerPath) {
     const p = section.listenerPath;
-    if (!served.some((s) => hostPath(s) === hostPath(p))) {
+    if (served !== null && !served.some((s) => hostPath(s) === hostPath(p))) {
       add('error', 'listener-path', `listenerPath ${p} is not a socket this agent serves (${list(served)})`,
         'the runtime cannot connect and the container fails to start (or another process gets its syscalls)',
         `use one of ${list(served)}, or start the data plane with --listener-socket ${p}`);
