@@ -8,7 +8,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { writeCrunWrapper } from './crun';
-import { run, start } from './processes';
+import { descendants, run, start } from './processes';
 import { makeBundle } from './runc';
 import { sleep } from './wait';
 
@@ -20,33 +20,6 @@ export interface ProbeResult {
   outcome: 'hang' | 'ok' | 'failed';
   ms: number;
   detail: string;
-}
-
-/** Every process below `pid` (children of every thread), deepest last. */
-function descendants(pid: number): number[] {
-  const found: number[] = [];
-  const visit = (p: number) => {
-    let tasks: string[] = [];
-    try {
-      tasks = fs.readdirSync(`/proc/${p}/task`);
-    } catch {
-      return;
-    }
-    for (const task of tasks) {
-      let children = '';
-      try {
-        children = fs.readFileSync(`/proc/${p}/task/${task}/children`, 'utf8').trim();
-      } catch {
-        continue;
-      }
-      for (const child of children.split(' ').filter(Boolean).map(Number)) {
-        found.push(child);
-        visit(child);
-      }
-    }
-  };
-  visit(pid);
-  return found;
 }
 
 /**
