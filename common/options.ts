@@ -13,6 +13,8 @@ export interface OptionSpec<T> {
   default: string;
   /** Boolean flags take no value ("--no-kubernetes"). */
   boolean?: boolean;
+  /** May be given more than once: the values reach `parse` joined with commas (as the env var holds them). */
+  repeatable?: boolean;
   /** Turns the text into the value; throws AgentError with a clear message when it cannot. */
   parse: (text: string, flag: string) => T;
 }
@@ -43,17 +45,23 @@ function editDistance(a: string, b: string): number {
   return row[b.length];
 }
 
-function suggestion(flag: string, table: OptionTable): string {
+/** The candidate closest to `word` when it is close enough to be a misspelling of it, else null. */
+export function nearestWord(word: string, candidates: Iterable<string>): string | null {
   let best = '';
   let bestDistance = Infinity;
-  for (const spec of Object.values(table)) {
-    const distance = editDistance(flag, spec.flag);
+  for (const candidate of candidates) {
+    const distance = editDistance(word, candidate);
     if (distance < bestDistance) {
       bestDistance = distance;
-      best = spec.flag;
+      best = candidate;
     }
   }
-  return bestDistance <= Math.max(2, Math.floor(flag.length / 3)) ? ` (did you mean --${best}?)` : '';
+  return bestDistance <= Math.max(2, Math.floor(word.length / 3)) ? best : null;
+}
+
+function suggestion(flag: string, table: OptionTable): string {
+  const best = nearestWord(flag, Object.values(table).map((spec) => spec.flag));
+  return best !== null ? ` (did you mean --${best}?)` : '';
 }
 
 /** Parses argv and the environment against the table; unknown flags get a suggestion. */
@@ -93,7 +101,8 @@ export function parseCommandLine<T extends OptionTable>(
     }
     let value: string | undefined = eq === -1 ? argv[++i] : word.slice(eq + 1);
     if (value === undefined) throw new AgentError('EMISSING_VALUE', `option --${flag} needs a value`);
-    texts.set(key, value);
+    const earlier = texts.get(key);
+    texts.set(key, spec.repeatable && earlier !== undefined ? `${earlier},${value}` : value);
   }
   const options = {} as Record<keyof T, unknown>;
   for (const key of Object.keys(table) as Array<keyof T>) {
@@ -108,7 +117,7 @@ export function parseCommandLine<T extends OptionTable>(
 export function helpText(command: string, summary: string, table: OptionTable): string {
   const lines = [`Usage: ${command} [options]`, '', summary, '', 'Options (each also read from its environment variable):'];
   for (const spec of Object.values(table)) {
-    const name = spec.boolean ? `--${spec.flag}` : `--${spec.flag} VALUE`;
+    const name = spec.boolean ? `--${spec.flag}` : `--${spec.flag} VALUE${spec.repeatable ? ' ...' : ''}`;
     const extra = [spec.env ? `env ${spec.env}` : '', spec.default !== '' ? `default ${spec.default}` : ''].filter(Boolean).join(', ');
     lines.push(`  ${name.padEnd(30)} ${spec.description}${extra ? ` (${extra})` : ''}`);
   }

@@ -5,6 +5,21 @@ import * as path from 'node:path';
 import { parseChoice, parseDurationOrOffMs, parseString, type OptionTable } from './options';
 
 export const DEFAULT_GRPC_SOCKET = '/run/seccomp-agent/dataplane.sock';
+/** The data plane's default listener socket: the listenerPath existing profiles name. */
+export const DEFAULT_LISTENER_SOCKET = '/run/seccomp-agent.socket';
+/**
+ * The listener the shipped DaemonSet and systemd units serve beside the default for the Security
+ * Profiles Operator, which accepts a listenerPath only under its folder (SPO_LISTENER_PATH).
+ */
+export const SPO_LISTENER_SOCKET = '/var/run/security-profiles-operator/seccomp-agent.sock';
+/** Every listener path the shipped deploy/ serves: what `seccompctl lint` accepts by default. */
+export const SHIPPED_LISTENER_SOCKETS: readonly string[] = Object.freeze([DEFAULT_LISTENER_SOCKET, SPO_LISTENER_SOCKET]);
+/**
+ * The listenerPath a current Security Profiles Operator accepts (v1 and v1beta1 since 2026-06,
+ * PR #3239); test/testdata/spo-listener-path-pattern.txt keeps SPO's text, a test compares.
+ */
+export const SPO_LISTENER_PATH_PATTERN = '^/var/run/security-profiles-operator/[a-zA-Z0-9_\\-\\.]+$';
+export const SPO_LISTENER_PATH = new RegExp(SPO_LISTENER_PATH_PATTERN);
 /** The control socket's file name: beside the observer (gRPC) socket unless --control-socket says otherwise. */
 export const CONTROL_SOCKET_NAME = 'control.sock';
 

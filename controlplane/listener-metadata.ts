@@ -53,7 +53,8 @@ export interface ParsedListenerMetadata {
   readonly warnings: readonly PolicyWarning[];
 }
 
-const KNOWN_KEYS = new Set([
+/** Every listenerMetadata key this agent reads (seccompctl lint suggests the nearest for a misspelling). */
+export const KNOWN_KEYS: ReadonlySet<string> = new Set([
   'MKDIR_TMPL', 'DEFAULT_ACTION', 'MOUNT_PROC', 'MOUNT_SYSFS', 'MOUNT_OTHER_FS_LIST', 'MOUNT_NEED_CAP_ADMIN',
   'EXEC_PATTERN', 'EXEC_DURATION', 'SIDECARS', 'SIDECARS_DELAY', 'MIDDLEWARE',
 ]);

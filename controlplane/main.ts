@@ -30,6 +30,8 @@ import { PolicySet } from './policy-set';
 import { PolicySources } from './policy-sources';
 import { nodeReports, PolicyStatusWriter } from './policy-status';
 import { ResourcePolicy } from './resource-policy';
+import { ProfileLintLog } from './profile-lint-log';
+import { createDataPlaneClient, getStatus } from '../common/dataplane-client';
 
 const SUMMARY = 'Control plane of the seccomp notify agent: Kubernetes-aware policy for the notifications of the data plane.';
 
@@ -102,6 +104,11 @@ async function main(): Promise<void> {
   // MIDDLEWARE=falco / prometheus: fed from the data plane's Watch stream (the observer socket), never on the answer path.
   const falco = new FalcoPublisher(options.falcoSocket, log, { ...FALCO_LIMITS, queue: options.falcoQueue });
   const middleware = new MiddlewareWatch(options.grpcSocket, falco, requestDurationHistogram(), log);
+  // The linter's findings, once per distinct profile, against the listener paths the data plane serves.
+  const statusClient = createDataPlaneClient(options.grpcSocket);
+  const lintLog = new ProfileLintLog(log, () =>
+    Promise.race([getStatus(statusClient).then((s) => s.listenerSockets), new Promise<string[]>((_, reject) => setTimeout(() => reject(new Error('timeout')), 3000).unref())]));
+  const lint = (container: Container) => void lintLog.check(container).catch((err: Error) => log.debug({ err }, 'profile lint failed'));
   let link: DataPlaneLink | null = null;
   const holds = new ExecHolds((n, ms) => link?.hold(n, ms) ?? false, log);
   const policy = new PolicyEngine(registry, options.unresolvedAction, log, resources, holds);
@@ -114,11 +121,13 @@ async function main(): Promise<void> {
       knows: (handle) => registry.get(handle) !== undefined,
       onSnapshot: (containers) => {
         registry.replaceAll(containers.map(toInfo));
+        for (const container of containers) lint(container);
         pusher?.onSnapshot(containers);
         middleware.reset(registry.values());
       },
       onContainerAdded: (container) => {
         middleware.added(registry.add(toInfo(container)));
+        lint(container);
         pusher?.onContainerAdded(container);
       },
       onContainerRemoved: (removed) => {
@@ -195,6 +204,7 @@ async function main(): Promise<void> {
     statusWriter?.stop();
     middleware.stop();
     falco.close();
+    statusClient.close();
     void Promise.all([pods?.stop(), sources?.stop(), nodeState?.stop()]).finally(() => {
       log.flush();
       process.exit(0);

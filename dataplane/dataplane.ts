@@ -51,7 +51,8 @@ import { parseRuntimeMessage } from './runtime-message';
 import { WatchHub } from './watch-hub';
 
 export interface DataPlaneConfig {
-  listenerSocket: string;
+  /** The runtime listener sockets to serve (profiles' listenerPath), at least one. */
+  listenerSockets: readonly string[];
   /** The decision channel's socket (docs/decision-channel.md). */
   channelSocket: string;
   /** Mode of the listener socket. */
@@ -135,7 +136,12 @@ export class DataPlane {
   /** Called when a successor connects to the handoff socket (see handoff.ts). */
   onHandoffRequest: ((conn: number, peerPid: number) => void) | null = null;
   private origin: DataPlaneOrigin = 'fresh';
-  private restoredListener = false;
+  /** How this process got its containers: fresh, fd-store (a restart) or handoff. */
+  get startOrigin(): DataPlaneOrigin {
+    return this.origin;
+  }
+  /** Listener sockets a predecessor handed over (or the fd store gave back), by path. */
+  private restoredListeners: string[] = [];
   /** The fd store's holder, watched (start() arms it): status, health and metrics read it. */
   readonly fdStore: FdStoreWatch;
 
@@ -179,28 +185,42 @@ export class DataPlane {
     }
     for (const problem of result.problems) this.log.warn({ origin }, `restore: ${problem}`);
     this.origin = origin;
-    this.restoredListener = result.listener;
+    this.restoredListeners = result.listenerPaths;
     const graceMs = this.config.controlPlaneGraceMs;
     if (result.controlPlaneAttached && graceMs > 0) {
       this.engine.holdForControlPlane(graceMs);
       this.log.info({ graceMs }, `the previous data plane had a control plane attached: for ${graceMs} ms new notifications wait for one to attach (each at most ${this.config.decisionTimeoutMs} ms) instead of getting the default action`);
     }
     this.log.info(
-      { origin, containers: result.containers.length, listener: result.listener, journal: result.journal, inFlightAnswered: result.inFlightAnswered, inFlightHeld: result.inFlightHeld, lostAnswered: result.lostAnswered, inFlightWithHelper: result.inFlightWithHelper },
+      { origin, containers: result.containers.length, listeners: result.listenerPaths, journal: result.journal, inFlightAnswered: result.inFlightAnswered, inFlightHeld: result.inFlightHeld, lostAnswered: result.lostAnswered, inFlightWithHelper: result.inFlightWithHelper },
       `took back ${result.containers.length} container(s) from ${origin === 'handoff' ? 'the data plane that handed over' : 'the fd store'}; of the notifications it had left unanswered, ${result.inFlightHeld} wait for the next control plane and ${result.inFlightAnswered + result.lostAnswered} got the default action (${formatDefaultAction(this.config.defaultAction)})` +
         (result.inFlightWithHelper > 0 ? `; ${result.inFlightWithHelper} were with its emulation helpers, which answer them (waited for; done anew only if no helper of it lives)` : ''),
     );
     return result;
   }
 
-  /** Starts the engine thread and the listener socket (unless restore() brought one). */
+  /** The configured listener sockets restore() did not bring back: start() creates them. */
+  listenersToCreate(): string[] {
+    return this.config.listenerSockets.filter((p) => !this.restoredListeners.includes(p));
+  }
+
+  /** Every listener socket served now, as bound (restored ones first). */
+  listenerSockets(): string[] {
+    return this.engine.listenerPaths();
+  }
+
+  /** Starts the engine thread and the listener sockets (those restore() did not bring back). */
   start(): void {
     this.fdStore.start();
     this.engine.start();
-    if (!this.restoredListener) this.engine.listen(this.config.listenerSocket, this.config.socketMode);
+    for (const socket of this.listenersToCreate()) this.engine.listen(socket, this.config.socketMode);
+    const kept = this.restoredListeners.filter((p) => !this.config.listenerSockets.includes(p));
+    if (kept.length > 0) {
+      this.log.warn({ kept, configured: this.config.listenerSockets }, `still serving listener socket(s) ${kept.join(', ')} taken over from the ${this.origin === 'handoff' ? 'data plane that handed over' : 'fd store'} though --listener-socket does not name them: runtimes may still connect there; a start without a predecessor serves only the configured ones`);
+    }
     const stats = this.engine.stats();
     this.log.info(
-      { listener: this.config.listenerSocket, defaultAction: formatDefaultAction(this.config.defaultAction), decisionTimeoutMs: this.config.decisionTimeoutMs, syncWakeUp: this.kernel.syncWakeUp || stats.syncWakeUp, syncWakeUpProbe: this.kernel.detail, fdStore: stats.fdStore, fdStoreHolder: this.fdStore.holder, keeper: this.fdStore.holderPid || undefined, origin: this.origin },
+      { listeners: this.listenerSockets(), defaultAction: formatDefaultAction(this.config.defaultAction), decisionTimeoutMs: this.config.decisionTimeoutMs, syncWakeUp: this.kernel.syncWakeUp || stats.syncWakeUp, syncWakeUpProbe: this.kernel.detail, fdStore: stats.fdStore, fdStoreHolder: this.fdStore.holder, keeper: this.fdStore.holderPid || undefined, origin: this.origin },
       stats.fdStore
         ? 'data plane serving the runtime listener socket, every fd kept in the fd store; no control plane attached: the default action answers'
         : 'data plane serving the runtime listener socket (no fd store: a crash would give ENOSYS to every container); no control plane attached: the default action answers',
@@ -721,7 +741,8 @@ export class DataPlane {
     return {
       version: VERSION,
       uptime: durationFromMs(uptimeMs),
-      listenerSocket: this.config.listenerSocket,
+      listenerSocket: this.listenerSockets()[0] ?? '',
+      listenerSockets: this.listenerSockets(),
       defaultAction: defaultActionToProto(this.config.defaultAction),
       decisionTimeout: durationFromMs(this.config.decisionTimeoutMs),
       controlPlane: active?.hello

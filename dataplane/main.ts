@@ -87,7 +87,7 @@ async function main(): Promise<void> {
   try {
     dataplane = new DataPlane(
       {
-        listenerSocket: options.listenerSocket,
+        listenerSockets: options.listenerSockets,
         channelSocket,
         socketMode: options.socketMode,
         channelSocketMode: controlMode,
@@ -107,14 +107,13 @@ async function main(): Promise<void> {
     // A restart under systemd or seccomp-keeper: the store gives back everything, whatever the flags.
     const stored = addon.takeListenFds();
     let taken: TakenOver | null = null;
-    let listenerRestored = false;
     if (stored.length > 0) {
-      listenerRestored = dataplane.restore(stored, 'fd-store').listener;
+      dataplane.restore(stored, 'fd-store');
     } else if (options.takeover) {
       const asked = process.hrtime.bigint();
       taken = receiveHandoff(addon, handoffSocket);
       const received = process.hrtime.bigint();
-      if (taken) listenerRestored = dataplane.restore(taken.fds, 'handoff').listener;
+      if (taken) dataplane.restore(taken.fds, 'handoff');
       if (taken) log.info({ receiveMs: Number(received - asked) / 1e6, restoreMs: Number(process.hrtime.bigint() - received) / 1e6, fds: taken.fds.length }, 'handoff received and restored');
       else log.info({ handoffSocket }, '--takeover: no data plane serves the handoff socket; starting fresh');
     }
@@ -122,14 +121,18 @@ async function main(): Promise<void> {
       // Every path is checked before any is touched: a second data plane must leave a live one alone.
       await claimSocketPath(options.grpcSocket, 'gRPC observer socket');
       await claimSocketPath(controlSocket, 'gRPC control socket');
-      if (!listenerRestored) await claimSocketPath(options.listenerSocket, 'listener socket');
+      for (const socket of dataplane.listenersToCreate()) await claimSocketPath(socket, 'listener socket');
       await claimSocketPath(channelSocket, 'decision channel socket');
       await claimSocketPath(handoffSocket, 'handoff socket');
     }
+    // A listener the predecessor did not serve (one added to --listener-socket with this upgrade):
+    // its path may hold the predecessor's stale socket file only; a live one is refused.
+    if (taken) for (const socket of dataplane.listenersToCreate()) await claimSocketPath(socket, 'listener socket');
+    const created = dataplane.listenersToCreate();
     dataplane.start(); // answers from here on
-    // --socket-group is the listener's group too (its --help says so): runtimes in that group connect.
-    // The engine bound it with --socket-mode and group root; a restored listener keeps what it had.
-    if (!listenerRestored && options.socketGroup !== null) secureSocket(options.listenerSocket, options.socketMode, options.socketGroup);
+    // --socket-group is the listeners' group too (its --help says so): runtimes in that group connect.
+    // The engine bound them with --socket-mode and group root; a restored listener keeps what it had.
+    if (options.socketGroup !== null) for (const socket of created) secureSocket(socket, options.socketMode, options.socketGroup);
     if (taken) {
       acknowledgeHandoff(addon, taken);
       // The old one answers nothing any more and never unlinks a path: take them over now, so its

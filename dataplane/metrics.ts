@@ -117,6 +117,27 @@ export class DataPlaneMetrics {
         this.set(dataplane.fdStore.up ? 1 : 0);
       },
     });
+    const started = Date.now() / 1000;
+    new Gauge({
+      name: 'seccomp_agent_dataplane_start_time_seconds',
+      help: 'When this data plane process started, by how it got its containers (fresh, fd-store: restarted by the keeper or systemd, handoff: took over by --takeover): each change is a restart or a handoff',
+      labelNames: ['origin'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.set({ origin: dataplane.startOrigin }, started);
+      },
+    });
+    new Gauge({
+      name: 'seccomp_agent_listener_sockets',
+      help: 'The runtime listener sockets served (1 each), by path: the listenerPath profiles may name',
+      labelNames: ['path'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const socket of dataplane.listenerSockets()) this.set({ path: socket }, 1);
+      },
+    });
     new Gauge({
       name: 'seccomp_agent_watchers',
       help: 'Watch streams open',

@@ -272,6 +272,8 @@ export interface RestoreResult {
    */
   containers: Array<{ handle: ContainerHandle; record: string; policy: NativePolicyState | null }>;
   listener: boolean;
+  /** The path of each listening socket taken back (once per socket, however often it was passed). */
+  listenerPaths: string[];
   journal: boolean;
   /** The predecessor had a control plane attached when it stopped. */
   controlPlaneAttached: boolean;
@@ -334,6 +336,8 @@ export interface NativeEngine {
   listen(socketPath: string, mode: number): void;
   /** Uses an already bound and listening socket (systemd, handoff). */
   listenFd(fd: number): void;
+  /** The path every listening socket served is bound to (getsockname), in the order added. */
+  listenerPaths(): string[];
   /**
    * Keeps fd `fdIndex` of connection `conn` as a container notify fd; closes its other fds.
    * `record` (JSON) is kept beside it for a successor (restore() gives it back); `containerId`

@@ -8,7 +8,7 @@ import { errorCode } from '../test/support/agent-error';
 
 test('options: defaults, then environment, then command line', () => {
   const defaults = parseCommandLine(DATAPLANE_OPTIONS, [], {}).options;
-  assert.equal(defaults.listenerSocket, '/run/seccomp-agent.socket');
+  assert.deepEqual(defaults.listenerSockets, ['/run/seccomp-agent.socket']);
   assert.equal(defaults.grpcSocket, '/run/seccomp-agent/dataplane.sock');
   assert.equal(defaults.decisionTimeoutMs, 2000);
   assert.deepEqual(defaults.defaultAction, { kind: 'continue' });
@@ -18,6 +18,20 @@ test('options: defaults, then environment, then command line', () => {
   assert.equal(cli.grpcSocket, '/tmp/c.sock');
   assert.deepEqual(cli.defaultAction, { kind: 'error', errno: 13 });
   assert.ok(Object.isFrozen(cli));
+});
+
+test('options: --listener-socket is repeatable, and its env var holds a comma-separated list', () => {
+  const spo = '/var/run/security-profiles-operator/seccomp-agent.sock';
+  const cli = parseCommandLine(DATAPLANE_OPTIONS, ['--listener-socket', '/run/seccomp-agent.socket', `--listener-socket=${spo}`], {}).options;
+  assert.deepEqual(cli.listenerSockets, ['/run/seccomp-agent.socket', spo]);
+  const env = parseCommandLine(DATAPLANE_OPTIONS, [], { SECCOMP_AGENT_LISTENER_SOCKET: `/run/seccomp-agent.socket, ${spo}` }).options;
+  assert.deepEqual(env.listenerSockets, ['/run/seccomp-agent.socket', spo]);
+  // The command line replaces the environment's list as a whole.
+  const both = parseCommandLine(DATAPLANE_OPTIONS, ['--listener-socket', '/tmp/a.sock'], { SECCOMP_AGENT_LISTENER_SOCKET: spo }).options;
+  assert.deepEqual(both.listenerSockets, ['/tmp/a.sock']);
+  assert.equal(errorCode(() => parseCommandLine(DATAPLANE_OPTIONS, ['--listener-socket', 'relative.sock'], {})), 'EBAD_OPTION');
+  assert.equal(errorCode(() => parseCommandLine(DATAPLANE_OPTIONS, ['--listener-socket', '/a.sock', '--listener-socket', '/a.sock'], {})), 'EBAD_OPTION');
+  assert.equal(errorCode(() => parseCommandLine(DATAPLANE_OPTIONS, [], { SECCOMP_AGENT_LISTENER_SOCKET: ' , ' })), 'EBAD_OPTION');
 });
 
 test('options: a misspelled flag suggests the right one', () => {

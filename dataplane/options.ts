@@ -2,10 +2,10 @@
 import * as path from 'node:path';
 import { parseDefaultAction } from '../common/default-action';
 import { AgentError } from '../common/errors';
-import { parseBoolean, parseDurationMs, parseDurationOrOffMs, parsePositiveInteger, parseString, type OptionTable } from '../common/options';
-import { SHARED_OPTIONS } from '../common/shared-options';
+import { parseBoolean, parseDurationMs, parseDurationOrOffMs, parsePositiveInteger, type OptionTable } from '../common/options';
+import { DEFAULT_LISTENER_SOCKET, SHARED_OPTIONS } from '../common/shared-options';
 
-export const DEFAULT_LISTENER_SOCKET = '/run/seccomp-agent.socket';
+export { DEFAULT_LISTENER_SOCKET } from '../common/shared-options';
 
 /** The decision channel lives beside the gRPC socket (same directory, same mode and group). */
 export function channelSocketPath(grpcSocket: string): string {
@@ -23,15 +23,29 @@ export function parseSocketMode(text: string, flag: string): number {
   return parseInt(text, 8);
 }
 
+/** "a.sock,b.sock": the listener sockets, absolute, each once, at least one. */
+export function parseSocketList(text: string, flag: string): readonly string[] {
+  const paths = text.split(',').map((p) => p.trim()).filter((p) => p !== '');
+  if (paths.length === 0) throw new AgentError('EBAD_OPTION', `--${flag}: no socket path given`);
+  const seen = new Set<string>();
+  for (const p of paths) {
+    if (!path.isAbsolute(p)) throw new AgentError('EBAD_OPTION', `--${flag}: "${p}" is not an absolute path`);
+    const normal = path.normalize(p);
+    if (seen.has(normal)) throw new AgentError('EBAD_OPTION', `--${flag}: "${p}" is given twice`);
+    seen.add(normal);
+  }
+  return Object.freeze(paths.map((p) => path.normalize(p)));
+}
+
 /** Optional group name or gid owning the sockets (mode then usually 0660). */
 export function parseGroup(text: string): string | null {
   return text === '' ? null : text;
 }
 
 export const DATAPLANE_OPTIONS = {
-  listenerSocket: {
-    flag: 'listener-socket', env: 'SECCOMP_AGENT_LISTENER_SOCKET', default: DEFAULT_LISTENER_SOCKET, parse: parseString,
-    description: 'Unix socket the OCI runtime sends notify fds to (listenerPath of the profiles)',
+  listenerSockets: {
+    flag: 'listener-socket', env: 'SECCOMP_AGENT_LISTENER_SOCKET', default: DEFAULT_LISTENER_SOCKET, parse: parseSocketList, repeatable: true,
+    description: 'Unix socket the OCI runtime sends notify fds to (listenerPath of the profiles); repeat it (or list paths with commas) to serve several, e.g. /run/seccomp-agent.socket and the Security Profiles Operator\'s /var/run/security-profiles-operator/seccomp-agent.sock',
   },
   grpcSocket: SHARED_OPTIONS.grpcSocket,
   controlSocket: SHARED_OPTIONS.controlSocket,

@@ -93,7 +93,7 @@ export function formatStatus(s: GetStatusResponse): string {
     ['pid', `${s.pid} (${ORIGIN_TEXT[s.origin] ?? s.origin})`],
     ['fd store', formatFdStore(s)],
     ['uptime', `${Math.round(durationToMs(s.uptime) / 1000)} s`],
-    ['listener socket', s.listenerSocket],
+    [s.listenerSockets.length > 1 ? 'listener sockets' : 'listener socket', s.listenerSockets.length > 0 ? s.listenerSockets.join(', ') : s.listenerSocket],
     ['control plane', cp],
     ['default action', describeDefaultAction(s.defaultAction)],
     ['decision timeout', `${durationToMs(s.decisionTimeout)} ms`],

@@ -11,6 +11,7 @@ import { Event, GetStatusResponse, ListContainersResponse } from '../../proto/ge
 import { formatContainers, formatEvent, formatStatus } from './format';
 import type { PolicyRow } from '../ctl-server';
 import { explainCommand } from './explain';
+import { formatLintReport, lintFiles } from './lint';
 import { ctlSocketPath, formatPolicies, getJson } from './policies';
 
 
@@ -25,7 +26,11 @@ Commands:
   explain CONTAINER SYSCALL [ARGS]
                which rule answers SYSCALL of CONTAINER (id, id prefix or NS/POD[/CONTAINER]) and why:
                the data plane's rules as pushed, then, for an "ask" rule, the control plane's policy;
-               numeric ARGS are raw arguments, others paths (explain c1 mkdir /etc/x 0755)`;
+               numeric ARGS are raw arguments, others paths (explain c1 mkdir /etc/x 0755)
+  lint PROFILE...
+               what in a seccomp profile (OCI JSON, config.json, or SPO SeccompProfile YAML) will hang,
+               break or weaken its containers with this agent: severity, rule, why, fix; exit 1 on
+               errors (--metadata TEXT, --runtime runc|crun, --json); needs no data plane`;
 
 function deadline(seconds: number): Date {
   return new Date(Date.now() + seconds * 1000);
@@ -61,11 +66,16 @@ async function main(): Promise<number> {
     process.stdout.write(`${helpText('seccompctl <command>', SUMMARY, CTL_OPTIONS)}\n`);
     return parsed.help ? 0 : 2;
   }
-  if (!['status', 'containers', 'watch', 'health', 'policies', 'explain'].includes(command)) {
-    throw new AgentError('EUNKNOWN_COMMAND', `unknown command "${command}": use status, containers, watch, health, policies or explain`);
+  if (!['status', 'containers', 'watch', 'health', 'policies', 'explain', 'lint'].includes(command)) {
+    throw new AgentError('EUNKNOWN_COMMAND', `unknown command "${command}": use status, containers, watch, health, policies, explain or lint`);
   }
   const { grpcSocket, json, timeout } = parsed.options;
   const out = (text: string) => process.stdout.write(`${text}\n`);
+  if (command === 'lint') {
+    const report = lintFiles([...parsed.positional.slice(1), ...parsed.rest], { metadata: parsed.options.metadata, runtime: parsed.options.runtime });
+    out(json ? JSON.stringify(report) : formatLintReport(report));
+    return report.errors > 0 ? 1 : 0;
+  }
   const ctlSocket = ctlSocketPath(parsed.options.ctlSocket, grpcSocket);
   if (command === 'policies') {
     const { policies } = await getJson<{ policies: PolicyRow[] }>(ctlSocket, '/v1/policies', timeout);

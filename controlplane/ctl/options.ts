@@ -1,5 +1,13 @@
 // seccompctl's options: flag, environment variable, default and meaning side by side.
 import { parseBoolean, parseString, type OptionTable } from '../../common/options';
+import { AgentError } from '../../common/errors';
+import type { LintRuntime } from '../profile-lint';
+
+function parseRuntime(text: string, flag: string): LintRuntime | null {
+  if (text === '') return null;
+  if (text === 'runc' || text === 'crun') return text;
+  throw new AgentError('EBAD_OPTION', `--${flag}: "${text}" is not runc or crun`);
+}
 import { SHARED_OPTIONS } from '../../common/shared-options';
 
 // Every command observes, so all of them use the observer socket (--grpc-socket), which the
@@ -13,5 +21,7 @@ export const CTL_OPTIONS = {
   container: { flag: 'container', default: '', parse: parseString, description: 'watch: only this container id' },
   syscall: { flag: 'syscall', default: '', parse: parseString, description: 'watch: only this syscall name' },
   timeout: { flag: 'timeout', default: '5', parse: (t: string) => Number(t), description: 'Seconds to wait for the data plane (status, containers, health)' },
+  metadata: { flag: 'metadata', default: '', parse: (t: string) => (t === '' ? null : t.replace(/\\n/g, '\n')), description: 'lint: listenerMetadata to check instead of the profile\'s (KEY=VALUE lines; \\n separates lines)' },
+  runtime: { flag: 'runtime', default: '', parse: parseRuntime, description: 'lint: the runtime the profile runs under, runc or crun (default: both)' },
   ctlSocket: { flag: 'ctl-socket', env: 'SECCOMP_AGENT_CTL_SOCKET', default: '', parse: parseString, description: 'policies, explain: the control plane\'s socket (default: controlplane.sock beside --grpc-socket)' },
 } satisfies OptionTable;

@@ -97,6 +97,7 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
     };
     std::vector<Restored> containers;
     bool listener = false;
+    std::vector<std::string> listener_paths;  // each listening socket taken back (once per socket)
     bool journal = false;
     bool control_plane_attached = false;  // the predecessor had one when it stopped
     size_t in_flight_answered = 0;  // the predecessor's ids in flight, answered with the default

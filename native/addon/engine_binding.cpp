@@ -28,6 +28,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
                            InstanceMethod<&EngineWrap::JsStart>("start"),
                            InstanceMethod<&EngineWrap::JsListen>("listen"),
                            InstanceMethod<&EngineWrap::JsListenFd>("listenFd"),
+                           InstanceMethod<&EngineWrap::JsListenerPaths>("listenerPaths"),
                            InstanceMethod<&EngineWrap::JsAdopt>("adopt"),
                            InstanceMethod<&EngineWrap::JsReject>("reject"),
                            InstanceMethod<&EngineWrap::JsNameContainer>("nameContainer"),
@@ -163,6 +164,16 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
       Napi::Error::New(env, error).ThrowAsJavaScriptException();
     }
     return env.Undefined();
+  }
+
+  // JS thread. The path of every listening socket served (getsockname), in the order added.
+  Napi::Value JsListenerPaths(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
+    std::vector<std::string> paths = engine_->ingest()->ListenerPaths();
+    Napi::Array list = Napi::Array::New(env, paths.size());
+    for (size_t i = 0; i < paths.size(); i++) list.Set(static_cast<uint32_t>(i), Napi::String::New(env, paths[i]));
+    return list;
   }
 
   Napi::Value JsListenFd(const Napi::CallbackInfo& info) {
@@ -577,6 +588,9 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     for (size_t i = 0; i < r.problems.size(); i++) problems.Set(static_cast<uint32_t>(i), Napi::String::New(env, r.problems[i]));
     o.Set("containers", containers);
     o.Set("listener", Napi::Boolean::New(env, r.listener));
+    Napi::Array listener_paths = Napi::Array::New(env, r.listener_paths.size());
+    for (size_t i = 0; i < r.listener_paths.size(); i++) listener_paths.Set(static_cast<uint32_t>(i), Napi::String::New(env, r.listener_paths[i]));
+    o.Set("listenerPaths", listener_paths);
     o.Set("journal", Napi::Boolean::New(env, r.journal));
     o.Set("controlPlaneAttached", Napi::Boolean::New(env, r.control_plane_attached));
     o.Set("inFlightAnswered", Napi::Number::New(env, static_cast<double>(r.in_flight_answered)));

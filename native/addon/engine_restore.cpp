@@ -6,9 +6,12 @@
 // and answered too.
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <map>
+#include <set>
+#include <utility>
 
 #include "engine.hpp"
 #include "engine_names.hpp"
@@ -92,6 +95,7 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
   std::map<uint32_t, int> record_fds;
   std::map<uint32_t, int> policy_fds;
   std::vector<int> listener_fds;
+  std::set<std::pair<dev_t, ino_t>> listener_inodes;
   auto refuse = [&](const handoff::NamedFd& f, const std::string& why) {
     result->problems.push_back("fd " + std::to_string(f.fd) + " named \"" + f.name + "\": " + why + "; closed it");
     close(f.fd);
@@ -100,15 +104,21 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
   for (const handoff::NamedFd& f : fds) {
     uint32_t handle = 0;
     if (f.name == "listener") {
+      // One listener per socket path served (--listener-socket is repeatable). systemd passes its
+      // .socket unit's listeners and the stored copies: the same socket twice, told apart by inode.
       std::string error;
-      if (!listener_fds.empty()) {
-        // systemd passes its .socket unit's listener and the stored copy: the same socket twice.
+      struct stat st;
+      if (fstat(f.fd, &st) != 0) {
+        refuse(f, "fstat: " + ErrnoText(errno));
+      } else if (!listener_inodes.insert({st.st_dev, st.st_ino}).second) {
         close(f.fd);
       } else if (!ingest_->ListenFd(f.fd, &error)) {
+        listener_inodes.erase({st.st_dev, st.st_ino});
         refuse(f, error);
       } else {
         listener_fds.push_back(f.fd);
         result->listener = true;
+        result->listener_paths.push_back(SocketPath(f.fd));
       }
     } else if (f.name == "journal") {
       std::string error;
@@ -303,7 +313,7 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
   }
   journal_->ReleaseContainersExcept(kept_slots);
   if (store_again) {
-    if (!listener_fds.empty()) StoreFd("listener", listener_fds.front());
+    for (int fd : listener_fds) StoreFd("listener", fd);
   }
 }
 

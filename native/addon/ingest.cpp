@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
@@ -512,6 +513,22 @@ std::vector<int> Ingest::ListenerFds() {
   std::vector<int> fds;
   for (auto& listener : listeners_) fds.push_back(listener->fd);
   return fds;
+}
+
+std::string SocketPath(int fd) {
+  struct sockaddr_un addr;
+  memset(&addr, 0, sizeof addr);
+  socklen_t len = sizeof addr;
+  if (getsockname(fd, reinterpret_cast<struct sockaddr*>(&addr), &len) != 0 || addr.sun_family != AF_UNIX) return std::string();
+  if (len <= offsetof(struct sockaddr_un, sun_path) || addr.sun_path[0] == '\0') return std::string();
+  return std::string(addr.sun_path, strnlen(addr.sun_path, len - offsetof(struct sockaddr_un, sun_path)));
+}
+
+std::vector<std::string> Ingest::ListenerPaths() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> paths;
+  for (auto& listener : listeners_) paths.push_back(SocketPath(listener->fd));
+  return paths;
 }
 
 void Ingest::CloseAll() {

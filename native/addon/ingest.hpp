@@ -34,6 +34,8 @@ namespace seccomp_agent {
 // Returns the fd, or -1 with *error set; `what` names the socket in messages.
 int ListenUnixSocket(const std::string& path, unsigned mode, const char* what, std::string* error,
                      int type = SOCK_STREAM);
+// Any thread. The path a Unix socket is bound to (getsockname); "" when it has none or is abstract.
+std::string SocketPath(int fd);
 
 class Ingest {
  public:
@@ -74,6 +76,9 @@ class Ingest {
   void SetAccepting(bool accepting);
   // JS thread. The listening sockets (still owned here), for a handoff.
   std::vector<int> ListenerFds();
+  // JS thread. The path each listening socket is bound to (getsockname), in the order they were
+  // added: what the runtimes' listenerPath may name ("" for a socket with no path).
+  std::vector<std::string> ListenerPaths();
 
   // Engine thread: readiness of a listener or a connection (source from epoll data).
   void OnReady(EpollSource* source, uint32_t events, uint64_t now_ns);

@@ -17,6 +17,7 @@ import { container, imageBinDir, kube, NODE_BY_NODE, onThisHost, parseUnit, read
 import { ROOT } from '../support/paths';
 import { run, start, stop, type Started } from '../support/processes';
 import { waitUntil } from '../support/wait';
+import { runUnderFilter } from '../support/workload';
 
 test('DaemonSet: the listener-link script creates, corrects and keeps the symlink, atomically', (t) => {
   const init = container('listener-link');
@@ -125,7 +126,7 @@ test('kubectl kustomize builds the install and the node-by-node overlay; they di
   assert.deepEqual(overlay, base);
 });
 
-test('systemd: the data plane, started as ExecStart says, takes the listener seccomp-agent.socket passes by its FileDescriptorName and serves it', async (t) => {
+test('systemd: the data plane, started as ExecStart says, takes both listeners seccomp-agent.socket passes by its FileDescriptorName and answers a workload through each', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deploy-activation-'));
   let activator: Started | undefined;
   t.after(async () => {
@@ -134,17 +135,24 @@ test('systemd: the data plane, started as ExecStart says, takes the listener sec
   });
   const socketUnit = parseUnit('deploy/systemd/seccomp-agent.socket');
   const service = parseUnit('deploy/systemd/seccomp-dataplane.service');
-  const listener = path.join(dir, 'seccomp-agent.socket');
+  // Each ListenStream= (the default path, the Security Profiles Operator's) moved into the scratch folder.
+  const streams = socketUnit.get('Socket', 'ListenStream');
+  assert.equal(streams.length, 2);
+  const listeners = streams.map((s, i) => path.join(dir, `l${i}`, path.basename(s)));
+  for (const l of listeners) fs.mkdirSync(path.dirname(l));
+  const listener = listeners[0];
   const grpcSocket = path.join(dir, 'seccomp-agent', 'dataplane.sock');
   const line = single(service, 'Service', 'ExecStart', 'data plane unit')
     .split(/\s+/)
-    .map((w) => w.replace(`${imageBinDir()}/`, `${path.join(ROOT, 'bin')}/`).replace(single(socketUnit, 'Socket', 'ListenStream', 'socket unit'), listener).replace(DEFAULT_GRPC_SOCKET, grpcSocket));
-  // systemd-socket-activate stands in for the .socket unit: it binds the path, and on the first
-  // connection runs the service with the socket as LISTEN_FDS, named as FileDescriptorName says.
+    .map((w) => streams.reduce((text, s, i) => (text === s ? listeners[i] : text), w.replace(`${imageBinDir()}/`, `${path.join(ROOT, 'bin')}/`).replace(DEFAULT_GRPC_SOCKET, grpcSocket)));
+  for (const l of listeners) assert.ok(line.includes(l), `ExecStart names ${l}'s unit path with --listener-socket`);
+  // systemd-socket-activate stands in for the .socket unit: it binds the paths, and on the first
+  // connection runs the service with the sockets as LISTEN_FDS, named as FileDescriptorName says.
   const name = single(socketUnit, 'Socket', 'FileDescriptorName', 'socket unit');
-  activator = start(null, 'systemd-socket-activate', ['--listen', listener, `--fdname=${name}`, ...line]);
+  activator = start(null, 'systemd-socket-activate', [...listeners.flatMap((l) => ['--listen', l]), `--fdname=${listeners.map(() => name).join(':')}`, ...line]);
   await activator.waitFor(/Listening on/, 10_000);
-  const inode = fs.statSync(listener).ino;
+  const inodes = listeners.map((l) => fs.statSync(l).ino);
+  const inode = inodes[0];
   await new Promise<void>((resolve, reject) => {
     const conn = net.connect(listener, () => {
       conn.end();
@@ -159,9 +167,20 @@ test('systemd: the data plane, started as ExecStart says, takes the listener sec
   assert.equal(status.pid, activator.child.pid, 'the activated process is the data plane itself');
   assert.equal(status.origin, 'fd-store', 'its listener came from LISTEN_FDS');
   assert.equal(fs.statSync(listener).ino, inode, 'the data plane serves the socket it was given, not a new one');
+  assert.deepEqual(listeners.map((l) => fs.statSync(l).ino), inodes, 'both sockets are the ones it was given');
+  assert.deepEqual(status.listenerSockets, listeners, 'status shows every listener path');
   assert.doesNotMatch(activator.output(), /a name this data plane does not use/);
   // The connection made before it started waited in the backlog and reached it.
   await waitUntil(() => getStatus(client).then((s) => (s.counters?.ingestRejected ?? 0n) >= 1n), 10_000, 'the queued connection to be read');
+  // A workload through each path: its notified mkdir is answered (continue) and the directory made.
+  for (const [i, l] of listeners.entries()) {
+    const target = path.join(dir, `made-through-${i}`);
+    const r = await runUnderFilter({ socket: l, syscalls: ['mkdir'], id: `systemd-${i}` }, ['/bin/mkdir', target]);
+    assert.equal(r.code, 0, `through ${l}: ${r.stderr}`);
+    assert.ok(fs.existsSync(target));
+  }
+  const counters = (await getStatus(client)).counters!;
+  assert.ok(counters.notifications >= 2n, `both mkdirs were notified (${counters.notifications})`);
 });
 
 test('systemd: systemd-analyze verify accepts the three units', (t) => {

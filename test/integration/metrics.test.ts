@@ -12,7 +12,7 @@ async function metricsUrl(proc: Started): Promise<string> {
   return `http://${/"address":"([^"]+)"/.exec(line)![1]}`;
 }
 
-test('seccomp-dataplane --metrics-addr: notifications by syscall, answers by who answered, latency, containers, control plane attached', async (t) => {
+test('seccomp-dataplane --metrics-addr: notifications by syscall, answers by who answered, latency, containers, control plane attached, listener sockets, start origin', async (t) => {
   const dp = await startDataPlane(t, ['--metrics-addr', '127.0.0.1:0']);
   const url = await metricsUrl(dp.proc);
   const result = await runUnderFilter({ socket: dp.listenerSocket, syscalls: ['mkdir'] }, ['/bin/mkdir', path.join(dp.dir, 'm1')]);
@@ -23,6 +23,8 @@ test('seccomp-dataplane --metrics-addr: notifications by syscall, answers by who
   assert.match(body, /^seccomp_agent_decision_latency_seconds_count\{answered_by="default_no_control_plane"\} 1$/m);
   assert.match(body, /^seccomp_agent_control_plane_attached 0$/m);
   assert.match(body, /^seccomp_agent_containers \d+$/m);
+  assert.ok(body.split('\n').includes(`seccomp_agent_listener_sockets{path="${dp.listenerSocket}"} 1`), 'the listener socket served');
+  assert.match(body, /^seccomp_agent_dataplane_start_time_seconds\{origin="fresh"\} \d+(\.\d+)?$/m);
   assert.equal((await fetch(`${url}/nothing`)).status, 404);
 });
 

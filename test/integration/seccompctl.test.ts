@@ -27,10 +27,23 @@ test('seccompctl status and containers: readable tables, and --json for scripts'
   const json = await run(CTL, ['status', '--json', '--grpc-socket', dp.grpcSocket]);
   assert.equal(JSON.parse(json.stdout).containers, 1);
   const containers = await run(CTL, ['containers', '--grpc-socket', dp.grpcSocket]);
-  assert.match(containers.stdout, /^HANDLE\s+CONTAINER\s+STATUS\s+PID\s+POD\s+POLICY\s+FAST PATH\s+DEFAULT\s+SINCE\s+LABELS$/m);
-  assert.match(containers.stdout, /c-ctl\s+init\s+\d+\s+ns1\/pod1\s+none\s+0\s+0\s+\S+\s+-$/m);
+  assert.match(containers.stdout, /^HANDLE\s+CONTAINER\s+STATUS\s+PID\s+POD\s+POLICY\s+FAST PATH\s+DEFAULT\s+WAIT\s+SINCE\s+LABELS$/m);
+  assert.match(containers.stdout, /c-ctl\s+init\s+\d+\s+ns1\/pod1\s+none\s+0\s+0\s+-\s+\S+\s+-$/m);
   const list = JSON.parse((await run(CTL, ['containers', '--json', '--grpc-socket', dp.grpcSocket])).stdout);
   assert.equal(list.containers[0].containerId, 'c-ctl');
+});
+
+test('seccompctl status: every listener socket the data plane serves (--listener-socket twice)', async (t) => {
+  const dp = await startDataPlane(t);
+  assert.match((await run(CTL, ['status', '--grpc-socket', dp.grpcSocket])).stdout, new RegExp(`^listener socket\\s+${dp.listenerSocket}$`, 'm'));
+  const spo = path.join(dp.dir, 'spo', 'seccomp-agent.sock');
+  const two = await startDataPlane(t, ['--listener-socket', spo], path.join(dp.dir, 'two'));
+  const status = await run(CTL, ['status', '--grpc-socket', two.grpcSocket]);
+  assert.equal(status.code, 0, status.stderr);
+  assert.match(status.stdout, new RegExp(`^listener sockets\\s+${two.listenerSocket}, ${spo}$`, 'm'));
+  const json = JSON.parse((await run(CTL, ['status', '--json', '--grpc-socket', two.grpcSocket])).stdout);
+  assert.deepEqual(json.listenerSockets, [two.listenerSocket, spo]);
+  assert.equal(json.listenerSocket, two.listenerSocket, 'the single-socket field names the first');
 });
 
 test('seccompctl watch --container: a live line per event of that container only', async (t) => {

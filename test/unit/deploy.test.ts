@@ -22,6 +22,8 @@ import { DATAPLANE_OPTIONS, DEFAULT_LISTENER_SOCKET } from '../../dataplane/opti
 import { CONTROLPLANE_OPTIONS } from '../../controlplane/options';
 import { CTL_OPTIONS } from '../../controlplane/ctl/options';
 import { parseListenerMetadata } from '../../controlplane/listener-metadata';
+import { readProfileDocuments } from '../../controlplane/profile-document';
+import { lintProfile } from '../../controlplane/profile-lint';
 import {
   container, dockerStages, hostPathOf, imageBinDir, K8S_FILES, kube, loadYaml, NODE_BY_NODE, one, parseUnit, podSpec, read, single,
   type Json, type Manifest, type Stage,
@@ -258,7 +260,7 @@ test('DaemonSet: data plane flags exist in DATAPLANE_OPTIONS and put both socket
   // The probes and the control plane use the default gRPC socket: the data plane must serve it.
   assert.equal(options.grpcSocket, DEFAULT_GRPC_SOCKET);
   assert.equal(hostPathOf(options.grpcSocket, dp), DEFAULT_GRPC_SOCKET);
-  assert.equal(path.posix.dirname(hostPathOf(options.listenerSocket, dp)), path.posix.dirname(DEFAULT_GRPC_SOCKET));
+  assert.equal(path.posix.dirname(hostPathOf(options.listenerSockets[0], dp)), path.posix.dirname(DEFAULT_GRPC_SOCKET));
   // The control plane runs as a member of the control socket's group, not as root; the observer
   // socket's group is another one, so those who watch cannot attach.
   assert.equal(options.socketMode, 0o660);
@@ -275,7 +277,7 @@ test('DaemonSet: the listener-link init container makes the default listenerPath
   const env = Object.fromEntries((init.env ?? []).map((e) => [e.name, e.value ?? '']));
   const hostLink = hostPathOf(env.LINK, init);
   assert.equal(hostLink, DEFAULT_LISTENER_SOCKET);
-  const listener = effectiveOptions(DATAPLANE_OPTIONS, container('dataplane')).listenerSocket;
+  const listener = effectiveOptions(DATAPLANE_OPTIONS, container('dataplane')).listenerSockets[0];
   assert.equal(path.posix.resolve(path.posix.dirname(hostLink), env.TARGET), hostPathOf(listener, container('dataplane')));
   assert.ok(!env.TARGET.startsWith('/'), 'the link target is relative, so it resolves on the host, not in the container');
 });
@@ -412,7 +414,10 @@ test('profiles: the Localhost profile notifies mkdir, mkdirat and mount to the d
   const profile = JSON.parse(read(PROFILE_FILE)) as Json;
   assert.equal(profile.listenerPath, DEFAULT_LISTENER_SOCKET);
   assert.equal(profile.defaultAction, 'SCMP_ACT_ALLOW');
-  assert.deepEqual(profile.syscalls, [{ names: ['mkdir', 'mkdirat', 'mount'], action: 'SCMP_ACT_NOTIFY' }]);
+  assert.deepEqual(profile.syscalls, [
+    { names: ['mkdir', 'mkdirat', 'mount'], action: 'SCMP_ACT_NOTIFY' },
+    { names: ['io_uring_setup', 'io_uring_enter', 'io_uring_register'], action: 'SCMP_ACT_ERRNO', errnoRet: 1 },
+  ]);
   assert.equal(profile.listenerMetadata, 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}\nMOUNT_PROC=true');
   // The control plane reads this metadata without a warning and finds both policies in it.
   const parsed = parseListenerMetadata(profile.listenerMetadata);
@@ -436,12 +441,45 @@ test('profiles: the Security Profiles Operator SeccompProfile has its shape and 
   for (const key of Object.keys(sp.spec)) assert.ok(fields.includes(key), `spec.${key} is not a SeccompProfile field`);
   assert.ok(actions.includes(sp.spec.defaultAction));
   for (const rule of sp.spec.syscalls) {
-    assert.deepEqual(Object.keys(rule).sort(), ['action', 'names']);
+    assert.ok(Object.keys(rule).every((k) => ['action', 'names', 'errnoRet', 'args'].includes(k)), `rule keys ${Object.keys(rule)}`);
     assert.ok(actions.includes(rule.action));
     assert.ok(rule.names.length > 0 && rule.names.every((n: unknown) => typeof n === 'string'));
   }
   for (const arch of sp.spec.architectures) assert.match(arch, /^SCMP_ARCH_[A-Z0-9_]+$/);
-  assert.deepEqual(sp.spec, JSON.parse(read(PROFILE_FILE)));
+  // The same profile but for the socket: the operator's folder instead of the default path.
+  assert.deepEqual({ ...sp.spec, listenerPath: DEFAULT_LISTENER_SOCKET }, JSON.parse(read(PROFILE_FILE)));
+});
+
+/** SPO's current listenerPath rule (PR #3239, v1 and v1beta1 since 2026-06), kept as data. */
+const SPO_LISTENER_PATH = new RegExp(read('test/testdata/spo-listener-path-pattern.txt').trim());
+/** /var/run is a link to /run on the host: the path systemd and the kernel see. */
+const onHost = (p: string) => p.replace(/^\/var\/run\//, '/run/');
+
+test('profiles: every shipped SeccompProfile\'s listenerPath matches the operator\'s pattern and is served by the DaemonSet and the systemd units', () => {
+  assert.ok(SPO_LISTENER_PATH.test('/var/run/security-profiles-operator/seccomp-agent.sock'));
+  assert.ok(!SPO_LISTENER_PATH.test(DEFAULT_LISTENER_SOCKET), 'the pattern refuses the default path, as a current SPO does');
+  const profiles = fs.readdirSync(path.join(ROOT, 'deploy/profiles')).filter((f) => /\.ya?ml$/.test(f))
+    .flatMap((f) => loadYaml(`deploy/profiles/${f}`)).filter((m) => m.obj.kind === 'SeccompProfile');
+  assert.ok(profiles.length > 0, 'deploy/profiles ships a SeccompProfile');
+  const dp = container('dataplane');
+  const served = effectiveOptions(DATAPLANE_OPTIONS, dp).listenerSockets.map((p) => hostPathOf(p, dp));
+  const socketUnit = parseUnit('deploy/systemd/seccomp-agent.socket');
+  for (const m of profiles) {
+    const where = `${m.file}: ${m.obj.metadata.name}`;
+    assert.match(m.obj.spec.listenerPath, SPO_LISTENER_PATH, `${where}: a current operator refuses this listenerPath`);
+    assert.ok(served.includes(m.obj.spec.listenerPath), `${where}: the DaemonSet's data plane serves ${m.obj.spec.listenerPath} (it serves ${served.join(', ')})`);
+    assert.ok(socketUnit.get('Socket', 'ListenStream').includes(onHost(m.obj.spec.listenerPath)), `${where}: seccomp-agent.socket listens on it`);
+  }
+});
+
+test('profiles: seccompctl lint finds no error in any shipped profile; the only warning is the flag Debian\'s runc 1.1 refuses', () => {
+  for (const file of fs.readdirSync(path.join(ROOT, 'deploy/profiles')).filter((f) => /\.(json|ya?ml)$/.test(f) && f !== 'example-pod.yaml')) {
+    for (const doc of readProfileDocuments(read(`deploy/profiles/${file}`), file)) {
+      const findings = lintProfile(doc.section, { spo: doc.spo });
+      assert.deepEqual(findings.map((f) => `${f.severity} ${f.rule}`), ['warning signal-window'], `${doc.name}: ${findings.map((f) => f.message).join('; ')}`);
+      assert.deepEqual(lintProfile(doc.section, { spo: doc.spo, runtime: 'runc' }).filter((f) => f.severity !== 'info'), [], `${doc.name} under runc`);
+    }
+  }
 });
 
 test('profiles: the example pods are valid and name the profiles where the operator and the kubelet put them', () => {
@@ -460,7 +498,8 @@ test('profiles: the example pods are valid and name the profiles where the opera
 test('systemd: seccomp-agent.socket listens on the data plane default listener socket, 0600, for the data plane service', () => {
   const where = 'deploy/systemd/seccomp-agent.socket';
   const unit = parseUnit(where);
-  assert.equal(single(unit, 'Socket', 'ListenStream', where), DEFAULT_LISTENER_SOCKET);
+  // The default path first, then the Security Profiles Operator's (as /run/: systemd rewrites /var/run/).
+  assert.deepEqual(unit.get('Socket', 'ListenStream'), [DEFAULT_LISTENER_SOCKET, '/run/security-profiles-operator/seccomp-agent.sock']);
   assert.equal(single(unit, 'Socket', 'SocketMode', where), '0600');
   assert.equal(single(unit, 'Socket', 'FileDescriptorName', where), 'listener');
   assert.equal(single(unit, 'Socket', 'Service', where), 'seccomp-dataplane.service');
@@ -491,7 +530,7 @@ test('systemd: seccomp-dataplane.service is Type=notify with an fd store and fla
   const parsed = parseCommandLine(DATAPLANE_OPTIONS, args, {});
   assert.deepEqual(parsed.positional, []);
   const socketUnit = parseUnit('deploy/systemd/seccomp-agent.socket');
-  assert.equal(parsed.options.listenerSocket, single(socketUnit, 'Socket', 'ListenStream', 'socket unit'));
+  assert.deepEqual(parsed.options.listenerSockets, socketUnit.get('Socket', 'ListenStream'));
   assert.equal(parsed.options.grpcSocket, DEFAULT_GRPC_SOCKET);
   assert.equal(path.posix.join('/run', single(unit, 'Service', 'RuntimeDirectory', where)), path.posix.dirname(DEFAULT_GRPC_SOCKET));
   const bounding = single(unit, 'Service', 'CapabilityBoundingSet', where).split(/\s+/);
