@@ -113,3 +113,22 @@ test('exec holds: processStartTicks reads this process\'s start, and rejects for
   assert.ok((await processStartTicks(process.pid)) > 0);
   await assert.rejects(processStartTicks(4194304 + 1));
 });
+
+test('exec holds: a thread whose execve comes back as a new notification (a signal restarted it) is held once in the counts, however often it comes back', async () => {
+  const holds: number[] = [];
+  const exec = new ExecHolds((_n, ms) => (holds.push(ms), true), silent, undefined, alive);
+  const entry = entryWith('EXEC_PATTERN=/bin/true\nEXEC_DURATION=200ms');
+  // Go's runtime restarts a held execve every few ms (SIGURG): more comebacks than one container may hold.
+  const pending: Array<Promise<unknown>> = [];
+  for (let i = 0; i < MAX_HELD_PER_CONTAINER + 10; i++) {
+    pending.push(Promise.resolve(exec.decide(entry, { ...execve('/bin/true'), id: BigInt(i) })));
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  assert.equal(exec.active, 1, 'only the latest call of the thread counts');
+  assert.equal(exec.heldFor('c1'), 1);
+  assert.equal(exec.refused, 0, 'none was refused for the container cap');
+  assert.equal(holds.length, MAX_HELD_PER_CONTAINER + 10, 'each comeback got its hold');
+  await Promise.all(pending);
+  assert.equal(exec.active, 0);
+  assert.equal(exec.heldFor('c1'), 0);
+});

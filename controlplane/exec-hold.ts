@@ -21,6 +21,9 @@ type Action = NonNullable<Decision['action']>;
 /** Sends a Hold for a notification; false when the data plane does not take holds (or none is attached). */
 export type HoldSink = (n: Notification, ms: number) => boolean;
 
+/** How a hold ended: its time elapsed (or stop()), or its caller died. */
+type HoldEnd = 'elapsed' | 'died';
+
 /** Held execves at once, at most: each is a task blocked in the kernel; past it, they continue at once. */
 export const MAX_HELD = 4096;
 /**
@@ -73,9 +76,15 @@ export class ExecHolds {
   /** Holds released early because the process that made the call died. */
   released = 0;
   /** Ends each hold running now (stop()). */
-  private readonly running = new Set<(died: boolean) => void>();
+  private readonly running = new Set<(end: HoldEnd) => void>();
   /** Held now, by container id. */
   private readonly perContainer = new Map<string, number>();
+  /**
+   * The hold of each calling thread: a thread has one call in flight, so a new execve notification
+   * from it means its earlier one is gone (a signal took it out of its wait, and the call came back:
+   * Go's runtime does so every few ms with SIGURG). That hold ends, and counts no more.
+   */
+  private readonly byThread = new Map<number, () => void>();
   private warnedAt = 0;
 
   constructor(
@@ -89,7 +98,7 @@ export class ExecHolds {
 
   /** Ends every hold now: each held execve continues (shutdown, tests). */
   stop(): void {
-    for (const end of [...this.running]) end(false);
+    for (const end of [...this.running]) end('elapsed');
   }
 
   /** Execves of `containerId` held now. */
@@ -110,6 +119,7 @@ export class ExecHolds {
   }
 
   private async wait(entry: ContainerEntry, n: Notification, execMs: number, sidecar: boolean): Promise<Action> {
+    this.byThread.get(n.pid)?.();
     let ms = execMs;
     if (sidecar) {
       try {
@@ -149,40 +159,50 @@ export class ExecHolds {
     this.active++;
     this.held++;
     this.perContainer.set(container, ofContainer + 1);
-    this.log.debug({ container, syscall: n.syscall, id: String(n.id), pid: n.pid, holdMs: ms, reason: execMs > 0 ? 'EXEC_PATTERN' : 'SIDECARS' }, `execve of container ${container} held ${ms} ms, then continues`);
-    try {
-      const died = await this.holdWhileAlive(n.pid, started, ms);
-      if (died) {
-        this.released++;
-        this.log.debug({ container, id: String(n.id), pid: n.pid }, `the process whose execve container ${container} held is gone: hold released`);
-      }
-    } finally {
+    // Counted until it ends, or until its thread's call comes back as a new notification: the
+    // hold then runs out unseen (its answer finds the notification gone) and counts no more.
+    let counted = true;
+    const uncount = () => {
+      if (!counted) return;
+      counted = false;
       this.active--;
       const left = this.heldFor(container) - 1;
       if (left > 0) this.perContainer.set(container, left);
       else this.perContainer.delete(container);
+    };
+    this.byThread.set(n.pid, uncount);
+    this.log.debug({ container, syscall: n.syscall, id: String(n.id), pid: n.pid, holdMs: ms, reason: execMs > 0 ? 'EXEC_PATTERN' : 'SIDECARS' }, `execve of container ${container} held ${ms} ms, then continues`);
+    try {
+      const end = await this.holdWhileAlive(n.pid, started, ms);
+      if (end === 'died') {
+        this.released++;
+        this.log.debug({ container, id: String(n.id), pid: n.pid }, `the process whose execve container ${container} held is gone: hold released`);
+      }
+    } finally {
+      uncount();
+      if (this.byThread.get(n.pid) === uncount) this.byThread.delete(n.pid);
     }
     return CONTINUE;
   }
 
-  /** Waits `ms`, or until process `pid` (started at `started`) is gone: true when it died first. */
-  private holdWhileAlive(pid: number, started: number, ms: number): Promise<boolean> {
-    return new Promise<boolean>((resolve) => {
+  /** Waits `ms`, or until process `pid` (started at `started`) is gone, or its next call supersedes this one. */
+  private holdWhileAlive(pid: number, started: number, ms: number): Promise<HoldEnd> {
+    return new Promise<HoldEnd>((resolve) => {
       let checking = false;
-      const end = (died: boolean) => {
+      const end = (how: HoldEnd) => {
         clearTimeout(timer);
         clearInterval(check);
         this.running.delete(end);
-        resolve(died);
+        resolve(how);
       };
       this.running.add(end);
-      const timer = setTimeout(() => end(false), ms);
+      const timer = setTimeout(() => end('elapsed'), ms);
       const check = setInterval(() => {
         if (checking) return;
         checking = true;
         this.startOf(pid).then((now) => now === started, () => false).then((alive) => {
           checking = false;
-          if (!alive) end(true);
+          if (!alive) end('died');
         });
       }, this.livenessMs);
     });

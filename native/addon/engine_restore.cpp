@@ -12,6 +12,8 @@
 #include <map>
 #include <set>
 #include <utility>
+#include <set>
+#include <utility>
 
 #include "engine.hpp"
 #include "engine_names.hpp"
@@ -238,8 +240,10 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
   journal_->ClearInFlight();
   const uint64_t now = MonotonicNs();
   std::vector<PredecessorEmulations::Item> with_helper;
+  std::set<std::pair<uint32_t, uint64_t>> journaled;  // (handle, id): not lost, taken care of here
   for (const InFlightJournal::Entry& entry : in_flight) {
     Notification n = entry.notification;
+    journaled.emplace(n.handle, n.id);
     auto it = containers_.find(n.handle);
     if (it == containers_.end()) continue;
     Container* container = it->second.get();
@@ -289,9 +293,11 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
     if (handoff) break;
     auto it = containers_.find(mark.second.handle);
     if (it == containers_.end() || !mark.second.has_last) continue;
-    for (uint64_t k = 1; k <= kLostIdWindow; k++) {
+    // From the last id noted itself: the default path answers without a journal slot, so an id
+    // noted and not yet answered when the predecessor died is in no slot either.
+    for (uint64_t k = 0; k <= kLostIdWindow; k++) {
       const uint64_t id = mark.second.last_id + k;
-      if (!NotifyIdValid(it->second->fd, id)) continue;
+      if (journaled.count({mark.second.handle, id}) != 0 || !NotifyIdValid(it->second->fd, id)) continue;
       if (AnswerLostByRules(it->second.get(), id)) {
         result->in_flight_by_rules++;
       } else if (AnswerRecovered(it->second.get(), id)) {

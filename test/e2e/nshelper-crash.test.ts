@@ -14,20 +14,10 @@ import { test, type TestContext } from 'node:test';
 import { startControlPlane } from '../support/controlplane';
 import { keeperChild, startDataPlane, type RunningDataPlane } from '../support/dataplane';
 import { containerd } from '../support/policy';
-import { start, stop } from '../support/processes';
+import { requireStrace, start, stop } from '../support/processes';
 import { scratchDir } from '../support/scratch';
 import { startUnderFilter } from '../support/workload';
 import { waitUntil } from '../support/wait';
-import { execFileSync } from 'node:child_process';
-
-/** Fails (never skips) without strace: test/ensure-deps.sh installs it. */
-function requireStrace(): void {
-  try {
-    execFileSync('sh', ['-c', 'command -v strace'], { stdio: 'ignore' });
-  } catch {
-    throw new Error('strace is not installed: run "bash test/ensure-deps.sh" (npm test does)');
-  }
-}
 
 /** Child pids of every thread of `pid` (a helper is the child of the thread that spawned it). */
 function children(pid: number): number[] {

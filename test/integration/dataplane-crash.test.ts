@@ -2,11 +2,15 @@
 // SIGKILLed data plane loses no container: the keeper holds every fd, restarts it, and the new one
 // restores containers, records, listener and the ids it had in flight.
 import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { test } from 'node:test';
 import { listContainers } from '../../common/dataplane-client';
 import { startTestControlPlane } from '../support/controlplane';
 import { keeperChild, startDataPlane } from '../support/dataplane';
 import { BENCH_WORKLOAD } from '../support/paths';
+import { requireStrace, start, stop } from '../support/processes';
+import { scratchDir } from '../support/scratch';
 import { runUnderFilter, startUnderFilter } from '../support/workload';
 import { waitUntil } from '../support/wait';
 
@@ -88,4 +92,32 @@ test('SIGTERM of the data plane alone is a restart: the keeper starts it again w
   assert.match(dp.proc.output(), /the fd store keeps the notify fds of 1 container/);
   idle.child.kill('SIGTERM');
   await idle.exited;
+});
+
+test('a data plane SIGKILLed after it received and noted a notification, before its default answer: the successor answers it (no task waits forever)', { timeout: 60_000 }, async (t) => {
+  requireStrace();
+  const dir = scratchDir(t);
+  const dp = await startDataPlane(t, ['--log-level', 'info'], dir, true);
+  const keeper = dp.proc.child.pid!;
+  const go = path.join(dir, 'go');
+  const made = path.join(dir, 'made');
+  const workload = startUnderFilter(t, { socket: dp.listenerSocket, syscalls: ['mkdir', 'mkdirat'], id: 'lost-id' },
+    ['/bin/sh', '-c', `mkdir ${dir}/first; while [ ! -e ${go} ]; do sleep 0.05; done; mkdir ${made}; echo rc=$?`]);
+  await waitUntil(() => fs.existsSync(path.join(dir, 'first')), 10_000, 'the first mkdir');
+  const dataplane = keeperChild(keeper);
+  const engine = fs.readdirSync(`/proc/${dataplane}/task`).map(Number).find((tid) => fs.readFileSync(`/proc/${dataplane}/task/${tid}/comm`, 'utf8').startsWith('seccomp-engine'));
+  assert.ok(engine, 'no seccomp-engine thread');
+  // The engine thread's ioctls for the next notification: NOTIF_RECV, NOTIF_ID_VALID (after reading
+  // its path), NOTIF_SEND of the default: the third is held, the id noted and not answered.
+  const trace = start(t, 'strace', ['-p', String(engine), '-e', 'trace=ioctl', '-e', 'inject=ioctl:delay_enter=100000000:when=3']);
+  await trace.waitFor(/attached/i, 10_000);
+  fs.writeFileSync(go, '');
+  await trace.waitFor(/SECCOMP_IOCTL_NOTIF_ID_VALID.*= 0/, 10_000);
+  await waitUntil(() => fs.readFileSync(`/proc/${engine}/syscall`, 'utf8').startsWith('16 '), 10_000, 'the engine thread to stop in its NOTIF_SEND');
+  process.kill(dataplane, 'SIGKILL');
+  await stop(trace.child);
+  const out = await workload.waitFor(/rc=\d+/, 20_000);
+  assert.equal(out, 'rc=0', workload.output());
+  assert.ok(fs.existsSync(made), 'the default (continue) let the kernel make it');
+  await waitUntil(() => /"lostAnswered":1/.test(dp.proc.output()), 10_000, `the successor to count it as lost and answered; output:\n${dp.proc.output().slice(-2000)}`);
 });

@@ -1,5 +1,5 @@
 // Child processes of a test: started with their output captured, killed when the test ends.
-import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import * as fs from 'node:fs';
 import type { TestContext } from 'node:test';
 
@@ -142,4 +142,13 @@ export function run(command: string, args: string[], options: SpawnOptions = {})
     child.on('error', (err) => (stderr += err.message));
     child.on('close', (code, signal) => resolve({ code: code ?? signal ?? -1, stdout, stderr }));
   });
+}
+
+/** Fails (never skips) without strace, which holds a process at a syscall: test/ensure-deps.sh installs it. */
+export function requireStrace(): void {
+  try {
+    execFileSync('sh', ['-c', 'command -v strace'], { stdio: 'ignore' });
+  } catch {
+    throw new Error('strace is not installed: run "bash test/ensure-deps.sh" (npm test does)');
+  }
 }
