@@ -44,25 +44,16 @@ bool ReplayBook::Open(uint32_t partition) {
   return true;
 }
 
-void ReplayBook::Lock() {
+// The partition's bytes, write-locked (F_WRLCK, waiting) or unlocked (F_UNLCK).
+void ReplayBook::SetLock(short type) {
   if (!enabled()) return;
   struct flock lock = {};
-  lock.l_type = F_WRLCK;
+  lock.l_type = type;
   lock.l_whence = SEEK_SET;
   lock.l_start = off_t(lock_start_);
   lock.l_len = off_t(replay_book::PartitionBytes());
-  while (fcntl(lock_.get(), F_OFD_SETLKW, &lock) != 0 && errno == EINTR) {
+  while (fcntl(lock_.get(), type == F_UNLCK ? F_OFD_SETLK : F_OFD_SETLKW, &lock) != 0 && errno == EINTR) {
   }
-}
-
-void ReplayBook::Unlock() {
-  if (!enabled()) return;
-  struct flock lock = {};
-  lock.l_type = F_UNLCK;
-  lock.l_whence = SEEK_SET;
-  lock.l_start = off_t(lock_start_);
-  lock.l_len = off_t(replay_book::PartitionBytes());
-  fcntl(lock_.get(), F_OFD_SETLK, &lock);
 }
 
 uint64_t ReplayBook::Hash(const std::string* strings) {

@@ -29,6 +29,7 @@
 // path bytes it read, as the policy rewrote them). A mkdir is replayed only while the directory it
 // made is still the entry at that name; otherwise the call is new and done anew.
 #pragma once
+#include <fcntl.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -68,8 +69,8 @@ class ReplayBook {
   bool Open(uint32_t partition);
   bool enabled() const { return entries_ != nullptr; }
   // The partition's lock, around a whole request (blocks while another helper holds it).
-  void Lock();
-  void Unlock();
+  void Lock() { SetLock(F_WRLCK); }
+  void Unlock() { SetLock(F_UNLCK); }
 
   static uint64_t Hash(const std::string* strings);
   // The entry `req` may restart (same call and strings, not expired; the caller checks the task
@@ -85,6 +86,7 @@ class ReplayBook {
   size_t size() const;
 
  private:
+  void SetLock(short type);
   static uint64_t KeepNs(const replay_book::Entry& e) { return e.delivered ? kDeliveredKeepNs : kKeepNs; }
   static bool Matches(const replay_book::Entry& e, const Request& req, uint64_t strings_hash, uint64_t task_ino);
 
