@@ -135,6 +135,9 @@
       "type": "executable",
       "sources": [
         "test/cmd/signal-workload/main.cpp"
+      ],
+      "ldflags": [
+        "-static"
       ]
     },
     {

@@ -14,6 +14,8 @@ export interface SeccompSection {
   listenerPath: string;
   listenerMetadata?: string;
   syscalls: string[];
+  /** The profile's `flags` (crun takes SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV; Debian's runc refuses any). */
+  flags?: string[];
 }
 
 export interface Bundle {
@@ -64,6 +66,7 @@ export function makeBundle(
     listenerMetadata: seccomp.listenerMetadata ?? '',
     architectures: ['SCMP_ARCH_X86_64'],
     syscalls: [{ names: seccomp.syscalls, action: 'SCMP_ACT_NOTIFY' }],
+    ...(seccomp.flags ? { flags: seccomp.flags } : {}),
   };
   fs.writeFileSync(configPath, JSON.stringify(config, null, 2));
   // Not inside the bundle: the test's scratch folder may be removed before the container is.
