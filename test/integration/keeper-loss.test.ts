@@ -182,7 +182,8 @@ test('seccomp-keeper SIGKILLed (--keeper-recovery=false): a uid-65534 process ca
   assert.equal(final.fds, 0, `the squatter received ${final.fds} fd(s):\n${squatter.output()}`);
   assert.equal(bindLine.bound, false, 'nobody but root can bind the store\'s name');
   assert.match(started.notifySocket, /^\/run\/seccomp-keeper\/seccomp-keeper-\d+-[0-9a-f]{16}\.sock$/);
-  assert.ok(dp.proc.output().includes('is not proven to be the live keeper'), 'the data plane says why it sent nothing');
+  // Said through the engine's error events, which reach the log with their batch: waited for.
+  await waitUntil(() => dp.proc.output().includes('is not proven to be the live keeper'), 5_000, 'the data plane to say why it sent nothing');
 });
 
 test('seccomp-keeper SIGKILLed under load: the data plane starts a keeper again, hands over to its data plane, and a data plane SIGKILL after that loses no container (zero ENOSYS)', async (t) => {
