@@ -96,7 +96,7 @@ function recordingPolicy() {
   return { handlers, decided };
 }
 
-function startLink(t: TestContext, socket: string, handlers: PolicyHandlers, over: { channel?: boolean } = {}) {
+function startLink(t: TestContext, socket: string, handlers: PolicyHandlers, over: { channel?: boolean; decisionSliceMs?: number } = {}) {
   const { logger, lines } = captureLogger();
   const link = new DataPlaneLink({ grpcSocket: socket, controlSocket: socket, name: 'cp-test', features: ['decision.continue'], reconnectMaxMs: 200, ...over }, handlers, logger);
   const states: LinkState[] = [];
@@ -114,7 +114,9 @@ test('dataplane link: hello names the control plane, its version and features wi
     send(s, { $case: 'snapshot', snapshot: { containers: [container(1)] } });
     send(s, { $case: 'notifications', notifications: { notifications: [notification(1, 10n), notification(1, 11n, 'mkdir')] } });
   };
-  const { link, states } = startLink(t, dp.socket, policy.handlers);
+  // A turn's slice longer than any machine's first decisions: a slow one would otherwise split
+  // the two into two turns (fair-queue.ts), and so two batches.
+  const { link, states } = startLink(t, dp.socket, policy.handlers, { decisionSliceMs: 60_000 });
   await waitUntil(() => dp.sessions[0]?.decisions.length === 1, 10_000, 'the decisions');
   assert.deepEqual(dp.sessions[0].hello, { name: 'cp-test', version: VERSION, features: ['decision.continue', CHANNEL_FEATURE], takeover: false });
   assert.deepEqual(policy.decided, [{ id: 10n, knownThen: true }, { id: 11n, knownThen: true }]);

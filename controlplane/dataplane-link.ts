@@ -65,6 +65,8 @@ export interface DataPlaneLinkOptions {
   resumeGraceMs?: number;
   /** Per notification, from its arrival: past it, `when` conditions give way to their failurePolicy (default 1000). */
   decisionBudgetMs?: number;
+  /** Work per turn of the event loop before the rest waits for the next turn (default 5 ms; FairQueue). */
+  decisionSliceMs?: number;
 }
 
 interface Received {
@@ -160,7 +162,7 @@ export class DataPlaneLink extends EventEmitter {
     super();
     this.takeover = options.takeover ?? false;
     // A full queue drops its oldest: the data plane's deadline answers it (counted there).
-    this.pending = new FairQueue<Received>((r) => this.decideOne(r), DECISION_SLICE_MS, MAX_QUEUED_PER_SOURCE);
+    this.pending = new FairQueue<Received>((r) => this.decideOne(r), options.decisionSliceMs ?? DECISION_SLICE_MS, MAX_QUEUED_PER_SOURCE);
   }
 
   start(): void {

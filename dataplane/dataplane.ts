@@ -192,8 +192,8 @@ export class DataPlane {
       this.log.info({ graceMs }, `the previous data plane had a control plane attached: for ${graceMs} ms new notifications wait for one to attach (each at most ${this.config.decisionTimeoutMs} ms) instead of getting the default action`);
     }
     this.log.info(
-      { origin, containers: result.containers.length, listeners: result.listenerPaths, journal: result.journal, inFlightAnswered: result.inFlightAnswered, inFlightHeld: result.inFlightHeld, lostAnswered: result.lostAnswered, inFlightWithHelper: result.inFlightWithHelper },
-      `took back ${result.containers.length} container(s) from ${origin === 'handoff' ? 'the data plane that handed over' : 'the fd store'}; of the notifications it had left unanswered, ${result.inFlightHeld} wait for the next control plane and ${result.inFlightAnswered + result.lostAnswered} got the default action (${formatDefaultAction(this.config.defaultAction)})` +
+      { origin, containers: result.containers.length, listeners: result.listenerPaths, journal: result.journal, inFlightAnswered: result.inFlightAnswered, inFlightByRules: result.inFlightByRules, inFlightHeld: result.inFlightHeld, lostAnswered: result.lostAnswered, inFlightWithHelper: result.inFlightWithHelper },
+      `took back ${result.containers.length} container(s) from ${origin === 'handoff' ? 'the data plane that handed over' : 'the fd store'}; of the notifications it had left unanswered, ${result.inFlightByRules} were answered by their container's rules, ${result.inFlightHeld} wait for the next control plane and ${result.inFlightAnswered + result.lostAnswered} got the default action (${formatDefaultAction(this.config.defaultAction)})` +
         (result.inFlightWithHelper > 0 ? `; ${result.inFlightWithHelper} were with its emulation helpers, which answer them (waited for; done anew only if no helper of it lives)` : ''),
     );
     return result;

@@ -215,6 +215,7 @@ void Engine::RemoveContainer(Container* container) {
     if (container->record_fd >= 0) close(container->record_fd);
     if (container->policy_fd >= 0) close(container->policy_fd);
     journal_->ReleaseContainer(container->journal_slot);
+    journal_->ReleaseInFlight(container->receipt_slot);
     pending_.DropTarget(container);
     containers_.erase(handle);  // frees container
     emulator = emulator_.get();

@@ -227,6 +227,10 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
     uint32_t recv_failures = 0;  // engine thread: consecutive unexpected RECV errors
     int record_fd = -1;          // its record's memfd (journal.hpp)
     uint32_t journal_slot = InFlightJournal::kNoSlot;
+    // Engine thread: its receipt in the journal (InFlightJournal::ReserveReceipt), taken at its
+    // first notification (a restore clears the journal's slots before the thread starts).
+    uint32_t receipt_slot = InFlightJournal::kNoSlot;
+    bool receipt_reserved = false;
     std::string container_id;    // set before the engine thread sees the container; then read-only
     int policy_fd = -1;          // the memfd of its policy in force ("p<handle>"), -1: none
     std::atomic<bool> has_policy{false};  // lets the hot path skip the rule table for containers without

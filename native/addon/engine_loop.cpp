@@ -201,7 +201,15 @@ void Engine::OnNotifyReady(Container* container, uint32_t events) {
     container->recv_failures = 0;
     const Notification n = NotificationFromKernel(*engine_buffers_.notif(), container->handle, MonotonicNs());
     journal_->NoteReceived(container->journal_slot, n.id);
+    if (!container->receipt_reserved) {
+      container->receipt_slot = journal_->ReserveReceipt();
+      container->receipt_reserved = true;
+    }
+    // In the journal until decided: a crash before the answer leaves the successor its syscall
+    // and arguments (journal.hpp, receipts), not a bare id.
+    journal_->OpenReceipt(container->receipt_slot, n);
     OnReceived(container, n);
+    journal_->CloseReceipt(container->receipt_slot);
   }
   if ((events & (EPOLLHUP | EPOLLERR)) != 0) RemoveContainer(container);
 }

@@ -9,9 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
-#include <set>
-#include <utility>
 #include <set>
 #include <utility>
 
@@ -236,14 +235,19 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
   // With a control plane attached before, the next one is asked (as if it had just arrived); else
   // the default answers.
   std::lock_guard<std::mutex> lock(mu_);
-  const auto in_flight = journal_->InFlightEntries();
+  auto in_flight = journal_->InFlightEntries();
   journal_->ClearInFlight();
+  // An id can be in two slots: its container's receipt and the slot it got to wait in (the
+  // predecessor died between the two writes). One decision each; a helper's mark wins, since
+  // that helper may be doing it.
+  std::stable_sort(in_flight.begin(), in_flight.end(),
+                   [](const InFlightJournal::Entry& a, const InFlightJournal::Entry& b) { return a.with_helper && !b.with_helper; });
   const uint64_t now = MonotonicNs();
   std::vector<PredecessorEmulations::Item> with_helper;
   std::set<std::pair<uint32_t, uint64_t>> journaled;  // (handle, id): not lost, taken care of here
   for (const InFlightJournal::Entry& entry : in_flight) {
     Notification n = entry.notification;
-    journaled.emplace(n.handle, n.id);
+    if (!journaled.emplace(n.handle, n.id).second) continue;
     auto it = containers_.find(n.handle);
     if (it == containers_.end()) continue;
     Container* container = it->second.get();
@@ -275,8 +279,8 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
       }
     }
     if (!hold || !result->control_plane_attached) {
-      AnswerRecovered(container, n.id);
-      result->in_flight_answered++;
+      // A receipt may hold an id its predecessor answered just before it died: not counted.
+      if (AnswerRecovered(container, n.id)) result->in_flight_answered++;
       continue;
     }
     n.received_ns = now;
@@ -293,8 +297,9 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
     if (handoff) break;
     auto it = containers_.find(mark.second.handle);
     if (it == containers_.end() || !mark.second.has_last) continue;
-    // From the last id noted itself: the default path answers without a journal slot, so an id
-    // noted and not yet answered when the predecessor died is in no slot either.
+    // From the last id noted itself: it is in its container's receipt unless the journal had no
+    // slot for one (or the predecessor predates receipts). Past it: ids the kernel handed to a
+    // RECV the predecessor was killed in, before it could note them; nothing about them is known.
     for (uint64_t k = 0; k <= kLostIdWindow; k++) {
       const uint64_t id = mark.second.last_id + k;
       if (journaled.count({mark.second.handle, id}) != 0 || !NotifyIdValid(it->second->fd, id)) continue;

@@ -121,7 +121,12 @@ uint32_t InFlightJournal::PopFree(std::vector<uint32_t>* free_slots) {
 
 uint32_t InFlightJournal::AddInFlight(const InFlight& n) {
   uint32_t slot = PopFree(&free_notifications_);
-  if (slot == kNoSlot) return kNoSlot;
+  if (slot != kNoSlot) Fill(slot, n);
+  return slot;
+}
+
+void InFlightJournal::Fill(uint32_t slot, const InFlight& n) {
+  if (detached_.load(std::memory_order_acquire)) return;
   NotificationSlot& s = notifications_[slot];
   s.id.store(n.id, std::memory_order_relaxed);
   s.handle.store(n.handle, std::memory_order_relaxed);
@@ -132,7 +137,11 @@ uint32_t InFlightJournal::AddInFlight(const InFlight& n) {
   for (int i = 0; i < 6; i++) s.args[i] = n.args[i];
   __atomic_store_n(&s.helper_mark, 0u, __ATOMIC_RELAXED);
   s.state.store(1, std::memory_order_release);
-  return slot;
+}
+
+void InFlightJournal::CloseReceipt(uint32_t slot) {
+  if (slot == kNoSlot || detached_.load(std::memory_order_acquire)) return;
+  notifications_[slot].state.store(0, std::memory_order_release);
 }
 
 void InFlightJournal::MarkWithHelper(uint32_t slot, uint64_t id) {

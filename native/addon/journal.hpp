@@ -51,6 +51,22 @@ class InFlightJournal {
   uint32_t AddInFlight(const InFlight& notification);
   // Any thread. Call after the answer was sent, never before: a crash in between must leave it here.
   void ReleaseInFlight(uint32_t slot);
+
+  // A container's receipt: the slot that holds its notification from the moment RECV returns it
+  // until it is answered or has a slot of its own (a control plane's or a helper's wait). The
+  // engine thread decides one notification at a time, so one slot per container covers the
+  // window in which a dead data plane would otherwise leave an id nobody knows (issue 16: a
+  // successor decides it with its syscall and arguments instead of answering it blindly). The
+  // slot is an ordinary in-flight slot: a successor of any version replays it as one.
+  // Engine thread, once per container (kNoSlot when the journal is full: no receipts for it).
+  uint32_t ReserveReceipt() { return PopFree(&free_notifications_); }
+  // Engine thread, right after RECV: the notification in the container's receipt.
+  void OpenReceipt(uint32_t slot, const InFlight& notification) {
+    if (slot != kNoSlot) Fill(slot, notification);
+  }
+  // Engine thread, once it is answered or journaled elsewhere; the slot stays the container's
+  // (ReleaseInFlight gives it back when the container goes).
+  void CloseReceipt(uint32_t slot);
   // Any thread, before the notification goes to a helper process: the helper outlives this
   // process for the request it carries (it answers the target itself), so a successor must wait
   // for it rather than emulate the call a second time (docs/emulation.md, "Exactly once").
@@ -124,6 +140,8 @@ class InFlightJournal {
 
   InFlightJournal(int fd, void* base);
   void RebuildFreeLists();
+  // Writes the notification into `slot` and marks it in flight (unless detached).
+  void Fill(uint32_t slot, const InFlight& notification);
   // A free slot of the list, kNoSlot when none (or detached).
   uint32_t PopFree(std::vector<uint32_t>* free_slots);
 

@@ -4,10 +4,11 @@
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import { listContainers } from '../../common/dataplane-client';
 import { startTestControlPlane } from '../support/controlplane';
-import { keeperChild, startDataPlane } from '../support/dataplane';
+import { keeperChild, startDataPlane, type RunningDataPlane } from '../support/dataplane';
+import { attachPusher, rule } from '../support/policy-pusher';
 import { BENCH_WORKLOAD } from '../support/paths';
 import { requireStrace, start, stop } from '../support/processes';
 import { scratchDir } from '../support/scratch';
@@ -94,21 +95,26 @@ test('SIGTERM of the data plane alone is a restart: the keeper starts it again w
   await idle.exited;
 });
 
-test('a data plane SIGKILLed after it received and noted a notification, before its default answer: the successor answers it (no task waits forever)', { timeout: 60_000 }, async (t) => {
-  requireStrace();
-  const dir = scratchDir(t);
-  const dp = await startDataPlane(t, ['--log-level', 'info'], dir, true);
+/**
+ * A workload under the filter of data plane `dp` (under seccomp-keeper) that makes DIR/first, then,
+ * once released, DIR/made: the engine thread is held by strace in its NOTIF_SEND for the second
+ * mkdir (received, its path read, its answer not sent) and the data plane SIGKILLed there. Before
+ * the release, `prepare` runs (a policy push). Resolves with the workload's `rc=N` and whether
+ * DIR/made exists.
+ */
+async function killBeforeAnswer(t: TestContext, dp: RunningDataPlane, dir: string, prepare: () => Promise<void>) {
   const keeper = dp.proc.child.pid!;
   const go = path.join(dir, 'go');
   const made = path.join(dir, 'made');
   const workload = startUnderFilter(t, { socket: dp.listenerSocket, syscalls: ['mkdir', 'mkdirat'], id: 'lost-id' },
     ['/bin/sh', '-c', `mkdir ${dir}/first; while [ ! -e ${go} ]; do sleep 0.05; done; mkdir ${made}; echo rc=$?`]);
   await waitUntil(() => fs.existsSync(path.join(dir, 'first')), 10_000, 'the first mkdir');
+  await prepare();
   const dataplane = keeperChild(keeper);
   const engine = fs.readdirSync(`/proc/${dataplane}/task`).map(Number).find((tid) => fs.readFileSync(`/proc/${dataplane}/task/${tid}/comm`, 'utf8').startsWith('seccomp-engine'));
   assert.ok(engine, 'no seccomp-engine thread');
   // The engine thread's ioctls for the next notification: NOTIF_RECV, NOTIF_ID_VALID (after reading
-  // its path), NOTIF_SEND of the default: the third is held, the id noted and not answered.
+  // its path), NOTIF_SEND of its answer: the third is held, the id received and not answered.
   const trace = start(t, 'strace', ['-p', String(engine), '-e', 'trace=ioctl', '-e', 'inject=ioctl:delay_enter=100000000:when=3']);
   await trace.waitFor(/attached/i, 10_000);
   fs.writeFileSync(go, '');
@@ -116,8 +122,31 @@ test('a data plane SIGKILLed after it received and noted a notification, before 
   await waitUntil(() => fs.readFileSync(`/proc/${engine}/syscall`, 'utf8').startsWith('16 '), 10_000, 'the engine thread to stop in its NOTIF_SEND');
   process.kill(dataplane, 'SIGKILL');
   await stop(trace.child);
-  const out = await workload.waitFor(/rc=\d+/, 20_000);
-  assert.equal(out, 'rc=0', workload.output());
-  assert.ok(fs.existsSync(made), 'the default (continue) let the kernel make it');
-  await waitUntil(() => /"lostAnswered":1/.test(dp.proc.output()), 10_000, `the successor to count it as lost and answered; output:\n${dp.proc.output().slice(-2000)}`);
+  const rc = await workload.waitFor(/rc=\d+/, 20_000);
+  return { rc, made: fs.existsSync(made), output: workload.output() };
+}
+
+test('a data plane SIGKILLed after it received a notification, before its default answer: the successor answers it from the journal (no task waits forever)', { timeout: 60_000 }, async (t) => {
+  requireStrace();
+  const dir = scratchDir(t);
+  const dp = await startDataPlane(t, ['--log-level', 'info'], dir, true);
+  const result = await killBeforeAnswer(t, dp, dir, async () => undefined);
+  assert.equal(result.rc, 'rc=0', result.output);
+  assert.ok(result.made, 'the default (continue) let the kernel make it');
+  await waitUntil(() => /"inFlightAnswered":1/.test(dp.proc.output()), 10_000, `the successor to find it in the journal and answer it; output:\n${dp.proc.output().slice(-2000)}`);
+});
+
+test('a data plane SIGKILLed after it received a notification its rule answers, before the answer: the successor gives the rule\'s answer, not the default (the receipt in the journal)', { timeout: 60_000 }, async (t) => {
+  requireStrace();
+  const dir = scratchDir(t);
+  const dp = await startDataPlane(t, ['--log-level', 'info'], dir, true);
+  const result = await killBeforeAnswer(t, dp, dir, async () => {
+    const pusher = await attachPusher(t, dp);
+    const ack = await pusher.push({ handle: pusher.handle(), version: 'eacces', rules: [rule(['mkdir', 'mkdirat'], { $case: 'error', error: { errno: 13 } })], labels: {} });
+    assert.equal(ack.accepted, true, `${ack.reason}: ${ack.detail}`);
+  });
+  assert.match(result.rc, /rc=[1-9]/, `the rule's EACCES, as the dead data plane would have answered; ${result.output}`);
+  assert.match(result.output, /Permission denied/);
+  assert.equal(result.made, false, 'the default (continue) answered it: the kernel made the directory the rule refuses');
+  await waitUntil(() => /"inFlightByRules":1/.test(dp.proc.output()), 10_000, `the successor to count it as answered by the rules; output:\n${dp.proc.output().slice(-2000)}`);
 });

@@ -5,9 +5,8 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test, type TestContext } from 'node:test';
-import type { AttachResponse } from '../../proto/gen/seccompagent/v1/dataplane';
-import type { ContainerPolicy, PolicyAck, Rule } from '../../proto/gen/seccompagent/v1/policy';
 import { startControlPlane } from '../support/controlplane';
+import { attachPusher, rule } from '../support/policy-pusher';
 import { keeperChild, startDataPlane, type RunningDataPlane } from '../support/dataplane';
 import { scratchDir } from '../support/scratch';
 import { startUnderFilter } from '../support/workload';
@@ -37,32 +36,6 @@ function mkdirOnTrigger(t: TestContext, dp: RunningDataPlane, dir: string, optio
   t.after(() => fs.rmSync(work, { recursive: true, force: true })); // the loop ends with its folder
   return { proc, mkdir, id: `w-${path.basename(work)}` };
 }
-
-/** A bare Attach client that pushes policies itself (the NACK cases a real control plane never sends). */
-async function attachPusher(t: TestContext, dp: RunningDataPlane, hello: { name?: string; takeover?: boolean } = {}) {
-  const call = dp.controlClient.attach();
-  t.after(() => call.cancel());
-  const acks: PolicyAck[] = [];
-  let handles: bigint[] = [];
-  let notified = 0;
-  call.on('data', (r: AttachResponse) => {
-    if (r.message?.$case === 'snapshot') handles = r.message.snapshot.containers.map((c) => c.handle);
-    if (r.message?.$case === 'notifications') notified += r.message.notifications.notifications.length;
-    if (r.message?.$case === 'policyAcks') acks.push(...r.message.policyAcks.acks);
-  });
-  call.on('error', () => undefined);
-  call.write({ message: { $case: 'hello', hello: { name: hello.name ?? 'policy-test', version: '0', features: ['policy.v1'], takeover: hello.takeover ?? false } } });
-  await waitUntil(() => handles.length > 0, 10_000, 'the snapshot');
-  const push = async (policy: Omit<ContainerPolicy, 'sequence'> & { sequence?: bigint }): Promise<PolicyAck> => {
-    const before = acks.length;
-    call.write({ message: { $case: 'policies', policies: { policies: [{ sequence: 0n, ...policy }] } } });
-    await waitUntil(() => acks.length > before, 10_000, 'the ACK or NACK');
-    return acks[before];
-  };
-  return { push, handle: () => handles[0], notified: () => notified };
-}
-
-const rule = (syscalls: string[], action: NonNullable<Rule['action']>['action']): Rule => ({ syscalls, args: [], paths: [], action: { action }, origin: 'test' });
 
 test('policy push: a NACK names the rule and the reason, and the previous version goes on answering', async (t) => {
   const dir = scratchDir(t);
