@@ -7,8 +7,8 @@
 // helper processes (the old one still finishing after its data plane died, and the successor's).
 //
 // Layout (little endian, version 1): a header, then kPartitions partitions of kEntries entries.
-// An entry's `state` once had two values (0.1.x: abandoned, delivered); the intent and acted ones
-// came later in the same 136 bytes, so a book a 0.1.x data plane hands over is read unchanged.
+// An entry's `state` has four values (the word was "delivered", 0 or 1, until the intent and acted
+// states came, in the same 136 bytes and before any release shipped a book: still version 1).
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
