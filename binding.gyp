@@ -73,6 +73,7 @@
         "native/tools/nshelper_credentials.cpp",
         "native/tools/nshelper_target.cpp",
         "native/tools/nshelper_replay.cpp",
+        "native/tools/nshelper_recovery.cpp",
         "native/tools/mount_confinement.cpp"
       ],
       "libraries": [

@@ -106,6 +106,7 @@ export class DataPlane {
     answeredDefaultDetached: 0, answeredFastPath: 0, targetGone: 0, decisionsLate: 0, decisionsUnknown: 0,
     decisionsInvalid: 0, ingestRejected: 0, watchersDropped: 0, containersAdded: 0, containersRemoved: 0,
     eventsDropped: 0, answeredDefaultRecovered: 0, policiesAccepted: 0, policiesRefused: 0,
+    emulationHelpersDied: 0, emulationsRetried: 0,
   };
   private readonly engine: NativeEngine;
   private readonly syscallNames: string[];
@@ -735,6 +736,8 @@ export class DataPlane {
     const stats = this.engine.stats();
     this.counters.eventsDropped = stats.eventsDropped;
     this.counters.watchersDropped = this.hub.dropped;
+    this.counters.emulationHelpersDied = stats.emulationHelpersDied;
+    this.counters.emulationsRetried = stats.emulationsRetried;
     const counters = Object.fromEntries(Object.entries(this.counters).map(([k, v]) => [k, BigInt(v)])) as unknown as Counters;
     const uptimeMs = Date.now() - this.startedAt;
     const active = this.active;

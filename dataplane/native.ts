@@ -247,6 +247,9 @@ export interface NativeStats {
   decisionsDropped: number;
   /** Calls a signal restarted, answered with the outcome of the emulation already done for them. */
   emulationsReplayed: number;
+  /** Emulation helpers that died unasked (OOM, a kill), and the requests they had in hand that a fresh helper served. */
+  emulationHelpersDied: number;
+  emulationsRetried: number;
   /** A predecessor's emulations found with its helpers at restore: waiting, answered by them, decided anew, timed out. */
   predecessorEmulations: { waiting: number; answered: number; redecided: number; timedOut: number };
   /** Whether every fd is kept in an fd store ($NOTIFY_SOCKET: systemd or seccomp-keeper). */

@@ -110,6 +110,7 @@ std::function<void(const nshelper::Response&, int, uint64_t)> Adapt(ActionDone d
     r.answered = (resp.flags & nshelper::kAnswered) != 0;
     r.send_err = resp.send_err;
     r.replayed = (resp.flags & nshelper::kReplayed) != 0;
+    r.retried = (resp.flags & nshelper::kRetriedAfterHelperDeath) != 0;
     r.target_wait = (resp.flags & nshelper::kTargetWaitKillable) ? 'D' : (resp.flags & nshelper::kTargetWaitInterruptible) ? 'S' : 0;
     if (internal_err != 0) {
       r.outcome = ActionOutcome::kFailed;
@@ -278,6 +279,7 @@ EmulatorStats Emulator::Stats() const {
   s.died = p.died;
   s.timed_out = p.timed_out;
   s.in_flight = p.in_flight;
+  s.retried = p.retried;
   return s;
 }
 

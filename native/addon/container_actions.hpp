@@ -87,6 +87,8 @@ struct ActionResult {
   // The call was one a signal restarted after its first notification had been emulated: answered
   // with that outcome, nothing done again (nshelper_replay.hpp).
   bool replayed = false;
+  // Its first helper died with it in hand; a fresh one served it (NsHelperPool::OnExit).
+  bool retried = false;
   // How the target waited while the helper worked ('D' killable: its filter has
   // WAIT_KILLABLE_RECV; 'S' interruptible: it has not); 0 when not seen.
   char target_wait = 0;
@@ -106,7 +108,7 @@ struct EmulatorOptions {
 };
 
 struct EmulatorStats {
-  uint64_t helpers = 0, spawned = 0, died = 0, timed_out = 0, in_flight = 0;
+  uint64_t helpers = 0, spawned = 0, died = 0, timed_out = 0, in_flight = 0, retried = 0;
 };
 
 class Emulator {

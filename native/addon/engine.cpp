@@ -377,7 +377,12 @@ Engine::Stats Engine::GetStats() {
     std::lock_guard<std::mutex> lock(mu_);
     stats.containers = containers_.size();
     stats.pending = pending_.size();
-    if (emulator_ != nullptr) stats.emulation_helpers = emulator_->Stats().helpers;
+    if (emulator_ != nullptr) {
+      const EmulatorStats emulator = emulator_->Stats();
+      stats.emulation_helpers = emulator.helpers;
+      stats.emulation_helpers_died = emulator.died;
+      stats.emulations_retried = emulator.retried;
+    }
   }
   stats.pending_connections = ingest_ != nullptr ? ingest_->PendingConnections() : 0;
   stats.events_dropped = queue_ != nullptr ? queue_->dropped() : 0;

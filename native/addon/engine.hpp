@@ -119,6 +119,10 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
     // Restarted calls a helper answered with the outcome of the emulation it had already done
     // for their first notification (nshelper_replay.hpp).
     uint64_t emulations_replayed = 0;
+    // Emulation helpers that died unasked (OOM, a kill), and the requests they had in hand that a
+    // fresh helper served (NsHelperPool::OnExit).
+    uint64_t emulation_helpers_died = 0;
+    uint64_t emulations_retried = 0;
     // A predecessor's emulations found in flight at a restore (predecessor_emulations.hpp):
     // still waited for, answered by its helper, decided anew (no helper had done them), timed out.
     size_t predecessor_waiting = 0;

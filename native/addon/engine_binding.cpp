@@ -530,6 +530,8 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     o.Set("channelDecisions", Napi::Number::New(env, static_cast<double>(s.channel_decisions)));
     o.Set("decisionsDropped", Napi::Number::New(env, static_cast<double>(s.decisions_dropped)));
     o.Set("emulationsReplayed", Napi::Number::New(env, static_cast<double>(s.emulations_replayed)));
+    o.Set("emulationHelpersDied", Napi::Number::New(env, static_cast<double>(s.emulation_helpers_died)));
+    o.Set("emulationsRetried", Napi::Number::New(env, static_cast<double>(s.emulations_retried)));
     Napi::Object predecessor = Napi::Object::New(env);
     predecessor.Set("waiting", Napi::Number::New(env, static_cast<double>(s.predecessor_waiting)));
     predecessor.Set("answered", Napi::Number::New(env, static_cast<double>(s.predecessor_answered)));

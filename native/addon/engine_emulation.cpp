@@ -236,6 +236,13 @@ void Engine::OnEmulated(uint32_t handle, uint64_t id, EmulatedKind kind, uint64_
            std::to_string(handle);
   };
   const auto got = [&] { return r.answered ? "; its syscall got " + ErrnoText(r.err) : std::string(); };
+  if (r.retried) {
+    queue_->PushError(what() + ": its emulation helper died with it in hand; a fresh helper served it" +
+                      (r.outcome == ActionOutcome::kStale ? " and found it answered already (or its caller gone)"
+                       : r.replayed                       ? " with what the dead one had done"
+                                                          : "") +
+                      got());
+  }
   if (r.outcome == ActionOutcome::kFailed) {
     queue_->PushError(what() + " failed at stage " + r.stage + " (" + ErrnoText(r.cause) + ")" + got());
   } else if (r.outcome == ActionOutcome::kRefused && on_container) {

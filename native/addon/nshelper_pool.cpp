@@ -163,6 +163,7 @@ NsHelperPoolStats NsHelperPool::Stats() const {
   s.died = stat_died_;
   s.timed_out = stat_timed_out_;
   s.in_flight = stat_in_flight_;
+  s.retried = stat_retried_;
   return s;
 }
 
@@ -350,8 +351,10 @@ NsHelperPool::Helper* NsHelperPool::Spawn(uint64_t key, int* err) {
   const std::string busy_poll = "--busy-poll-us=" + std::to_string(options_.busy_poll_us);
   const char* mode = options_.spawn_per_call ? "--once" : busy_poll.c_str();
   const std::string book = "--book-partition=" + std::to_string(partition);
+  const std::string timeout = "--request-timeout-ms=" + std::to_string(options_.request_timeout_ms);
   char* argv[] = {const_cast<char*>(options_.helper_path.c_str()), const_cast<char*>(mode),
-                  partition >= 0 ? const_cast<char*>(book.c_str()) : nullptr, nullptr};
+                  const_cast<char*>(timeout.c_str()), partition >= 0 ? const_cast<char*>(book.c_str()) : nullptr,
+                  nullptr};
   char* envp[] = {nullptr};
   pid_t pid = -1;
   int rc = posix_spawn(&pid, options_.helper_path.c_str(), &actions, &attr, argv, envp);
@@ -482,9 +485,25 @@ void NsHelperPool::OnExit(Helper* h) {
       h->in_flight.pop_front();
     }
   }
-  FailAll(h, EIO);
+  // What it still had in hand: once more to a fresh helper for the same namespace, which takes
+  // the partition's lock the death released and finds there what this one did (an intent, an
+  // act, a note: nshelper_replay.hpp), or finds the notification answered (stale: nothing done).
+  // A request whose second helper dies too, or any while the pool stops, fails as before.
+  std::deque<Pending> again;
+  while (!h->in_flight.empty()) {
+    Pending& p = h->in_flight.front();
+    if (!expected && !p.retried && !stopping_.load()) {
+      p.retried = true;
+      stat_retried_++;
+      again.push_back(std::move(p));
+    } else {
+      Complete(p, nshelper::Response{}, EIO);
+    }
+    h->in_flight.pop_front();
+  }
   for (auto it = h->backlog.rbegin(); it != h->backlog.rend(); ++it) waiting_.push_front(std::move(*it));
   h->backlog.clear();
+  for (auto it = again.rbegin(); it != again.rend(); ++it) waiting_.push_front(std::move(*it));
   auto kept = kept_by_key_.find(h->key);
   if (kept != kept_by_key_.end() && kept->second == h) kept_by_key_.erase(kept);
   CloseFd(&h->sock);
@@ -530,6 +549,7 @@ void NsHelperPool::Complete(Pending& p, const nshelper::Response& response, int 
       }
     }
   }
+  if (p.retried) r.flags |= nshelper::kRetriedAfterHelperDeath;
   CloseFd(&p.job.notify_fd);
   stat_in_flight_--;
   if (p.job.done) p.job.done(r, internal_err, NowNs() - p.submitted_ns);

@@ -5,7 +5,8 @@
 // on first use with posix_spawn (never a fork of this multi-threaded process), reused until its
 // owners are forgotten, it idles past idle_timeout, or the bound on helpers evicts it. A helper
 // stuck past request_timeout (a hung FUSE or NFS mount in the container) is SIGKILLed; one that
-// dies is reaped through its pidfd and respawned on the next request. Each container's helper is
+// dies is reaped through its pidfd and respawned on the next request; what it had in hand goes once
+// to a fresh helper, which finds in the replay book what the dead one did. Each container's helper is
 // its own process, so one container that hangs its helper delays no other container.
 // Spawn-per-call mode (the variant the issue asks to measure): one `--once` helper per request.
 #pragma once
@@ -50,6 +51,7 @@ struct NsHelperPoolStats {
   uint64_t helpers = 0;    // alive now
   uint64_t spawned = 0;    // since start
   uint64_t died = 0;       // exited without being asked to (crash, kill)
+  uint64_t retried = 0;    // requests a dead helper had in hand, given to a fresh one
   uint64_t timed_out = 0;  // killed for exceeding request_timeout_ms
   uint64_t in_flight = 0;  // requests submitted and not completed
 };
@@ -96,6 +98,7 @@ class NsHelperPool {
     uint64_t submitted_ns = 0;
     uint64_t sent_ns = 0;
     uint64_t key = 0;
+    bool retried = false;  // its first helper died with it: a second death fails it
   };
   struct Helper {
     uint64_t id = 0;
@@ -152,7 +155,8 @@ class NsHelperPool {
   std::vector<uint64_t> forgotten_taken_;               // taken from forgotten_ by DrainSubmissions
   uint64_t next_helper_id_ = 1;
 
-  std::atomic<uint64_t> stat_helpers_{0}, stat_spawned_{0}, stat_died_{0}, stat_timed_out_{0}, stat_in_flight_{0};
+  std::atomic<uint64_t> stat_helpers_{0}, stat_spawned_{0}, stat_died_{0}, stat_timed_out_{0}, stat_in_flight_{0},
+      stat_retried_{0};
 };
 
 }  // namespace seccomp_agent

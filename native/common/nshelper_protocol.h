@@ -72,7 +72,8 @@ struct Request {
 enum ResponseFlags : uint32_t {
   kAnswered = 1u << 0,  // NOTIF_SEND succeeded: the target has its result
   // The call is one a signal restarted after this helper had already done its work for it (the
-  // answer then found the target gone from its wait): answered with that outcome, nothing done again.
+  // answer then found the target gone from its wait), or one whose first helper died after acting:
+  // answered with that outcome, nothing done again.
   kReplayed = 1u << 1,
   // How the target waited while the helper worked, from its /proc status (the helper reads it for
   // the credentials anyway): 'D' is the killable wait of a filter with
@@ -80,6 +81,9 @@ enum ResponseFlags : uint32_t {
   // interruptible wait of one without. Neither: not seen (running at that instant, or no status read).
   kTargetWaitKillable = 1u << 2,
   kTargetWaitInterruptible = 1u << 3,
+  // Set by the pool, never by a helper: the helper first given this request died with it in hand,
+  // and a fresh one served it (its intent in the replay book says what the dead one had done).
+  kRetriedAfterHelperDeath = 1u << 4,
 };
 
 struct Response {

@@ -7,6 +7,8 @@
 // helper processes (the old one still finishing after its data plane died, and the successor's).
 //
 // Layout (little endian, version 1): a header, then kPartitions partitions of kEntries entries.
+// An entry's `state` has four values (the word was "delivered", 0 or 1, until the intent and acted
+// states came, in the same 136 bytes and before any release shipped a book: still version 1).
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -32,9 +34,18 @@ struct Header {
   uint64_t used_ns[kPartitions];  // CLOCK_MONOTONIC of its last assignment (the least recent goes)
 };
 
+// Where an entry's request stands. The last two are written by a helper while it acts; a later
+// lock holder sees them only when that helper died in the middle (docs/emulation.md, "Exactly once").
+enum State : uint32_t {
+  kAbandoned = 0,  // acted, and the answer found the target gone from its wait: a restart will come
+  kDelivered = 1,  // acted, and the answer was taken (kept briefly: it may still be dropped)
+  kIntent = 2,     // about to act: `intent` says what recovery compares with
+  kActed = 3,      // acted, not answered yet: `made` (mkdir) says what it made
+};
+
 struct Entry {
   uint32_t used;
-  uint32_t delivered;  // the answer was taken (1) or found the target gone (0)
+  uint32_t state;      // State
   uint64_t noted_ns;   // CLOCK_MONOTONIC (one clock for every process of the node)
   int32_t pid;
   uint16_t op;
@@ -49,8 +60,16 @@ struct Entry {
   uint32_t pad1;
   uint64_t strings_hash;  // FNV-1a over the request's strings, each with its length
   uint64_t task_ino;      // pidfs inode of the task: unique for the life of the node
-  uint64_t made_dev;      // mkdir: the directory made
-  uint64_t made_ino;
+  union {
+    struct {
+      uint64_t dev;  // mkdir: the directory made (kActed, kAbandoned, kDelivered)
+      uint64_t ino;
+    } made;
+    struct {
+      uint64_t realtime_ns;  // mkdir: CLOCK_REALTIME_COARSE before acting (file times come from it)
+      uint64_t mnt_id;       // mount: the unique mount id at the target before mounting
+    } intent;                // kIntent
+  };
 };
 
 static_assert(sizeof(Entry) == 136, "replay book entries are the format's");

@@ -46,6 +46,7 @@
 #include "nshelper_credentials.hpp"
 #include "nshelper_target.hpp"
 #include "nshelper_protocol.h"
+#include "nshelper_recovery.hpp"
 #include "nshelper_replay.hpp"
 #include "seccomp_compat.h"
 
@@ -158,12 +159,20 @@ bool SplitLast(const std::string& full, std::string* parent, std::string* last) 
 // What one request did, beyond its status: for the replay book and the response's flags.
 struct Outcome {
   nshelper::Candidate candidate;  // the book's entry this request may restart (Handle found it)
-  int replay = -1;                // the entry it did restart: answered with its outcome, nothing done
+  int entry = -1;                 // its own entry: intent, then acted, settled after the answer
+  bool replay = false;            // `entry` is an earlier request's outcome, given again: nothing done
   uint64_t strings_hash = 0;
   uint64_t task_ino = 0;          // the target's pidfs inode (0: not known, no replay)
   char wait_state = 0;            // Credentials::state
-  nshelper::Effect effect;        // mkdir: where it made its directory
 };
+
+// The candidate is a dead helper's intent: its act may or may not have happened (the pool gave
+// its request to this helper, or the call came back), and this request goes on from that entry.
+bool TakeIntent(Outcome* out) {
+  if (out->candidate.index < 0 || out->candidate.entry.state != replay_book::kIntent) return false;
+  out->entry = out->candidate.index;
+  return true;
+}
 
 Status DoMkdir(const Request& req, const std::string& path, const Target& t, Outcome* out) {
   Credentials cred;
@@ -185,20 +194,41 @@ Status DoMkdir(const Request& req, const std::string& path, const Target& t, Out
   // "." and ".." name a directory that exists (its parent just resolved): the kernel says EEXIST
   // and creates nothing, whatever path a control plane sent.
   if (last == "." || last == "..") return Fail(nshelper::kStageDone, EEXIST);
-  // A call a signal restarted, whose directory an earlier request made and is still there: that
-  // outcome again, nothing done.
-  if (out->candidate.index >= 0) {
+  // A call a signal restarted (or a request whose helper died after its mkdir), whose directory
+  // an earlier request made and is still there: that outcome again, nothing done.
+  const bool recovering = TakeIntent(out);
+  if (out->candidate.index >= 0 && !recovering) {
+    const replay_book::Entry& e = out->candidate.entry;
     struct stat st;
     if (fstatat(dir.get(), last.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
-        uint64_t(st.st_dev) == out->candidate.made_dev && uint64_t(st.st_ino) == out->candidate.made_ino) {
-      out->replay = out->candidate.index;
+        uint64_t(st.st_dev) == e.made.dev && uint64_t(st.st_ino) == e.made.ino) {
+      out->entry = out->candidate.index;
+      out->replay = true;
       return {};
     }
     g_replays.Erase(out->candidate.index);  // removed or replaced since: this call is new
   }
-  if (mkdirat(dir.get(), last.c_str(), mode_t(req.mode)) != 0) return Fail(nshelper::kStageDone, errno);
-  out->effect.parent.Reset(dir.Release());
-  out->effect.last = last;
+  if (!recovering) {
+    out->entry = g_replays.Intend(req, out->strings_hash, out->task_ino, nshelper::CoarseRealtimeNs(), 0, NowNs());
+  }
+  uint64_t dev = 0, ino = 0;
+  if (mkdirat(dir.get(), last.c_str(), mode_t(req.mode)) != 0) {
+    const int err = errno;
+    // A dead helper's intent alone: it died after its mkdirat, before marking it. A directory at
+    // that name born since its intent is the one it made (docs/emulation.md, "Exactly once").
+    if (!(err == EEXIST && recovering &&
+          nshelper::MadeSince(dir.get(), last.c_str(), out->candidate.entry.intent.realtime_ns, &dev, &ino))) {
+      return Fail(nshelper::kStageDone, err);
+    }
+    out->replay = true;
+  } else if (out->entry >= 0) {
+    struct stat st;
+    if (fstatat(dir.get(), last.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      dev = uint64_t(st.st_dev);
+      ino = uint64_t(st.st_ino);
+    }
+  }
+  if (ino != 0) g_replays.Acted(out->entry, dev, ino);
   return {};
 }
 
@@ -311,6 +341,18 @@ Status DoMount(const Request& req, const std::string* str, const Target& t, Outc
   // known to name the notifying task, then enter its pid namespace for the child.
   if (!t.StillPending()) return Fail(nshelper::kStageStale, ENOENT);
   if (setns(pidfd.get(), CLONE_NEWPID) != 0) return Fail(nshelper::kStageNamespace, errno);
+  // What recovery compares with, should this helper die before its answer: the mount the target
+  // is on now. A dead helper's intent that finds another one there now has mounted.
+  const uint64_t mnt_id = nshelper::MountIdOf(dir.get());
+  if (TakeIntent(out)) {
+    if (mnt_id != 0 && mnt_id != out->candidate.entry.intent.mnt_id) {
+      g_replays.Acted(out->entry, 0, 0);
+      out->replay = true;
+      return {};
+    }
+  } else {
+    out->entry = g_replays.Intend(req, out->strings_hash, out->task_ino, 0, mnt_id, NowNs());
+  }
   pid_t child = fork();
   if (child < 0) return Fail(nshelper::kStageInternal, errno);
   if (child == 0) MountChild(t, pidfd.get(), dir.get(), mount, policy, reference);
@@ -323,6 +365,7 @@ Status DoMount(const Request& req, const std::string* str, const Target& t, Outc
   if (code == 255) return Fail(nshelper::kStageStale, ENOENT);
   if (code == 254) return Fail(nshelper::kStageConfine, EPERM);
   if (code >= 128) return Fail(nshelper::kStageNamespace, code - 128);
+  if (code == 0) g_replays.Acted(out->entry, 0, 0);
   return Fail(nshelper::kStageDone, code);
 }
 
@@ -355,8 +398,10 @@ Status Handle(const Request& req, const std::string* str, int notify_fd, Outcome
     out->strings_hash = nshelper::ReplayBook::Hash(str);
     out->task_ino = g_targets.TaskIno(t);
     out->candidate = g_replays.Find(req, out->strings_hash, out->task_ino, NowNs());
-    if (req.op == nshelper::kOpMount && out->candidate.index >= 0) {
-      out->replay = out->candidate.index;
+    if (req.op == nshelper::kOpMount && out->candidate.index >= 0 &&
+        out->candidate.entry.state != replay_book::kIntent) {
+      out->entry = out->candidate.index;
+      out->replay = true;
       return {};
     }
   }
@@ -428,11 +473,12 @@ bool ServeOne(char* buf) {
   resp.tag = req.tag;
   resp.err = s.err;
   resp.stage = s.stage;
-  if (outcome.replay >= 0) resp.flags |= nshelper::kReplayed;
+  if (outcome.replay) resp.flags |= nshelper::kReplayed;
   if (outcome.wait_state == 'D') resp.flags |= nshelper::kTargetWaitKillable;
   if (outcome.wait_state == 'S') resp.flags |= nshelper::kTargetWaitInterruptible;
   // Answer the target ourselves when asked, unless the notification is gone or was never
   // checked: a stale id must get no answer from us, and a bad request is the data plane's to answer.
+  bool kept = false;  // the request's entry stays in the book
   if (parsed && (req.flags & nshelper::kRespond) && nfds > 0 && s.stage != nshelper::kStageStale &&
       s.stage != nshelper::kStageBadRequest && s.stage != nshelper::kStageOpenProc) {
     seccomp_notif_resp answer = {};
@@ -448,13 +494,12 @@ bool ServeOne(char* buf) {
     // effect; if it was taken, briefly the same (a signal a moment before the answer can still
     // make the target drop it: nshelper_replay.hpp).
     const bool delivered = (resp.flags & nshelper::kAnswered) != 0;
-    const bool acted = s.ok() && outcome.replay < 0 && outcome.task_ino != 0;
-    if (acted && (delivered || resp.send_err == ENOENT)) {
-      g_replays.Note(req, outcome.strings_hash, outcome.task_ino, outcome.effect, delivered, NowNs());
-    } else if (outcome.replay >= 0) {
-      g_replays.Renew(outcome.replay, delivered, NowNs());
-    }
+    kept = s.ok() && outcome.entry >= 0 && (outcome.replay || delivered || resp.send_err == ENOENT);
+    if (kept) g_replays.Settle(outcome.entry, delivered, NowNs());
   }
+  // Nothing done, or an outcome nobody waits for: no intent or mark of this request is left behind
+  // (an earlier request's replayed entry stays as it was).
+  if (!kept && !(outcome.replay && outcome.entry == outcome.candidate.index)) g_replays.Erase(outcome.entry);
   g_replays.Unlock();
   for (int i = 0; i < nfds; ++i) close(fds[i]);
   resp.helper_ns = NowNs() - start;
@@ -479,8 +524,9 @@ bool NumberFlag(const char* arg, const char* flag, unsigned long long max, unsig
 }
 
 // `--once`, `--busy-poll-us=N` (N decimal, at most 1 s), `--book-partition=N` (the replay book at
-// fd 4). False: a usage error.
-bool ParseArgs(int argc, char** argv, bool* once, int* book_partition) {
+// fd 4), `--request-timeout-ms=N` (the pool's: how long a dead helper's intent can matter).
+// False: a usage error.
+bool ParseArgs(int argc, char** argv, bool* once, int* book_partition, uint64_t* request_timeout_ns) {
   for (int i = 1; i < argc; i++) {
     unsigned long long value = 0;
     if (strcmp(argv[i], "--once") == 0) {
@@ -489,6 +535,8 @@ bool ParseArgs(int argc, char** argv, bool* once, int* book_partition) {
       g_busy_poll_ns = value * 1000;
     } else if (NumberFlag(argv[i], "--book-partition=", replay_book::kPartitions - 1, &value)) {
       *book_partition = int(value);
+    } else if (NumberFlag(argv[i], "--request-timeout-ms=", 3600000, &value)) {
+      *request_timeout_ns = value * 1000000ull;
     } else {
       return false;
     }
@@ -501,8 +549,9 @@ bool ParseArgs(int argc, char** argv, bool* once, int* book_partition) {
 int main(int argc, char** argv) {
   bool once = false;
   int book_partition = -1;
-  if (!ParseArgs(argc, argv, &once, &book_partition)) {
-    fprintf(stderr, "usage: seccomp-nshelper [--once] [--busy-poll-us=N] [--book-partition=N]  (started by the seccomp data plane, socket on fd 3, replay book on fd 4)\n");
+  uint64_t request_timeout_ns = 10000ull * 1000000ull;  // the pool's default
+  if (!ParseArgs(argc, argv, &once, &book_partition, &request_timeout_ns)) {
+    fprintf(stderr, "usage: seccomp-nshelper [--once] [--busy-poll-us=N] [--book-partition=N] [--request-timeout-ms=N]  (started by the seccomp data plane, socket on fd 3, replay book on fd 4)\n");
     return 2;
   }
   int type = 0;
@@ -517,7 +566,7 @@ int main(int argc, char** argv) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   prctl(PR_SET_DUMPABLE, 0);
   // The replay book first (it is fd 4, and kept as a descriptor of our own), then every other fd.
-  if (book_partition >= 0 && !g_replays.Open(uint32_t(book_partition))) {
+  if (book_partition >= 0 && !g_replays.Open(uint32_t(book_partition), request_timeout_ns)) {
     perror("seccomp-nshelper: the replay book on fd 4 (serving without it: restarted calls are done again)");
   }
   syscall(SYS_close_range, nshelper::kSocketFd + 1, ~0u, 0);

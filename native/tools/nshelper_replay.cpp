@@ -10,7 +10,7 @@
 
 namespace nshelper {
 
-bool ReplayBook::Open(uint32_t partition) {
+bool ReplayBook::Open(uint32_t partition, uint64_t intent_keep_ns) {
   using namespace replay_book;
   if (partition >= kPartitions) {
     errno = EINVAL;
@@ -41,6 +41,7 @@ bool ReplayBook::Open(uint32_t partition) {
   close(kBookFd);
   entries_ = reinterpret_cast<Entry*>(static_cast<char*>(base) + PartitionOffset(partition));
   lock_start_ = PartitionOffset(partition);
+  intent_keep_ns_ = intent_keep_ns;
   return true;
 }
 
@@ -80,6 +81,15 @@ bool ReplayBook::Matches(const replay_book::Entry& e, const Request& req, uint64
          memcmp(e.args, req.args, sizeof req.args) == 0;
 }
 
+uint64_t ReplayBook::KeepNs(const replay_book::Entry& e) const {
+  switch (e.state) {
+    case replay_book::kDelivered: return kDeliveredKeepNs;
+    case replay_book::kIntent:
+    case replay_book::kActed: return intent_keep_ns_;
+    default: return kKeepNs;
+  }
+}
+
 Candidate ReplayBook::Find(const Request& req, uint64_t strings_hash, uint64_t task_ino, uint64_t now_ns) {
   Candidate c;
   if (!enabled() || task_ino == 0) return c;
@@ -91,21 +101,14 @@ Candidate ReplayBook::Find(const Request& req, uint64_t strings_hash, uint64_t t
       continue;
     }
     c.index = int(i);
-    c.made_dev = e.made_dev;
-    c.made_ino = e.made_ino;
+    c.entry = e;
     return c;
   }
   return c;
 }
 
-void ReplayBook::Note(const Request& req, uint64_t strings_hash, uint64_t task_ino, const Effect& effect, bool delivered,
-                      uint64_t now_ns) {
-  if (!enabled() || task_ino == 0) return;
-  struct stat made = {};
-  if (req.op == kOpMkdir &&
-      (effect.parent.get() < 0 || fstatat(effect.parent.get(), effect.last.c_str(), &made, AT_SYMLINK_NOFOLLOW) != 0)) {
-    return;  // what it made is gone already: nothing a restart could find
-  }
+replay_book::Entry* ReplayBook::PickSlot(const Request& req, uint64_t strings_hash, uint64_t task_ino, bool precaution,
+                                         uint64_t now_ns) {
   replay_book::Entry* slot = nullptr;
   replay_book::Entry* oldest = nullptr;
   replay_book::Entry* oldest_of_task = nullptr;
@@ -118,12 +121,15 @@ void ReplayBook::Note(const Request& req, uint64_t strings_hash, uint64_t task_i
       if (slot == nullptr) slot = &e;
       continue;
     }
-    // A delivered note may take the place of delivered ones only; an abandoned one of any (the
-    // delivered first: those are a precaution, an abandoned one is a restart that will come).
-    if (delivered && !e.delivered) continue;
-    const bool older = oldest == nullptr || (e.delivered != oldest->delivered ? e.delivered != 0 : e.noted_ns < oldest->noted_ns);
+    // A precaution may take the place of delivered ones only; anything else of any (the delivered
+    // first: those are a precaution, an abandoned one is a restart that will come).
+    const bool delivered = e.state == replay_book::kDelivered;
+    if (precaution && !delivered) continue;
+    const bool older = oldest == nullptr || (delivered != (oldest->state == replay_book::kDelivered)
+                                                 ? delivered
+                                                 : e.noted_ns < oldest->noted_ns);
     if (older) oldest = &e;
-    if (e.pid == req.pid && (e.delivered != 0) == delivered) {
+    if (e.pid == req.pid && delivered == precaution) {
       of_task++;
       if (oldest_of_task == nullptr || e.noted_ns < oldest_of_task->noted_ns) oldest_of_task = &e;
     }
@@ -131,11 +137,19 @@ void ReplayBook::Note(const Request& req, uint64_t strings_hash, uint64_t task_i
   // A task has one call in flight, and a signal handler's own calls nest on top of it: a few
   // entries per task are all a restart can need. Past that, or when full, the oldest goes.
   if (of_task >= kPerTask) slot = oldest_of_task;
-  if (slot == nullptr) slot = oldest;
-  if (slot == nullptr) return;  // full of abandoned ones: a delivered note is only a precaution
+  return slot != nullptr ? slot : oldest;
+}
+
+int ReplayBook::Intend(const Request& req, uint64_t strings_hash, uint64_t task_ino, uint64_t realtime_ns,
+                       uint64_t mnt_id, uint64_t now_ns) {
+  if (!enabled() || task_ino == 0) return -1;
+  // Most requests end delivered: room among the precautions first, else as an abandoned one would.
+  replay_book::Entry* slot = PickSlot(req, strings_hash, task_ino, true, now_ns);
+  if (slot == nullptr) slot = PickSlot(req, strings_hash, task_ino, false, now_ns);
+  if (slot == nullptr) return -1;
   replay_book::Entry e = {};
   e.used = 1;
-  e.delivered = delivered ? 1 : 0;
+  e.state = replay_book::kIntent;
   e.noted_ns = now_ns;
   e.pid = req.pid;
   e.op = req.op;
@@ -148,17 +162,29 @@ void ReplayBook::Note(const Request& req, uint64_t strings_hash, uint64_t task_i
   e.flags = req.flags;
   e.strings_hash = strings_hash;
   e.task_ino = task_ino;
-  e.made_dev = made.st_dev;
-  e.made_ino = made.st_ino;
+  e.intent.realtime_ns = realtime_ns;
+  e.intent.mnt_id = mnt_id;
   *slot = e;
+  return int(slot - entries_);
 }
 
-void ReplayBook::Renew(int index, bool delivered, uint64_t now_ns) {
-  entries_[index].delivered = delivered ? 1 : 0;
+void ReplayBook::Acted(int index, uint64_t made_dev, uint64_t made_ino) {
+  if (index < 0) return;
+  replay_book::Entry& e = entries_[index];
+  e.made.dev = made_dev;
+  e.made.ino = made_ino;
+  e.state = replay_book::kActed;
+}
+
+void ReplayBook::Settle(int index, bool delivered, uint64_t now_ns) {
+  if (index < 0) return;
+  entries_[index].state = delivered ? replay_book::kDelivered : replay_book::kAbandoned;
   entries_[index].noted_ns = now_ns;
 }
 
-void ReplayBook::Erase(int index) { entries_[index] = replay_book::Entry{}; }
+void ReplayBook::Erase(int index) {
+  if (index >= 0) entries_[index] = replay_book::Entry{};
+}
 
 size_t ReplayBook::size() const {
   size_t n = 0;

@@ -28,6 +28,12 @@
 // syscall with the same six arguments, and the same strings and fields the data plane sent (the
 // path bytes it read, as the policy rewrote them). A mkdir is replayed only while the directory it
 // made is still the entry at that name; otherwise the call is new and done anew.
+//
+// A helper can also die (OOM, an operator's kill) between its act and its answer, and the pool
+// then gives the request to a fresh helper. So an entry is written before the act too (kIntent:
+// one store into the mapping), marked right after it (kActed, with the directory made), and
+// settled after the answer; the fresh helper, which takes the lock the dead one's death released,
+// finds it and decides from it (nshelper_recovery.hpp) instead of acting twice.
 #pragma once
 #include <fcntl.h>
 #include <stdint.h>
@@ -41,17 +47,10 @@
 
 namespace nshelper {
 
-// What an emulation changed, so a replay can check it is still there.
-struct Effect {
-  Fd parent;         // mkdir: the directory it was made in (O_PATH)
-  std::string last;  // mkdir: the name made there
-};
-
-// The entry a request may restart, found before acting and checked where it acts.
+// The entry a request may restart or recover, found before acting and checked where it acts.
 struct Candidate {
   int index = -1;
-  uint64_t made_dev = 0;
-  uint64_t made_ino = 0;
+  replay_book::Entry entry = {};  // a copy, as found
 };
 
 class ReplayBook {
@@ -65,34 +64,44 @@ class ReplayBook {
   static constexpr uint64_t kDeliveredKeepNs = 1000000000ull;
 
   // Maps partition `partition` of the book at replay_book::kBookFd. False (with errno) when it is
-  // not a book: the helper then serves without one (no replay).
-  bool Open(uint32_t partition);
+  // not a book: the helper then serves without one (no replay). `intent_keep_ns`: how long an
+  // intent or an unanswered act left by a helper that died stays (the pool's request timeout: its
+  // retry comes sooner or never).
+  bool Open(uint32_t partition, uint64_t intent_keep_ns);
   bool enabled() const { return entries_ != nullptr; }
   // The partition's lock, around a whole request (blocks while another helper holds it).
   void Lock() { SetLock(F_WRLCK); }
   void Unlock() { SetLock(F_UNLCK); }
 
   static uint64_t Hash(const std::string* strings);
-  // The entry `req` may restart (same call and strings, not expired; the caller checks the task
-  // and the effect), or index -1.
+  // The entry `req` may restart or recover (same call and strings, not expired; the caller checks
+  // the task and the effect), or index -1.
   Candidate Find(const Request& req, uint64_t strings_hash, uint64_t task_ino, uint64_t now_ns);
-  // After `req` acted (err 0) and answered it: `delivered` NOTIF_SEND succeeded, else it found the
-  // target gone from its wait (ENOENT). An abandoned note never gives way to a delivered one.
-  void Note(const Request& req, uint64_t strings_hash, uint64_t task_ino, const Effect& effect, bool delivered,
-            uint64_t now_ns);
-  // The restarted call was answered again: `delivered` as for Note, the entry kept for the next.
-  void Renew(int index, bool delivered, uint64_t now_ns);
+  // Before `req` acts: an entry in state kIntent with what a retry needs if this helper dies
+  // before its answer (mkdir: `realtime_ns`; mount: `mnt_id`). Its index, or -1 (no book, no room).
+  int Intend(const Request& req, uint64_t strings_hash, uint64_t task_ino, uint64_t realtime_ns, uint64_t mnt_id,
+             uint64_t now_ns);
+  // Right after the act (mkdir: the directory made; mount: 0, 0): kActed.
+  void Acted(int index, uint64_t made_dev, uint64_t made_ino);
+  // After the answer: `delivered` NOTIF_SEND succeeded, else it found the target gone from its wait
+  // (ENOENT). Also for a restarted call answered again: the entry is kept for the next.
+  void Settle(int index, bool delivered, uint64_t now_ns);
   void Erase(int index);
   size_t size() const;
 
  private:
   void SetLock(short type);
-  static uint64_t KeepNs(const replay_book::Entry& e) { return e.delivered ? kDeliveredKeepNs : kKeepNs; }
+  uint64_t KeepNs(const replay_book::Entry& e) const;
   static bool Matches(const replay_book::Entry& e, const Request& req, uint64_t strings_hash, uint64_t task_ino);
+  // A free slot for a new entry of `req`, else the one to give up; nullptr when none may go.
+  // `precaution`: the new entry may displace only delivered ones (precautions themselves).
+  replay_book::Entry* PickSlot(const Request& req, uint64_t strings_hash, uint64_t task_ino, bool precaution,
+                               uint64_t now_ns);
 
   replay_book::Entry* entries_ = nullptr;
   Fd lock_;  // this process's own open file description of the book: its OFD locks are its own
   uint64_t lock_start_ = 0;
+  uint64_t intent_keep_ns_ = 0;
 };
 
 }  // namespace nshelper
