@@ -142,6 +142,16 @@
       ]
     },
     {
+      "target_name": "seccomp-thread-views",
+      "type": "executable",
+      "sources": [
+        "test/cmd/thread-views/main.cpp"
+      ],
+      "ldflags": [
+        "-static"
+      ]
+    },
+    {
       "target_name": "seccomp-idle-clients",
       "type": "executable",
       "sources": [

@@ -81,8 +81,9 @@ uint64_t g_answered_ns = 0;  // when the last request was answered
 // The directory a relative path starts from, as a path from the target's root: its cwd, or the
 // directory its fd `dirfd` refers to (mkdirat). Computed with getcwd() after chroot to the
 // target's root, which the kernel marks "(unreachable)" when the directory lies outside it.
-Status BaseFromRoot(const Target& t, int dirfd, std::string* out) {
-  Fd base;
+// `base` keeps the directory itself (O_PATH), the one seen inside the root.
+Status BaseFromRoot(const Target& t, int dirfd, std::string* out, Fd* base_out) {
+  Fd& base = *base_out;
   if (dirfd == AT_FDCWD) {
     base.Reset(openat(t.pid_dir, "cwd", O_PATH | O_DIRECTORY | O_CLOEXEC));
     if (base.get() < 0) return Fail(nshelper::kStageOpenProc, ESRCH);
@@ -113,14 +114,15 @@ Status BaseFromRoot(const Target& t, int dirfd, std::string* out) {
 }
 
 // The path as seen from the target's root: absolute paths as they are, relative ones appended to
-// the base directory. A ".." that climbs above the root is clamped there by RESOLVE_IN_ROOT.
-Status PathFromRoot(const Target& t, int dirfd, const std::string& path, std::string* out) {
+// the base directory (kept in `base`, for OpenParentBeneath). A ".." that climbs above the root is
+// clamped there by RESOLVE_IN_ROOT.
+Status PathFromRoot(const Target& t, int dirfd, const std::string& path, std::string* out, Fd* base) {
   if (path.empty()) return Fail(nshelper::kStageResolve, ENOENT);
   if (path[0] == '/') {
     *out = path;
     return {};
   }
-  Status s = BaseFromRoot(t, dirfd, out);
+  Status s = BaseFromRoot(t, dirfd, out, base);
   if (!s.ok()) return s;
   out->push_back('/');
   out->append(path);
@@ -153,6 +155,29 @@ bool SplitLast(const std::string& full, std::string* parent, std::string* last) 
   return true;
 }
 
+// The parent of a relative path, walked from its base directory (the thread's cwd, or its dirfd) as
+// the kernel walks it: the folders above the base are never searched. Walked from the root instead,
+// a thread whose cwd lies below a folder it may not search (a 0700 parent; its fsuid not the owner)
+// got EACCES where the kernel lets it make the directory. RESOLVE_BENEATH keeps the walk below the
+// base (which BaseFromRoot saw inside the root); a walk that meets a symlink or climbs above the
+// base with ".." fails (ELOOP, EXDEV) and is left to OpenInRoot from the root, as before.
+int OpenParentBeneath(int base, const std::string& relative) {
+  std::string parent, last;
+  if (!SplitLast("/" + relative, &parent, &last)) {
+    errno = EEXIST;
+    return -1;
+  }
+  open_how how = {};
+  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  const std::string from_base = parent == "/" ? "." : parent.substr(1);
+  for (int attempt = 0;; ++attempt) {
+    long fd = syscall(SYS_openat2, base, from_base.c_str(), &how, sizeof(how));
+    if (fd >= 0) return int(fd);
+    if (errno != EAGAIN || attempt == 16) return -1;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // mkdir / mkdirat
 
@@ -180,14 +205,20 @@ Status DoMkdir(const Request& req, const std::string& path, const Target& t, Out
   if (!s.ok()) return s;
   out->wait_state = cred.state;
   std::string full, parent, last;
-  s = PathFromRoot(t, req.dirfd, path, &full);
+  Fd base;  // a relative path's cwd or dirfd
+  s = PathFromRoot(t, req.dirfd, path, &full, &base);
   if (!s.ok()) return s;
   if (!SplitLast(full, &parent, &last)) return Fail(nshelper::kStageDone, EEXIST);
 
   nshelper::ActAs as;
   s = as.Enter(cred);
   if (!s.ok()) return s;
-  Fd dir(OpenInRoot(t, parent, O_DIRECTORY));
+  Fd dir;
+  if (base.get() >= 0) {
+    dir.Reset(OpenParentBeneath(base.get(), path));
+    if (dir.get() < 0 && errno != ELOOP && errno != EXDEV) return Fail(nshelper::kStageResolve, errno);
+  }
+  if (dir.get() < 0) dir.Reset(OpenInRoot(t, parent, O_DIRECTORY));
   if (dir.get() < 0) return Fail(nshelper::kStageResolve, errno);
   // Last check before acting: the target may have been interrupted while we resolved.
   if (!t.StillPending()) return Fail(nshelper::kStageStale, ENOENT);
@@ -315,7 +346,8 @@ Status DoMount(const Request& req, const std::string* str, const Target& t, Outc
     if (!s.ok()) return s;
   }
   std::string full;
-  s = PathFromRoot(t, AT_FDCWD, target, &full);
+  Fd base;
+  s = PathFromRoot(t, AT_FDCWD, target, &full, &base);
   if (!s.ok()) return s;
   Fd dir;
   {

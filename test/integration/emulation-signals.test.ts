@@ -10,13 +10,10 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { NotificationWait } from '../../proto/gen/seccompagent/v1/dataplane';
-import { startControlPlane } from '../support/controlplane';
-import { keeperChild, startDataPlane, type RunningDataPlane } from '../support/dataplane';
+import { agent, finished, MKDIR_TMPL_METADATA, runBare, SUFFIX, underAgent as startUnderAgent, UNSHARE_MOUNT_NS } from '../support/conformance';
+import { keeperChild, type RunningDataPlane } from '../support/dataplane';
 import { SIGNAL_WORKLOAD } from '../support/paths';
-import { containerd } from '../support/policy';
-import { run } from '../support/processes';
 import { scratchDir } from '../support/scratch';
-import { startUnderFilter } from '../support/workload';
 import { sleep, waitUntil } from '../support/wait';
 
 interface Counts {
@@ -36,10 +33,8 @@ interface Counts {
   stacked: number;
 }
 
-const SUFFIX = '-shop-web-1';
-const METADATA = 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}\nMOUNT_OTHER_FS_LIST=tmpfs';
+const METADATA = `${MKDIR_TMPL_METADATA}\nMOUNT_OTHER_FS_LIST=tmpfs`;
 const CALLS = 3000;
-const UNSHARE_MOUNT_NS = ['unshare', '-m', '--propagation', 'private', '--'];
 
 function parse(output: string): Counts {
   const line = output.split('\n').find((l) => l.startsWith('{"op"'));
@@ -47,49 +42,27 @@ function parse(output: string): Counts {
   return JSON.parse(line) as Counts;
 }
 
-function requireWorkload(): void {
-  if (!fs.existsSync(SIGNAL_WORKLOAD)) throw new Error(`${SIGNAL_WORKLOAD} is missing: run npm ci (node-gyp builds it)`);
-}
-
 /** The workload without any filter: what the kernel itself gives. */
 async function bare(t: TestContext, args: string[], unshare = false): Promise<{ counts: Counts; dir: string }> {
-  requireWorkload();
   const dir = fs.mkdtempSync(path.join(scratchDir(t), 'bare-'));
-  const command = unshare ? [...UNSHARE_MOUNT_NS, SIGNAL_WORKLOAD] : [SIGNAL_WORKLOAD];
-  const r = await run(command[0], [...command.slice(1), '--dir', dir, ...args]);
-  assert.equal(r.code, 0, r.stderr);
-  return { counts: parse(r.stdout), dir };
-}
-
-/** Both planes; the workload's policy (MKDIR_TMPL, tmpfs mounts) answered on the fast path. */
-async function agent(t: TestContext, underKeeper = false): Promise<RunningDataPlane> {
-  const dp = await startDataPlane(t, ['--log-level', 'info'], scratchDir(t), underKeeper);
-  await startControlPlane(t, dp);
-  return dp;
+  return { counts: parse(await runBare(SIGNAL_WORKLOAD, dir, args, unshare ? UNSHARE_MOUNT_NS : [])), dir };
 }
 
 /** The workload under a filter that notifies its calls (mkdir and mkdirat, or mount), sent to `dp`. */
 function underAgent(t: TestContext, dp: RunningDataPlane, dir: string, args: string[], options: { waitKillable?: boolean; unshare?: boolean } = {}) {
-  requireWorkload();
-  const workload = [SIGNAL_WORKLOAD, '--dir', dir, ...args];
-  const filter = {
-    socket: dp.listenerSocket,
+  return startUnderAgent(t, dp, SIGNAL_WORKLOAD, dir, args, {
     // A mount workload makes its mount points first: only its mounts go to the agent.
     syscalls: args.includes('mount') ? ['mount'] : ['mkdir', 'mkdirat'],
-    id: `signals-${path.basename(dir)}`,
     metadata: METADATA,
-    annotations: containerd('shop', 'web-1', 'app'),
-    extra: options.waitKillable ? ['--wait-killable'] : [],
+    name: 'signals',
+    waitKillable: options.waitKillable,
     // Its own mount namespace: the mounts it makes (through the agent) never touch the host's.
     launcher: options.unshare ? UNSHARE_MOUNT_NS : undefined,
-  };
-  return startUnderFilter(t, filter, workload);
+  });
 }
 
-async function result(started: ReturnType<typeof startUnderFilter>): Promise<Counts> {
-  const code = await started.exited;
-  assert.equal(code, 0, started.output());
-  return parse(started.output());
+async function result(started: ReturnType<typeof underAgent>): Promise<Counts> {
+  return parse(await finished(started));
 }
 
 /** Directories the workload's mkdirs left: suffixed by MKDIR_TMPL, or not. */
