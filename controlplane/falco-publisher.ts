@@ -1,12 +1,16 @@
 // MIDDLEWARE=falco: each notification of such a container is published to kinvolk's Falco plugin
 // (seccompagentfalco.SeccompAgentFalco/PublishEvent on its Unix socket, proto/seccompagentfalco),
-// off the notification path: publish() only enqueues. The queue is bounded and so are the calls in
-// flight (each with a deadline): a plugin that is slow, never answers or is absent costs a bounded
-// amount of memory, delays no answer, and what cannot be sent is dropped and counted (metric
-// seccompagent_falco_events_dropped_total{reason}; one log line per burst of drops).
-import * as grpc from '@grpc/grpc-js';
+// off the notification path: publish() only posts the event to a worker thread (falco-worker.ts),
+// where the gRPC client runs, so a plugin that answers slowly, hugely or not at all costs the
+// event loop that decides nothing but the post. The events not yet accounted for are bounded here
+// (`queue` + `inFlight`), the calls in flight and each call's time and answer size in the worker:
+// what cannot be sent is dropped and counted (metric seccompagent_falco_events_dropped_total
+// {reason}; one log line per burst of drops).
+import * as path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import type { Logger } from '../common/logger';
-import { SeccompAgentFalcoClient, type PublishEventRequest } from '../proto/gen/seccompagentfalco/seccomp-agent';
+import type { PublishEventRequest } from '../proto/gen/seccompagentfalco/seccomp-agent';
+import type { FalcoTally } from './falco-worker';
 
 export interface FalcoPublisherLimits {
   /** Events waiting to be sent, at most. */
@@ -24,9 +28,9 @@ export type FalcoDropReason = 'queue-full' | 'failed';
 export class FalcoPublisher {
   published = 0;
   readonly dropped = new Map<FalcoDropReason, number>([['queue-full', 0], ['failed', 0]]);
-  private client: SeccompAgentFalcoClient | null = null;
-  private readonly queue: PublishEventRequest[] = [];
-  private inFlight = 0;
+  private worker: Worker | null = null;
+  /** Posted to the worker and not yet in one of its tallies: queued there or in flight. */
+  private outstanding = 0;
   /** In a burst of drops: logged at its start, over at the next event the plugin takes. */
   private dropping = false;
 
@@ -36,46 +40,42 @@ export class FalcoPublisher {
     private readonly limits: FalcoPublisherLimits = FALCO_LIMITS,
   ) {}
 
-  /** Enqueues one event; never blocks, never throws. */
+  /** Posts one event to the worker; never blocks, never throws. */
   publish(event: PublishEventRequest): void {
-    if (this.queue.length >= this.limits.queue) {
-      this.drop('queue-full', `the Falco plugin at ${this.socketPath} is not keeping up (${this.limits.queue} events queued, ${this.inFlight} in flight)`);
+    if (this.outstanding >= this.limits.queue + this.limits.inFlight) {
+      this.drop('queue-full', `the Falco plugin at ${this.socketPath} is not keeping up (${this.outstanding} events queued or in flight)`);
       return;
     }
-    this.queue.push(event);
-    this.pump();
+    this.outstanding++;
+    (this.worker ??= this.startWorker()).postMessage(event);
   }
 
-  private pump(): void {
-    while (this.inFlight < this.limits.inFlight && this.queue.length > 0) {
-      const event = this.queue.shift()!;
-      this.client ??= new SeccompAgentFalcoClient(`unix://${this.socketPath}`, grpc.credentials.createInsecure(), {
-        'grpc.initial_reconnect_backoff_ms': 100,
-        'grpc.max_reconnect_backoff_ms': 2000,
-      });
-      this.inFlight++;
-      this.client.publishEvent(event, new grpc.Metadata(), { deadline: Date.now() + this.limits.timeoutMs }, (err) => {
-        this.inFlight--;
-        if (err) this.drop('failed', `PublishEvent to the Falco plugin at ${this.socketPath} failed: ${err.details || err.message}`);
-        else {
-          this.published++;
-          this.dropping = false;
-        }
-        this.pump();
-      });
-    }
+  private startWorker(): Worker {
+    const worker = new Worker(path.join(__dirname, 'falco-worker.js'), { workerData: { socketPath: this.socketPath, limits: this.limits } });
+    worker.on('message', (tally: FalcoTally) => {
+      this.outstanding -= tally.published + tally.failed;
+      this.published += tally.published;
+      if (tally.published > 0) this.dropping = false;
+      if (tally.failed > 0) this.drop('failed', tally.why ?? `PublishEvent to the Falco plugin at ${this.socketPath} failed`, tally.failed);
+    });
+    worker.on('error', (err) => {
+      this.log.error({ err, socket: this.socketPath }, `the Falco publisher thread failed (${err.message}); MIDDLEWARE=falco events are dropped from now on, answers are not affected`);
+      this.outstanding = Number.POSITIVE_INFINITY;
+    });
+    // It never keeps the control plane alive by itself.
+    worker.unref();
+    return worker;
   }
 
-  private drop(reason: FalcoDropReason, why: string): void {
-    this.dropped.set(reason, (this.dropped.get(reason) ?? 0) + 1);
+  private drop(reason: FalcoDropReason, why: string, events = 1): void {
+    this.dropped.set(reason, (this.dropped.get(reason) ?? 0) + events);
     if (this.dropping) return;
     this.dropping = true;
     this.log.warn({ socket: this.socketPath, reason }, `${why}: dropping MIDDLEWARE=falco events (counted in seccompagent_falco_events_dropped_total) until it takes one again; answers are not delayed`);
   }
 
   close(): void {
-    this.queue.length = 0;
-    this.client?.close();
-    this.client = null;
+    void this.worker?.terminate();
+    this.worker = null;
   }
 }
