@@ -8,6 +8,7 @@ export const BENCH_WORKLOAD = path.join(ROOT, 'build', 'Release', 'seccomp-bench
 export const SOAK_WORKLOAD = path.join(ROOT, 'build', 'Release', 'seccomp-soak-workload');
 export const IDLE_CLIENTS = path.join(ROOT, 'build', 'Release', 'seccomp-idle-clients');
 export const SIGNAL_WORKLOAD = path.join(ROOT, 'build', 'Release', 'seccomp-signal-workload');
+export const ABI_WORKLOAD = path.join(ROOT, 'build', 'Release', 'seccomp-abi-workload');
 
 /** The agent's programs in one built tree: this one, or a previous release built beside it (test/support/release.ts). */
 export interface AgentBuild {
