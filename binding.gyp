@@ -152,6 +152,16 @@
       ]
     },
     {
+      "target_name": "seccomp-abi-workload",
+      "type": "executable",
+      "sources": [
+        "test/cmd/abi-workload/main.cpp"
+      ],
+      "ldflags": [
+        "-static"
+      ]
+    },
+    {
       "target_name": "seccomp-idle-clients",
       "type": "executable",
       "sources": [

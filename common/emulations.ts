@@ -13,7 +13,7 @@ export interface Emulation {
   readonly title: string;
   /** The Hello/Welcome feature that says a plane speaks it. */
   readonly feature: string;
-  /** The x86_64 syscalls it answers; none: any notification. */
+  /** The syscalls it answers, by name (each ABI's call of that name: x86_64, i386, x32); none: any notification. */
   readonly syscalls: readonly string[];
   /** Who performs it in the data plane. */
   readonly executor: 'helper-pool' | 'action-worker';

@@ -36,6 +36,8 @@ export const DEFAULT_CEL_COST_LIMIT = 100_000;
 /** What a condition sees. `paths`: argument index -> the path the data plane read. */
 export interface ConditionInput {
   readonly syscall: string;
+  /** The caller's ABI: "x86_64" (also when absent), "i386" or "x32" (common/syscall-abi.ts). */
+  readonly arch?: string;
   readonly args: readonly bigint[];
   readonly paths: ReadonlyMap<number, string>;
   readonly pod: {
@@ -77,6 +79,7 @@ export const LIMITS = Object.freeze({
 const SCALAR: Bound = { size: 1 };
 const VARIABLES: Readonly<Record<string, Bound>> = Object.freeze({
   syscall: { size: LIMITS.syscall },
+  arch: { size: 8 },
   args: { size: LIMITS.args, elem: SCALAR },
   paths: { size: LIMITS.args, key: SCALAR, elem: { size: LIMITS.path } },
   container: { size: LIMITS.container },
@@ -137,6 +140,7 @@ const ENV: CelEnv = celEnv({
   },
   variables: {
     syscall: CelScalar.STRING,
+    arch: CelScalar.STRING,
     args: listType(CelScalar.UINT),
     paths: mapType(CelScalar.UINT, CelScalar.STRING),
     container: CelScalar.STRING,
@@ -325,6 +329,7 @@ export function boundsProblem(input: ConditionInput): string | null {
 export function activation(input: ConditionInput): Record<string, CelInput> {
   return {
     syscall: input.syscall,
+    arch: input.arch ?? 'x86_64',
     args: input.args.map((a) => celUint(a)),
     paths: new Map([...input.paths].map(([i, p]) => [celUint(BigInt(i)), p])),
     container: input.container,

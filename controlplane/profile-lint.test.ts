@@ -61,12 +61,20 @@ test('lint default-notify: defaultAction SCMP_ACT_NOTIFY is an error', () => {
   assert.deepEqual(rules(only(lintProfile(profile({ defaultAction: 'SCMP_ACT_NOTIFY' })), 'default-notify')), ['error default-notify']);
 });
 
-test('lint compat-arch: i386 or x32 beside notified names warns; without notify rules it does not', () => {
+test('lint compat-arch: i386 or x32 beside notified names is info (decided by the same rules); a warning for i386 aliases not notified; nothing without notify rules', () => {
   const f = only(lintProfile(profile({ architectures: ['SCMP_ARCH_X86_64', 'SCMP_ARCH_X86', 'SCMP_ARCH_X32'] })), 'compat-arch');
-  assert.deepEqual(rules(f), ['warning compat-arch']);
+  assert.deepEqual(rules(f), ['info compat-arch']);
   assert.match(f[0].message, /SCMP_ARCH_X86, SCMP_ARCH_X32/);
+  assert.match(f[0].why, /a rule's syscall names cover every ABI/);
   // Docker's archMap form too.
   assert.equal(only(lintProfile(profile({ architectures: undefined, archMap: [{ architecture: 'SCMP_ARCH_X86_64', subArchitectures: ['SCMP_ARCH_X86'] }] })), 'compat-arch').length, 1);
+  // chown notified, chown32 (what i386 libc calls) not: a warning naming it; x32 alone has no such names.
+  const chown = (architectures: string[]) => only(lintProfile(profile({ architectures, syscalls: [{ names: ['mkdir', 'chown'], action: 'SCMP_ACT_NOTIFY' }] })), 'compat-arch');
+  const w = chown(['SCMP_ARCH_X86_64', 'SCMP_ARCH_X86']);
+  assert.deepEqual(rules(w), ['warning compat-arch']);
+  assert.match(w[0].message, /chown32 \(chown\)/);
+  assert.deepEqual(rules(chown(['SCMP_ARCH_X86_64', 'SCMP_ARCH_X32'])), ['info compat-arch']);
+  assert.deepEqual(rules(only(lintProfile(profile({ architectures: ['SCMP_ARCH_X86_64', 'SCMP_ARCH_X86'], syscalls: [{ names: ['chown', 'chown32'], action: 'SCMP_ACT_NOTIFY' }] })), 'compat-arch')), ['info compat-arch']);
   assert.deepEqual(only(lintProfile(profile({ architectures: ['SCMP_ARCH_X86_64', 'SCMP_ARCH_X86'], listenerPath: undefined, syscalls: [] })), 'compat-arch'), []);
 });
 
@@ -171,7 +179,7 @@ test('control plane lint log: once per distinct profile, not per container; meta
   assert.deepEqual(await lintLog.check({ containerId: 'c2', bundle: '/b/2', metadata: 'MKDIR_TMLP=-x' }), []);
   assert.deepEqual(await lintLog.check({ containerId: 'c1', bundle: '/b/1', metadata: 'MKDIR_TMLP=-x' }), []);
   // Another profile: logged.
-  assert.deepEqual(rules(await lintLog.check({ containerId: 'c3', bundle: '/b/3', metadata: 'MKDIR_TMLP=-x' })).sort(), ['warning compat-arch', 'warning metadata-key']);
+  assert.deepEqual(rules(await lintLog.check({ containerId: 'c3', bundle: '/b/3', metadata: 'MKDIR_TMLP=-x' })).sort(), ['info compat-arch', 'warning metadata-key']);
   // Unreadable profile: the metadata's own rules only (no listenerPath or syscall rule can be judged).
   assert.deepEqual(rules(await lintLog.check({ containerId: 'c4', bundle: '.', metadata: 'MOUNT_PORC=true' })), ['warning metadata-key']);
   const logged = lines.filter((l) => /^profile lint, /.test(l.msg));

@@ -9,6 +9,7 @@
 // Rules without `when` need nothing the data plane does not have: nativeRules() lists them per
 // container in a plain serialisable form, for compiling into the data plane's rules.
 import { errnoName } from '../common/errors';
+import { abiOf } from '../common/syscall-abi';
 import type { Logger } from '../common/logger';
 import type { Decision, Notification, PolicyFinding } from '../proto/gen/seccompagent/v1/dataplane';
 import { answerKindOf } from '../common/answer-labels';
@@ -187,7 +188,7 @@ export class ResourcePolicy {
       for (const rule of policy.rules) {
         if (!rule.syscalls.has(syscall)) continue;
         if (rule.when) {
-          input ??= { syscall, args, paths, pod: cached.pod, container: entry.identity?.container ?? '' };
+          input ??= { syscall, arch: (n && abiOf(n.arch, n.syscallNr)) || 'x86_64', args, paths, pod: cached.pod, container: entry.identity?.container ?? '' };
           bindings ??= activation(input);
           const result: ConditionResult = performance.now() >= deadline
             ? { matched: false, error: 'the decision\'s deadline passed before this when was evaluated', overBudget: true }

@@ -12,6 +12,7 @@ import { isEmulationName } from '../common/emulations';
 import { AgentError, errnoName } from '../common/errors';
 import { HOLD_FEATURE, MAX_HOLD_MS } from '../common/hold-feature';
 import type { Logger } from '../common/logger';
+import { parseAbi, syscallNameIn, syscallNumberIn, type SyscallTables } from '../common/syscall-abi';
 import { VERSION } from '../common/version';
 import {
   AnswerKind,
@@ -109,7 +110,7 @@ export class DataPlane {
     emulationHelpersDied: 0, emulationsRetried: 0,
   };
   private readonly engine: NativeEngine;
-  private readonly syscallNames: string[];
+  private readonly syscallTables: SyscallTables;
   /** The kernel's seccomp features, probed once at start (the engine learns them only from a first fd). */
   private readonly kernel: { syncWakeUp: boolean; detail: string };
   /** Syscall names of notifications in flight, for the answers Watch shows (only while watched). */
@@ -153,7 +154,7 @@ export class DataPlane {
     helperPath: string,
   ) {
     this.hub = new WatchHub(log, { maxWatchers: config.maxWatchers, maxPerConnection: config.maxWatchersPerConnection });
-    this.syscallNames = addon.syscallNames();
+    this.syscallTables = addon.syscallTables();
     this.kernel = addon.probeKernel();
     this.engine = new addon.Engine({
       helperPath,
@@ -262,8 +263,9 @@ export class DataPlane {
     this.engine.stop();
   }
 
+  /** The syscall's name in its own ABI (x86_64, i386, x32); '' when unknown. */
   syscallName(nr: number, arch: number): string {
-    return arch === this.addon.AUDIT_ARCH_X86_64 ? (this.syscallNames[nr] ?? '') : '';
+    return syscallNameIn(this.syscallTables, arch, nr);
   }
 
   get attached(): AttachSession | null {
@@ -722,11 +724,13 @@ export class DataPlane {
   explainRule(request: ExplainRuleRequest): ExplainRuleResponse {
     const handle = handleFromProto(request.handle);
     if (!this.containers.get(handle)) throw new AgentError('EBAD_REQUEST', `no container with handle ${request.handle} is served here`);
-    const nr = this.syscallNames.indexOf(request.syscall);
-    if (request.syscall === '' || nr < 0) throw new AgentError('EBAD_REQUEST', `"${request.syscall}" is not an x86_64 syscall name`);
+    const abi = parseAbi(request.arch);
+    if (abi === null) throw new AgentError('EBAD_REQUEST', `"${request.arch}" is not an ABI this data plane decides (x86_64, i386, x32)`);
+    const call = syscallNumberIn(this.syscallTables, abi, request.syscall);
+    if (call === null) throw new AgentError('EBAD_REQUEST', `"${request.syscall}" is not an ${abi} syscall name`);
     if (request.args.length > 6 || request.stringArgs.length > 6) throw new AgentError('EBAD_REQUEST', 'a syscall has at most six arguments');
     const paths = request.stringArgs.map((a) => ({ index: a.index, bytes: a.raw && a.raw.length > 0 ? a.raw : Buffer.from(a.value) }));
-    const found = this.engine.explainRule(handle, nr, request.args, paths);
+    const found = this.engine.explainRule(handle, call.nr, request.args, paths, call.arch);
     if (!found) return { version: '', ruleIndex: -1, rules: [], labels: {} };
     const policy = ContainerPolicy.decode(found.wire);
     return { version: found.version, ruleIndex: found.index, rules: policy.rules, labels: policy.labels };

@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import type { ContainerHandle } from '../common/container-handle';
 import type { FallbackAction } from '../common/default-action';
 import type { EmulationName, PathCallName } from '../common/emulations';
+import type { SyscallTables } from '../common/syscall-abi';
 
 /** What the data plane answers by itself (no control plane, deadline passed, detach). */
 export type NativeDefaultAction = FallbackAction;
@@ -328,11 +329,12 @@ export interface NativeEngine {
   /** The policy that answers a handle natively (pushed for it, or inherited from its container's first fd), or null. */
   policyOf(handle: ContainerHandle): NativePolicyState | null;
   /**
-   * The rule the engine's matcher picks for syscall `nr` (x86_64) with these arguments and path
+   * The rule the engine's matcher picks for syscall `nr` of `arch` (AUDIT_ARCH_*, x86_64 when
+   * absent; x32: nr with its bit) with these arguments and path
    * bytes, from the policy in force for `handle` (index -1: none matches), with that policy as
    * pushed (a serialized ContainerPolicy); null when the handle has no policy. Read-only.
    */
-  explainRule(handle: ContainerHandle, nr: number, args: bigint[], paths: Array<{ index: number; bytes: Uint8Array }>): { version: string; index: number; wire: Uint8Array } | null;
+  explainRule(handle: ContainerHandle, nr: number, args: bigint[], paths: Array<{ index: number; bytes: Uint8Array }>, arch?: number): { version: string; index: number; wire: Uint8Array } | null;
   /** Starts the epoll thread; returns once it runs. */
   start(): void;
   /** Creates the listener socket (removes a stale socket file first), chmod `mode`; kept in the fd store as "listener". */
@@ -424,9 +426,12 @@ export interface NativeAddon {
   Engine: new (options: NativeEngineOptions) => NativeEngine;
   /** x86_64 syscall names by number (sparse array). */
   syscallNames(): string[];
+  /** Each ABI's syscall names by its own number (sparse arrays; x32's without its bit). */
+  syscallTables(): SyscallTables;
   /** Opens fds the process holds: for leak checks in tests and GetStatus. */
   openFdCount(): number;
   AUDIT_ARCH_X86_64: number;
+  AUDIT_ARCH_I386: number;
   /** Upper bounds (ns, ascending) of the latency buckets of 'tally' events: the latency metric's. */
   latencyBucketsNs: number[];
   /**

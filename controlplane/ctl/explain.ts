@@ -4,6 +4,7 @@
 // resource-policy explanation (ctl-server.ts) says what it decides.
 import { emulationNamed } from '../../common/emulations';
 import { errnoName } from '../../common/errors';
+import type { Abi } from '../../common/syscall-abi';
 import { AgentError } from '../../common/errors';
 import { listContainers } from '../../common/dataplane-client';
 import { type Container, type DataPlaneClient, ExplainRuleResponse } from '../../proto/gen/seccompagent/v1/dataplane';
@@ -54,6 +55,8 @@ export interface ExplainResult {
   handle: string;
   identity: string;
   syscall: string;
+  /** The caller's ABI the question was asked for: x86_64, i386 or x32. */
+  arch: Abi;
   args: string[];
   /** The data plane's answer (ExplainRule), as JSON. */
   dataPlane: unknown;
@@ -74,7 +77,7 @@ function explainRule(client: DataPlaneClient, request: Parameters<DataPlaneClien
   return new Promise((resolve, reject) => client.explainRule(request, (err, r) => (err ? reject(new AgentError('EBAD_REQUEST', err.details || err.message)) : resolve(r))));
 }
 
-export async function explainCommand(client: DataPlaneClient, ctlSocket: string, spec: string, syscall: string, args: string[], timeout: number): Promise<ExplainResult> {
+export async function explainCommand(client: DataPlaneClient, ctlSocket: string, spec: string, syscall: string, args: string[], timeout: number, arch: Abi = 'x86_64'): Promise<ExplainResult> {
   const containers = (await listContainers(client)).containers;
   const named = containers.map((c) => ({ ...who(c), c }));
   const found = matchContainer(named, spec);
@@ -83,11 +86,12 @@ export async function explainCommand(client: DataPlaneClient, ctlSocket: string,
   const c = fd.c;
   const { raw, paths } = parseExplainArgs(args);
   const response = await explainRule(client, {
-    handle: c.handle, syscall, args: raw,
+    handle: c.handle, syscall, args: raw, arch,
     stringArgs: [...paths].map(([index, value]) => ({ index, value, truncated: false, raw: Buffer.from(value) })),
   });
   const identity = fd.identity ? `${fd.identity.namespace}/${fd.identity.pod}${fd.identity.container ? `/${fd.identity.container}` : ''}` : 'no pod identity';
-  const lines = [`container ${c.containerId} (${identity}): ${syscall}${args.length ? ` ${args.join(' ')}` : ''}`];
+  // The ABI always shows: a rule's names cover every ABI, its arguments are the ABI's own.
+  const lines = [`container ${c.containerId} (${identity}): ${syscall} (${arch})${args.length ? ` ${args.join(' ')}` : ''}`];
   const rule = response.ruleIndex >= 0 ? response.rules[response.ruleIndex] : undefined;
   let askControlPlane = true;
   if (response.version === '') {
@@ -115,7 +119,7 @@ export async function explainCommand(client: DataPlaneClient, ctlSocket: string,
     }
   }
   return {
-    container: c.containerId, handle: String(c.handle), identity, syscall, args,
+    container: c.containerId, handle: String(c.handle), identity, syscall, arch, args,
     dataPlane: ExplainRuleResponse.toJSON(response), controlPlane, controlPlaneError, lines,
   };
 }

@@ -24,10 +24,13 @@ test('seccompctl quoting: printable UTF-8 as is, controls and quotes escaped as 
 });
 
 test('seccompctl watch line: a notification shows its exact bytes; one from an older data plane its text', () => {
-  const event = (stringArgs: Array<{ index: number; value: string; truncated: boolean; raw?: Buffer }>): Event => ({
+  const event = (stringArgs: Array<{ index: number; value: string; truncated: boolean; raw?: Buffer }>, syscallNr = 83, arch = 0): Event => ({
     seq: 1n, time: new Date('2025-01-01T00:00:00.000Z'),
-    event: { $case: 'notification', notification: { handle: 1n, id: 3n, pid: 9, syscallNr: 83, syscall: 'mkdir', arch: 0, instructionPointer: 0n, args: [], stringArgs, containerId: 'c1', receivedAt: undefined } },
+    event: { $case: 'notification', notification: { handle: 1n, id: 3n, pid: 9, syscallNr, syscall: 'mkdir', arch, instructionPointer: 0n, args: [], stringArgs, containerId: 'c1', receivedAt: undefined } },
   });
+  // Another ABI says so (issue 17): int $0x80's mkdir, x32's.
+  assert.equal(formatEvent(event([], 39, 0x40000003)), '00:00:00.000 notify   c1 pid=9 mkdir(i386)  id=3');
+  assert.equal(formatEvent(event([], 0x40000053, 0xc000003e)), '00:00:00.000 notify   c1 pid=9 mkdir(x32)  id=3');
   assert.equal(formatEvent(event([{ index: 0, value: 'bad\ufffd\ufffd', truncated: false, raw: latin1('bad\xff\xfe') }])), '00:00:00.000 notify   c1 pid=9 mkdir "bad\\xff\\xfe" id=3');
   assert.equal(formatEvent(event([{ index: 0, value: '/tmp/x', truncated: false }])), '00:00:00.000 notify   c1 pid=9 mkdir "/tmp/x" id=3');
 });

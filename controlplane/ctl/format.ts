@@ -2,6 +2,7 @@
 import { answeredByLabel, answerKindName, ANSWERED_BY_LABELS } from '../../common/answer-labels';
 import { defaultActionFromProto, formatDefaultAction } from '../../common/default-action';
 import { errnoName } from '../../common/errors';
+import { abiOf } from '../../common/syscall-abi';
 import { durationToMs } from '../../common/duration';
 import {
   AnswerKind,
@@ -150,7 +151,9 @@ export function formatEvent(event: Event): string {
     case 'notification': {
       const n = e.notification;
       const strings = n.stringArgs.map((s) => quoteBytes(s.raw ?? Buffer.from(s.value, 'utf8'))).join(' ');
-      return `${time} notify   ${n.containerId} pid=${n.pid} ${n.syscall || `#${n.syscallNr}`} ${strings} id=${n.id}`;
+      // Another ABI than x86_64 says so: "mkdir(i386)".
+      const abi = abiOf(n.arch, n.syscallNr);
+      return `${time} notify   ${n.containerId} pid=${n.pid} ${n.syscall || `#${n.syscallNr}`}${abi === 'i386' || abi === 'x32' ? `(${abi})` : ''} ${strings} id=${n.id}`;
     }
     case 'answer': {
       const a = e.answer;

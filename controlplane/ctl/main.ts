@@ -23,7 +23,7 @@ Commands:
   watch        live events: notifications, answers, containers, control planes
   health       exit 0 when the data plane serves (grpc.health.v1), 1 otherwise (--control: on the control socket)
   policies     the policy resources the control plane knows: scope, mode, Ready, rules, containers here
-  explain CONTAINER SYSCALL [ARGS]
+  explain CONTAINER SYSCALL [ARGS] [--arch x86_64|i386|x32]
                which rule answers SYSCALL of CONTAINER (id, id prefix or NS/POD[/CONTAINER]) and why:
                the data plane's rules as pushed, then, for an "ask" rule, the control plane's policy;
                numeric ARGS are raw arguments, others paths (explain c1 mkdir /etc/x 0755)
@@ -107,7 +107,7 @@ async function main(): Promise<number> {
       case 'explain': {
         const [, container, syscall, ...args] = parsed.positional;
         if (!container || !syscall) throw new AgentError('EUSAGE', 'usage: seccompctl explain CONTAINER SYSCALL [ARGS...]');
-        const { lines, ...result } = await explainCommand(client, ctlSocket, container, syscall, [...args, ...parsed.rest], timeout);
+        const { lines, ...result } = await explainCommand(client, ctlSocket, container, syscall, [...args, ...parsed.rest], timeout, parsed.options.arch);
         out(json ? JSON.stringify(result) : lines.join('\n'));
         return 0;
       }

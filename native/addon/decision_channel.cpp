@@ -33,20 +33,9 @@ constexpr uint64_t kAcceptPauseNs = 100000000ull;     // after EMFILE, accept ag
 
 std::string ErrnoText(int err) { return std::string(strerror(err)); }
 
-// x86_64 syscall names by number, for the Notification frame (nullptr: not in the table).
-constexpr std::array<const char*, kSyscallLimitX8664> MakeSyscallNames() {
-  std::array<const char*, kSyscallLimitX8664> names{};
-#define SECCOMP_AGENT_SYSCALL_NAME(nr, name) names[nr] = #name;
-  SECCOMP_AGENT_SYSCALLS_X86_64(SECCOMP_AGENT_SYSCALL_NAME)
-#undef SECCOMP_AGENT_SYSCALL_NAME
-  return names;
-}
-constexpr std::array<const char*, kSyscallLimitX8664> kSyscallNames = MakeSyscallNames();
-
-const char* SyscallName(uint32_t arch, uint32_t nr) {
-  if (arch != AUDIT_ARCH_X86_64 || nr >= static_cast<uint32_t>(kSyscallLimitX8664)) return nullptr;
-  return kSyscallNames[nr];
-}
+// The syscall's name in its own ABI (i386's "mkdir" for 39, "stat64" for 195), for the
+// Notification frame (nullptr: not in the tables).
+const char* SyscallName(uint32_t arch, uint32_t nr) { return SyscallNameOf(arch, nr); }
 
 // CLOCK_REALTIME minus CLOCK_MONOTONIC, in ns: turns a receipt time into a wall-clock one.
 int64_t WallOffsetNs() {

@@ -66,7 +66,7 @@ DecisionReason CheckEmulation(EmulatedKind kind, const Notification& n) {
   const EmulationRow* row = EmulationOf(kind);
   if (row == nullptr) return DecisionReason::kBadKind;
   if (AnswersAnySyscall(*row)) return DecisionReason::kOk;
-  return n.arch == AUDIT_ARCH_X86_64 && EmulatedCallOf(*row, static_cast<int>(n.nr)) != nullptr
+  return EmulatedCallOf(*row, CanonicalNr(n.arch, n.nr)) != nullptr
              ? DecisionReason::kOk
              : DecisionReason::kWrongSyscall;
 }

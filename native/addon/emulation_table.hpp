@@ -39,7 +39,7 @@ enum class RulePayload : uint8_t {
 
 // One syscall an emulation answers, with its arguments' indexes (-1: none).
 struct EmulatedCall {
-  int nr = -1;        // x86_64 (native/common/syscall_table_x86_64.h)
+  int nr = -1;        // canonical (native/common/syscall_abi.h): x86_64's number, also i386's and x32's call of that name
   int8_t dirfd = -1;  // none: AT_FDCWD
   int8_t path = -1;
   int8_t mode = -1;
@@ -70,7 +70,7 @@ const EmulationRow* EmulationOf(EmulatedKind kind);
 const EmulationRow* EmulationNamed(const std::string& name);
 // By policy.proto RuleAction's field number; nullptr when that field is no emulation.
 const EmulationRow* EmulationOfRuleAction(uint32_t field);
-// The row's call for x86_64 syscall `nr`; nullptr when it does not answer `nr`.
+// The row's call for canonical syscall `nr` (CanonicalNr(arch, nr)); nullptr when it does not answer `nr`.
 const EmulatedCall* EmulatedCallOf(const EmulationRow& row, int nr);
 // True when the row names no syscall (kill, freeze: any notification).
 bool AnswersAnySyscall(const EmulationRow& row);

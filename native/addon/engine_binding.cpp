@@ -15,7 +15,7 @@
 #include "binding_args.hpp"
 #include "engine.hpp"
 #include "seccomp_compat.h"
-#include "syscall_table_x86_64.h"
+#include "syscall_abi.h"
 
 namespace seccomp_agent {
 namespace {
@@ -246,7 +246,8 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     return PolicyState(env, engine_->PolicyOf(handle));
   }
 
-  // JS thread. explainRule(handle, nr, args: bigint[] (up to 6), paths: [{ index, bytes: Uint8Array }])
+  // JS thread. explainRule(handle, nr, args: bigint[] (up to 6), paths: [{ index, bytes: Uint8Array }], arch?)
+  // (arch: AUDIT_ARCH_*, x86_64 when absent; nr for that arch, x32 with its bit)
   // -> { version, index, wire: Uint8Array } or null (no policy): the rule the engine's own matcher
   // picks for that call (MatchRule, as on the engine thread), and the policy it picked it from.
   Napi::Value JsExplainRule(const Napi::CallbackInfo& info) {
@@ -254,11 +255,13 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     if (!Usable(env)) return env.Undefined();
     uint32_t handle;
     uint32_t nr;
+    uint32_t arch = AUDIT_ARCH_X86_64;
     if (!ParseUint32(env, info[0], "handle", &handle) || !ParseUint32(env, info[1], "nr", &nr)) return env.Undefined();
     if (info.Length() < 4 || !info[2].IsArray() || !info[3].IsArray()) {
-      ThrowType(env, "explainRule(handle, nr, args: bigint[], paths: { index, bytes }[])");
+      ThrowType(env, "explainRule(handle, nr, args: bigint[], paths: { index, bytes }[], arch?)");
       return env.Undefined();
     }
+    if (info.Length() > 4 && !info[4].IsUndefined() && !ParseUint32(env, info[4], "arch", &arch)) return env.Undefined();
     uint64_t args[6] = {0, 0, 0, 0, 0, 0};
     Napi::Array js_args = info[2].As<Napi::Array>();
     for (uint32_t i = 0; i < js_args.Length() && i < 6; ++i) {
@@ -268,7 +271,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
         return env.Undefined();
       }
       bool lossless = false;
-      args[i] = v.As<Napi::BigInt>().Uint64Value(&lossless);
+      args[i] = ArgOfAbi(arch, v.As<Napi::BigInt>().Uint64Value(&lossless));  // as NotificationFromKernel
     }
     Napi::Array js_paths = info[3].As<Napi::Array>();
     PathView views[6];
@@ -291,7 +294,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     }
     std::shared_ptr<const PolicyInForce> policy = engine_->PolicyOf(handle);
     if (!policy) return env.Null();
-    MatchInput in{AUDIT_ARCH_X86_64, static_cast<int32_t>(nr), args, views, count};
+    MatchInput in{arch, static_cast<int32_t>(nr), args, views, count};
     Napi::Object r = Napi::Object::New(env);
     r.Set("version", Napi::String::New(env, policy->set.version));
     r.Set("index", Napi::Number::New(env, MatchRule(policy->set, in)));
@@ -694,6 +697,29 @@ Napi::Value SyscallNames(const Napi::CallbackInfo& info) {
   return names;
 }
 
+// JS thread: each ABI's syscall names by its own number (sparse arrays; x32's without its bit):
+// { x86_64, i386, x32 }.
+Napi::Value SyscallTables(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Object tables = Napi::Object::New(env);
+  Napi::Array x8664 = Napi::Array::New(env);
+  Napi::Array i386 = Napi::Array::New(env);
+  Napi::Array x32 = Napi::Array::New(env);
+#define SECCOMP_AGENT_SYSCALL_NAME(nr, name) x8664.Set(static_cast<uint32_t>(nr), Napi::String::New(env, #name));
+  SECCOMP_AGENT_SYSCALLS_X86_64(SECCOMP_AGENT_SYSCALL_NAME)
+#undef SECCOMP_AGENT_SYSCALL_NAME
+#define SECCOMP_AGENT_SYSCALL_NAME(nr, name, canonical) i386.Set(static_cast<uint32_t>(nr), Napi::String::New(env, #name));
+  SECCOMP_AGENT_SYSCALLS_I386(SECCOMP_AGENT_SYSCALL_NAME)
+#undef SECCOMP_AGENT_SYSCALL_NAME
+#define SECCOMP_AGENT_SYSCALL_NAME(nr, name, canonical) x32.Set(static_cast<uint32_t>(nr), Napi::String::New(env, #name));
+  SECCOMP_AGENT_SYSCALLS_X32(SECCOMP_AGENT_SYSCALL_NAME)
+#undef SECCOMP_AGENT_SYSCALL_NAME
+  tables.Set("x86_64", x8664);
+  tables.Set("i386", i386);
+  tables.Set("x32", x32);
+  return tables;
+}
+
 // JS thread: entries of /proc/self/fd, minus the one the listing itself opens.
 Napi::Value OpenFdCount(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -718,7 +744,9 @@ void RegisterEngine(Napi::Env env, Napi::Object exports) {
   exports.Set("Engine", EngineWrap::Define(env));
   exports.Set("syscallNames", Napi::Function::New(env, SyscallNames, "syscallNames"));
   exports.Set("openFdCount", Napi::Function::New(env, OpenFdCount, "openFdCount"));
+  exports.Set("syscallTables", Napi::Function::New(env, SyscallTables, "syscallTables"));
   exports.Set("AUDIT_ARCH_X86_64", Napi::Number::New(env, static_cast<double>(AUDIT_ARCH_X86_64)));
+  exports.Set("AUDIT_ARCH_I386", Napi::Number::New(env, static_cast<double>(AUDIT_ARCH_I386)));
   // The latency histogram's bounds, as the engine's tallies bucket them (answer_tally.hpp).
   Napi::Array bounds = Napi::Array::New(env, kLatencyBuckets);
   for (size_t i = 0; i < kLatencyBuckets; i++) {

@@ -58,9 +58,11 @@ Engine::RespondStatus Engine::RespondEmulated(uint32_t handle, uint64_t id, cons
     }
     const Notification& n = found->notification;
     if (CheckEmulation(decision.kind, n) != DecisionReason::kOk) {
-      *error = std::string("an emulated ") + row->title + " answers only x86_64 " + EmulatedSyscallNames(*row, " and ") +
-               " notifications; notification " + std::to_string(id) + " of container " + std::to_string(handle) +
-               " is syscall " + std::to_string(n.nr) + " (arch " + HexText(n.arch) + "); it stays pending";
+      const char* name = SyscallNameOf(n.arch, n.nr);
+      *error = std::string("an emulated ") + row->title + " answers only " + EmulatedSyscallNames(*row, " and ") +
+               " notifications (of any ABI); notification " + std::to_string(id) + " of container " + std::to_string(handle) +
+               " is " + AbiName(AbiOf(n.arch, n.nr)) + " syscall " + (name != nullptr ? name : std::to_string(n.nr)) +
+               " (arch " + HexText(n.arch) + ", nr " + std::to_string(n.nr) + "); it stays pending";
       return RespondStatus::kWrongSyscall;
     }
     if (!running) {
@@ -183,7 +185,7 @@ void Engine::DispatchEmulationLocked(const PendingEntry& entry, const EmulatedDe
     case EmulationShape::kPathCall: {
       // The dirfd is always the notification's own (its row says which argument), never the decision's.
       MkdirArgs args = decision.mkdir;
-      const EmulatedCall* call = EmulatedCallOf(*row, static_cast<int>(n.nr));
+      const EmulatedCall* call = EmulatedCallOf(*row, CanonicalNr(n.arch, n.nr));
       args.dirfd = call != nullptr && call->dirfd >= 0 ? static_cast<int>(static_cast<int32_t>(n.args[call->dirfd])) : AT_FDCWD;
       emulator_->PathCall(row->helper_op, ref, args, /*respond=*/true, std::move(done));
       break;

@@ -161,13 +161,13 @@ int Engine::WaitTimeoutMs(uint64_t wake_ns, uint64_t now_ns) {
 }
 
 // Engine thread (or the JS thread in Restore, before the engine thread runs). The path arguments
-// of an x86_64 notification, read from the target into `buffer` (6 path strings' room) as
+// of a notification of any ABI (i386's pointers are the low 32 bits: NotificationFromKernel masked
+// them), read from the target into `buffer` (6 path strings' room) as
 // event->strings; false when the notification is no longer valid (what was read may then be
 // another process's, if the target died and its pid was reused).
 bool Engine::ReadPathArgs(int notify_fd, Event* event, char* buffer, size_t* blob) {
   *blob = 0;
-  if (event->arch != AUDIT_ARCH_X86_64) return true;
-  uint8_t mask = PathArgMask(event->nr);
+  uint8_t mask = PathArgMask(CanonicalNr(event->arch, event->nr));
   if (mask == 0) return true;
   for (uint8_t i = 0; i < 6; i++) {
     if (((mask >> i) & 1u) == 0) continue;

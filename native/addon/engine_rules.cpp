@@ -17,7 +17,7 @@ namespace {
 
 constexpr int kFailureErrno = EPERM;  // an executor that cannot run (as engine_emulation.cpp)
 
-// Mount's arguments (x86_64 mount(2)): source, target, fstype, flags, data.
+// Mount's arguments (mount(2), the same positions in i386 and x32): source, target, fstype, flags, data.
 constexpr int kMountSource = 0, kMountTarget = 1, kMountFstype = 2, kMountFlags = 3, kMountData = 4;
 
 const PathView* PathAt(const PathView* views, size_t count, int index) {
@@ -192,8 +192,7 @@ bool Engine::AnswerFromRules(Container* container, const Notification& n, const 
 
 // JS thread (Restore), under mu_. Of a lost id nothing is known but that it is pending: not its
 // syscall, arguments or arch. A first rule that names no syscall, argument or path matches every
-// x86_64 notification; when its answer is also the default's (what another arch gets, no rule
-// matching), the container's policy answers any notification so, and so this one.
+// notification of every ABI, and so this one.
 bool Engine::AnswerLostByRules(Container* container, uint64_t id) {
   if (!container->has_policy.load(std::memory_order_acquire)) return false;
   const std::shared_ptr<const PolicyInForce> policy = rules_.RulesFor(container->handle);
@@ -201,8 +200,6 @@ bool Engine::AnswerLostByRules(Container* container, uint64_t id) {
   const Rule& first = policy->set.rules.front();
   Answer answer;
   if (!first.any_syscall || !first.args.empty() || !first.paths.empty() || !ImmediateAnswer(first, &answer)) return false;
-  const Answer fallback = DefaultAction();
-  if (answer.kind != fallback.kind || answer.error != fallback.error || answer.value != fallback.value) return false;
   int err = 0;
   const SendResult result = NotifySend(container->fd, &js_buffers_, id, answer, &err);
   PushAnswered(container->handle, id, AnsweredBy::kFastPath, answer, result, 0, false, Unseen(), 0);
@@ -242,7 +239,7 @@ void Engine::DispatchRuleEmulationLocked(Container* container, const Notificatio
   switch (row->shape) {
     case EmulationShape::kPathCall: {
       // The path and mode the target passed (its row says where), the suffix appended when the rule has one.
-      const EmulatedCall* call = EmulatedCallOf(*row, static_cast<int32_t>(n.nr));
+      const EmulatedCall* call = EmulatedCallOf(*row, CanonicalNr(n.arch, n.nr));
       const PathView* path = call != nullptr ? PathAt(views, count, call->path) : nullptr;
       if (row->payload == RulePayload::kSuffix) {
         refused = SuffixedPath(path, rule.suffix, &decision.mkdir.path);

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "syscall_abi.h"
+
 namespace seccomp_agent {
 
 struct Notification {
@@ -17,7 +19,7 @@ struct Notification {
   uint32_t nr = 0;      // syscall number for `arch`
   uint32_t arch = 0;    // AUDIT_ARCH_*
   uint64_t ip = 0;      // instruction pointer
-  uint64_t args[6] = {0, 0, 0, 0, 0, 0};
+  uint64_t args[6] = {0, 0, 0, 0, 0, 0};  // i386: zero-extended 32-bit values
   uint64_t received_ns = 0;  // CLOCK_MONOTONIC when received (restored ones: when taken back); not journaled
 };
 
@@ -37,7 +39,8 @@ inline Notification NotificationFromKernel(const struct seccomp_notif& n, uint32
   record.nr = static_cast<uint32_t>(n.data.nr);
   record.arch = n.data.arch;
   record.ip = n.data.instruction_pointer;
-  for (int i = 0; i < 6; i++) record.args[i] = n.data.args[i];
+  // i386: the low halves only, as the kernel reads them (syscall_abi.h, ArgOfAbi).
+  for (int i = 0; i < 6; i++) record.args[i] = ArgOfAbi(n.data.arch, n.data.args[i]);
   record.received_ns = received_ns;
   return record;
 }

@@ -71,16 +71,6 @@ class WireReader {
   const uint8_t* end_;
 };
 
-struct SyscallEntry {
-  int nr;
-  const char* name;
-};
-constexpr SyscallEntry kSyscalls[] = {
-#define SECCOMP_AGENT_SYSCALL_ENTRY(nr, name) {nr, #name},
-    SECCOMP_AGENT_SYSCALLS_X86_64(SECCOMP_AGENT_SYSCALL_ENTRY)
-#undef SECCOMP_AGENT_SYSCALL_ENTRY
-};
-
 bool Refuse(PolicyNack* nack, int rule, const char* reason, std::string detail) {
   nack->rule_index = rule;
   nack->reason = reason;
@@ -203,7 +193,7 @@ bool CheckRule(const Rule& rule, int index, PolicyNack* nack) {
   // An emulation that answers only some syscalls needs a rule that names only those.
   if (row != nullptr && !AnswersAnySyscall(*row)) {
     bool only = !rule.any_syscall;
-    for (int nr = 0; nr < kSyscallLimitX8664 && only; ++nr) {
+    for (int nr = 0; nr < kCanonicalSyscallLimit && only; ++nr) {
       if (rule.syscalls.test(static_cast<size_t>(nr)) && EmulatedCallOf(*row, nr) == nullptr) only = false;
     }
     if (!only) {
@@ -221,10 +211,12 @@ bool CheckRule(const Rule& rule, int index, PolicyNack* nack) {
     }
   }
   for (const PathMatch& m : rule.paths) {
-    for (int nr = 0; nr < kSyscallLimitX8664 && !rule.any_syscall; ++nr) {
+    for (int nr = 0; nr < kCanonicalSyscallLimit && !rule.any_syscall; ++nr) {
       if (rule.syscalls.test(static_cast<size_t>(nr)) && !(PathArgMask(nr) & (1u << m.index))) {
+        const char* name = CanonicalName(nr);
         return Refuse(nack, index, "bad-matcher",
-                      "argument " + std::to_string(m.index) + " of syscall " + std::to_string(nr) + " is not a path the data plane reads");
+                      "argument " + std::to_string(m.index) + " of syscall " + (name != nullptr ? name : std::to_string(nr)) +
+                          " is not a path the data plane reads");
       }
     }
   }
@@ -239,8 +231,11 @@ bool ReadRule(WireReader& r, int index, Rule* rule, PolicyNack* nack) {
   while (m.Next(&field, &type)) {
     if (field == 1 && type == 2) {
       std::string name = m.String();
-      int nr = SyscallNumberX8664(name);
-      if (nr < 0) return Refuse(nack, index, "unknown-syscall", "syscall \"" + name.substr(0, 64) + "\" is not an x86_64 syscall name");
+      // A name covers that call in every ABI the filter lets through (syscall_abi.h).
+      int nr = SyscallNumberNamed(name);
+      if (nr < 0) {
+        return Refuse(nack, index, "unknown-syscall", "syscall \"" + name.substr(0, 64) + "\" is not an x86_64, i386 or x32 syscall name");
+      }
       rule->any_syscall = false;
       rule->syscalls.set(static_cast<size_t>(nr));
     } else if ((field == 2 || field == 3) && type == 2) {
@@ -279,11 +274,9 @@ bool ReadLabel(WireReader& r, RuleSet* out, PolicyNack* nack) {
 
 }  // namespace
 
-int SyscallNumberX8664(const std::string& name) {
-  for (const SyscallEntry& e : kSyscalls) {
-    if (name == e.name) return e.nr;
-  }
-  return -1;
+int SyscallNumberNamed(const std::string& name) {
+  if (name.find('\0') != std::string::npos) return -1;
+  return CanonicalNrNamed(name.c_str());
 }
 
 bool ParseContainerPolicy(const uint8_t* data, size_t size, uint64_t* handle, RuleSet* out, PolicyNack* nack) {

@@ -29,7 +29,7 @@ constexpr size_t kPolicyMaxString = 4096;
 // False with `nack` set when the bytes are not a valid policy. `handle` is field 1.
 bool ParseContainerPolicy(const uint8_t* data, size_t size, uint64_t* handle, RuleSet* out, PolicyNack* nack);
 
-// x86_64 syscall number of `name`, or -1.
-int SyscallNumberX8664(const std::string& name);
+// Canonical number (syscall_abi.h) of an x86_64, i386 or x32 syscall name, or -1.
+int SyscallNumberNamed(const std::string& name);
 
 }  // namespace seccomp_agent

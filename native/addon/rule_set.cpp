@@ -32,9 +32,9 @@ bool PathHolds(const PathMatch& m, const MatchInput& in) {
   return false;
 }
 
-bool RuleMatches(const Rule& r, const MatchInput& in) {
+bool RuleMatches(const Rule& r, int canonical, const MatchInput& in) {
   if (!r.any_syscall) {
-    if (in.nr < 0 || in.nr >= kSyscallLimitX8664 || !r.syscalls.test(static_cast<size_t>(in.nr))) return false;
+    if (canonical < 0 || !r.syscalls.test(static_cast<size_t>(canonical))) return false;
   }
   for (const ArgMatch& m : r.args) {
     if (!ArgHolds(m, in.args[m.index])) return false;
@@ -48,17 +48,17 @@ bool RuleMatches(const Rule& r, const MatchInput& in) {
 }  // namespace
 
 int MatchRule(const RuleSet& set, const MatchInput& in) {
-  // Names were resolved against the x86_64 table: another arch's numbers mean other syscalls.
-  if (in.arch != AUDIT_ARCH_X86_64) return -1;
+  // Names were resolved to canonical numbers: i386's mkdir (39) and x32's (0x40000053) are x86_64's 83.
+  const int canonical = CanonicalNr(in.arch, static_cast<uint32_t>(in.nr));
   for (size_t i = 0; i < set.rules.size(); ++i) {
-    if (RuleMatches(set.rules[i], in)) return static_cast<int>(i);
+    if (RuleMatches(set.rules[i], canonical, in)) return static_cast<int>(i);
   }
   return -1;
 }
 
-int MkdirPathIndex(int32_t nr) {
-  if (nr == kSys_mkdir) return 0;
-  if (nr == kSys_mkdirat) return 1;
+int MkdirPathIndex(int canonical) {
+  if (canonical == kSys_mkdir) return 0;
+  if (canonical == kSys_mkdirat) return 1;
   return -1;
 }
 

@@ -36,8 +36,8 @@ struct PathMatch {
 };
 
 struct Rule {
-  bool any_syscall = true;                   // no syscall named: every x86_64 syscall
-  std::bitset<kSyscallLimitX8664> syscalls;  // by x86_64 number
+  bool any_syscall = true;                       // no syscall named: every syscall of every ABI
+  std::bitset<kCanonicalSyscallLimit> syscalls;  // by canonical number (syscall_abi.h): x86_64's, i386's, x32's
   std::vector<ArgMatch> args;
   std::vector<PathMatch> paths;
   RuleKind kind = RuleKind::kContinue;
@@ -62,10 +62,10 @@ struct PathView {
   bool truncated = false;
 };
 
-// The notification as the matcher sees it.
+// The notification as the matcher sees it (args: i386's already 32-bit, NotificationFromKernel).
 struct MatchInput {
   uint32_t arch = 0;
-  int32_t nr = 0;
+  int32_t nr = 0;  // for `arch` (x32: with its bit)
   const uint64_t* args = nullptr;  // six
   const PathView* paths = nullptr;
   size_t path_count = 0;
@@ -74,7 +74,7 @@ struct MatchInput {
 // Index of the first rule of `set` that matches, or -1. Any thread; reads only.
 int MatchRule(const RuleSet& set, const MatchInput& in);
 
-// Where mkdir's and mkdirat's path is (0, 1), -1 for other syscalls.
-int MkdirPathIndex(int32_t nr);
+// Where mkdir's and mkdirat's path is (0, 1), -1 for other syscalls (`canonical`: syscall_abi.h).
+int MkdirPathIndex(int canonical);
 
 }  // namespace seccomp_agent

@@ -1,9 +1,12 @@
-// Which arguments of an x86_64 syscall are path strings, so the engine can read them from the
-// target's memory before the notification reaches anyone. Extend by adding a line to kPathArgs.
+// Which arguments of a syscall are path strings, so the engine can read them from the target's
+// memory before the notification reaches anyone. Kept by canonical number (syscall_abi.h): a name
+// the ABIs share has its paths at the same positions in each (mkdir's 0, mkdirat's 1, mount's 0 to
+// 2 and 4); names only i386 has are listed by their i386 number. Extend by adding a line to kPathArgs.
 #pragma once
 #include <array>
 #include <cstdint>
 
+#include "syscall_abi.h"
 #include "syscall_table_x86_64.h"
 
 namespace seccomp_agent {
@@ -25,6 +28,16 @@ constexpr int SyscallLimitX8664() {
   return limit;
 }
 constexpr int kSyscallLimitX8664 = SyscallLimitX8664();
+
+// kSysI386_stat64 == 195 and so on (i386 numbers, for the names only i386 has).
+enum SyscallNrI386 : int {
+#define SECCOMP_AGENT_SYSCALL_ENUM(nr, name, canonical) kSysI386_##name = nr,
+  SECCOMP_AGENT_SYSCALLS_I386(SECCOMP_AGENT_SYSCALL_ENUM)
+#undef SECCOMP_AGENT_SYSCALL_ENUM
+};
+
+// The canonical number of a name only i386 has.
+constexpr int I386Only(int i386_nr) { return kI386OnlyBase + i386_nr; }
 
 struct PathArgs {
   int nr;
@@ -77,19 +90,29 @@ constexpr PathArgs kPathArgs[] = {
     {kSys_open_tree, A(1)},
     {kSys_move_mount, A(1) | A(3)},
     {kSys_fsopen, A(0)},
+    // Names only i386 has.
+    {I386Only(kSysI386_oldstat), A(0)},
+    {I386Only(kSysI386_oldlstat), A(0)},
+    {I386Only(kSysI386_stat64), A(0)},
+    {I386Only(kSysI386_lstat64), A(0)},
+    {I386Only(kSysI386_fstatat64), A(1)},
+    {I386Only(kSysI386_umount), A(0)},
+    {I386Only(kSysI386_truncate64), A(0)},
+    {I386Only(kSysI386_chown32), A(0)},
+    {I386Only(kSysI386_lchown32), A(0)},
 };
 
 // Dense lookup built at compile time: the hot path does one array index.
-constexpr std::array<uint8_t, kSyscallLimitX8664> MakePathArgMasks() {
-  std::array<uint8_t, kSyscallLimitX8664> masks{};
+constexpr std::array<uint8_t, kCanonicalSyscallLimit> MakePathArgMasks() {
+  std::array<uint8_t, kCanonicalSyscallLimit> masks{};
   for (const PathArgs& entry : kPathArgs) masks[entry.nr] |= entry.mask;
   return masks;
 }
-constexpr std::array<uint8_t, kSyscallLimitX8664> kPathArgMasks = MakePathArgMasks();
+constexpr std::array<uint8_t, kCanonicalSyscallLimit> kPathArgMasks = MakePathArgMasks();
 
-// Mask of path arguments of x86_64 syscall `nr` (0: none, also for numbers outside the table).
+// Mask of path arguments of the syscall of canonical number `nr` (0: none, also for -1).
 inline uint8_t PathArgMask(int nr) {
-  if (nr < 0 || nr >= kSyscallLimitX8664) return 0;
+  if (nr < 0 || nr >= kCanonicalSyscallLimit) return 0;
   return kPathArgMasks[static_cast<size_t>(nr)];
 }
 

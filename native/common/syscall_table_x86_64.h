@@ -1,5 +1,6 @@
 // Generated from <asm/unistd_64.h> (Debian linux-libc-dev 6.1) plus the syscalls added up to Linux 6.18.
-// x86_64 only: the filter of seccomp-run and the addon allow every other architecture untouched.
+// The i386 and x32 tables (syscall_table_i386.h, syscall_table_x32.h) name their calls by these
+// numbers where the name is the same (syscall_abi.h).
 // Entries: X(number, name). Extend by adding lines; keep numbers ascending.
 #pragma once
 #define SECCOMP_AGENT_SYSCALLS_X86_64(X) \
@@ -365,6 +366,7 @@
   X(448, process_mrelease) \
   X(449, futex_waitv) \
   X(450, set_mempolicy_home_node) \
+  X(451, cachestat) \
   X(452, fchmodat2) \
   X(453, map_shadow_stack) \
   X(454, futex_wake) \

@@ -22,6 +22,7 @@
 
 #include "json_string.h"
 #include "seccomp_compat.h"
+#include "syscall_abi.h"
 #include "syscall_table_x86_64.h"
 
 namespace {
@@ -44,6 +45,9 @@ const char kUsage[] =
     "  --id ID               container id (default seccomp-run-<pid>)\n"
     "  --status S            creating (container init, default) or running (exec)\n"
     "  --bundle DIR          bundle path in the state (default: the current directory)\n"
+    "  --arch LIST           also notify the listed names in these ABIs, as a profile's\n"
+    "                        architectures do (SCMP_ARCH_X86, SCMP_ARCH_X32): x86 (i386, int $0x80),\n"
+    "                        x32 (nr | 0x40000000); names only, a number stays x86_64's\n"
     "  --wait-killable       install the filter with SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (what crun\n"
     "                        sets from a profile's flags): once received, a notification survives\n"
     "                        the target's signals, and only a fatal one ends its wait\n"
@@ -58,12 +62,15 @@ const char kUsage[] =
     "\n"
     "The connection is made before the filter is installed; sendmsg, fcntl, close and execve run\n"
     "under it before the agent holds the fd, so they must not be among the notified syscalls\n"
-    "(execve is fine: the agent holds the fd by then). Syscalls of other architectures (i386, x32\n"
-    "numbers) are allowed untouched.\n";
+    "(execve is fine: the agent holds the fd by then). Without --arch, syscalls of the other ABIs\n"
+    "(i386, x32 numbers) are allowed untouched.\n";
 
 struct Options {
   std::string socket_path;
   std::vector<int> syscalls;
+  std::vector<std::string> names;  // as given, for --arch
+  bool arch_x86 = false;
+  bool arch_x32 = false;
   std::string metadata;
   std::vector<std::pair<std::string, std::string>> annotations;
   std::string id;
@@ -137,9 +144,20 @@ Options Parse(int argc, char** argv) {
           int nr = LookupSyscall(name);
           if (nr < 0) Usage("unknown syscall \"" + name + "\" (x86_64 names such as mkdir, mkdirat, mount)");
           o.syscalls.push_back(nr);
+          o.names.push_back(name);
         }
         if (comma == std::string::npos) break;
         start = comma + 1;
+      }
+    } else if (arg == "--arch") {
+      std::string list = std::string(",") + value("--arch") + ",";
+      for (size_t at = 1; at < list.size();) {
+        size_t comma = list.find(',', at);
+        const std::string a = list.substr(at, comma - at);
+        if (a == "x86" || a == "i386" || a == "SCMP_ARCH_X86") o.arch_x86 = true;
+        else if (a == "x32" || a == "SCMP_ARCH_X32") o.arch_x32 = true;
+        else if (a != "x86_64" && a != "SCMP_ARCH_X86_64" && !a.empty()) Usage("--arch takes x86, x32 (and x86_64), not \"" + a + "\"");
+        at = comma + 1;
       }
     } else if (arg == "--metadata") {
       o.metadata = value("--metadata");
@@ -220,19 +238,43 @@ std::string ReadFile(const std::string& path) {
   return data;
 }
 
-int InstallFilter(const std::vector<int>& syscalls, bool wait_killable) {
-  const unsigned n = static_cast<unsigned>(syscalls.size());
-  std::vector<struct sock_filter> prog;
-  prog.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
-  // Other architecture: jump over the nr checks to ALLOW.
-  prog.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, static_cast<unsigned char>(n + 1)));
-  prog.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
-  for (unsigned i = 0; i < n; i++) {
-    prog.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<unsigned>(syscalls[i]),
-                            static_cast<unsigned char>(n - i), 0));
+// The numbers of `o`'s names in the other ABIs --arch lists (x86_64's are o.syscalls).
+void OtherAbiNumbers(const Options& o, std::vector<uint32_t>* i386, std::vector<uint32_t>* x32) {
+  using seccomp_agent::Abi;
+  for (const std::string& name : o.names) {
+    const int64_t a = o.arch_x86 ? seccomp_agent::SyscallNrIn(Abi::kI386, name.c_str()) : -1;
+    const int64_t b = o.arch_x32 ? seccomp_agent::SyscallNrIn(Abi::kX32, name.c_str()) : -1;
+    if (a >= 0) i386->push_back(static_cast<uint32_t>(a));
+    if (b >= 0) x32->push_back(static_cast<uint32_t>(b));
   }
-  prog.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+}
+
+// ld arch; x86_64 (and x32's numbers, with their bit, under the same arch): its checks; i386
+// (with --arch x86): its own; any other arch and every unlisted number: ALLOW. One NOTIFY at the end.
+int InstallFilter(const Options& o) {
+  std::vector<uint32_t> i386, x32;
+  OtherAbiNumbers(o, &i386, &x32);
+  std::vector<uint32_t> x8664(o.syscalls.begin(), o.syscalls.end());
+  x8664.insert(x8664.end(), x32.begin(), x32.end());
+  if (x8664.size() + i386.size() > kMaxSyscalls) Usage("at most " + std::to_string(kMaxSyscalls) + " syscall numbers in all ABIs");
+  const bool has_i386 = !i386.empty();
+  // Layout: [0] ld arch, [1] jeq x86_64, [2] jeq i386 or ret ALLOW, x86_64 block, i386 block, NOTIFY.
+  const size_t block64 = 3, block32 = block64 + 1 + x8664.size() + 1;
+  const size_t notify = block32 + (has_i386 ? 1 + i386.size() + 1 : 0);
+  std::vector<struct sock_filter> prog;
+  auto to = [&prog](size_t target) { return static_cast<unsigned char>(target - (prog.size() + 1)); };
+  prog.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
+  prog.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, to(block64), 0));
+  if (has_i386) prog.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_I386, to(block32), to(block32 - 1)));
+  else prog.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+  for (const std::vector<uint32_t>* block : {&x8664, &i386}) {
+    if (block == &i386 && !has_i386) break;
+    prog.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
+    for (uint32_t nr : *block) prog.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, to(notify), 0));
+    prog.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+  }
   prog.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF));
+  const bool wait_killable = o.wait_killable;
   struct sock_fprog fprog = {static_cast<unsigned short>(prog.size()), prog.data()};
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) Fail("prctl(PR_SET_NO_NEW_PRIVS)");
   const unsigned long flags = SECCOMP_FILTER_FLAG_NEW_LISTENER | (wait_killable ? SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV : 0);
@@ -305,7 +347,7 @@ int main(int argc, char** argv) {
   if (sock < 0) Fail("socket(AF_UNIX)");
   if (connect(sock, reinterpret_cast<struct sockaddr*>(&addr), sizeof addr) != 0) Fail("connect " + o.socket_path);
 
-  int notify_fd = o.no_filter ? -1 : InstallFilter(o.syscalls, o.wait_killable);
+  int notify_fd = o.no_filter ? -1 : InstallFilter(o);
   int source = o.send_pipe ? pipe_fds[0] : notify_fd;
   std::vector<int> fds;
   for (int i = 0; i < o.send_fds && source >= 0; i++) {

@@ -31,11 +31,15 @@ function isMkdirOf(dir: string) {
     e.strings.some((s) => s.value === dir);
 }
 
-test('native engine: syscallNames and openFdCount describe x86_64 and this process', () => {
+test('native engine: syscallNames, syscallTables and openFdCount describe x86_64, i386, x32 and this process', () => {
   const names = native.syscallNames();
   assert.equal(names[NR_MKDIR], 'mkdir');
   assert.equal(names[NR_MKDIRAT], 'mkdirat');
   assert.equal(native.AUDIT_ARCH_X86_64, 0xc000003e);
+  assert.equal(native.AUDIT_ARCH_I386, 0x40000003);
+  const tables = native.syscallTables();
+  assert.deepEqual([tables.x86_64[NR_MKDIR], tables.i386[39], tables.i386[296], tables.i386[195], tables.x32[83], tables.x32[520], tables.x32[13]],
+    ['mkdir', 'mkdir', 'mkdirat', 'stat64', 'mkdir', 'execve', undefined]);
   const before = native.openFdCount();
   const fd = fs.openSync('/dev/null', 'r');
   assert.equal(native.openFdCount(), before + 1);
@@ -758,7 +762,7 @@ test('native engine emulated decisions: unknown ids are unknown; a mismatched sy
   assert.equal(h.engine.respond(n.handle, n.id + 1n, { kind: 'kill', signal: 9, initPid: 1, errno: EPERM }, 1).status, 'unknown');
   assert.equal(h.engine.stats().emulationHelpers, 0);
   const mount = { kind: 'mount' as const, source: 'proc', target: '/proc', fstype: 'proc', flags: 0n, data: '', requireCapSysAdmin: false };
-  assert.throws(() => h.engine.respond(n.handle, n.id, mount, 1), (err: Error) => err instanceof RangeError && /only x86_64 mount/.test(err.message));
+  assert.throws(() => h.engine.respond(n.handle, n.id, mount, 1), (err: Error) => err instanceof RangeError && /answers only mount notifications \(of any ABI\); .* is x86_64 syscall mkdir/.test(err.message));
   assert.throws(() => h.engine.respond(n.handle, n.id, { ...mkdir, mode: 0o10000 }, 1), RangeError);
   assert.throws(() => h.engine.respond(n.handle, n.id, { ...mkdir, path: 'a\0b' }, 1), RangeError);
   assert.throws(() => h.engine.respond(n.handle, n.id, { kind: 'kill', signal: 0, initPid: 1, errno: EPERM }, 1), RangeError);

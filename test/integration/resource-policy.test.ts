@@ -347,7 +347,7 @@ test('seccompctl policies lists scope, mode, Ready, rules and containers here; s
   const denied = await ctl(['explain', 'web-sleeper', 'mkdir', `${dir}/etc/x`, '0755']);
   assert.equal(denied.code, 0, denied.stderr);
   t.diagnostic(denied.stdout);
-  assert.match(denied.stdout, /^container web-sleeper \(shop\/web-1\/app\): mkdir .*\/etc\/x 0755$/m);
+  assert.match(denied.stdout, /^container web-sleeper \(shop\/web-1\/app\): mkdir \(x86_64\) .*\/etc\/x 0755$/m);
   assert.match(denied.stdout, /^data plane: policy [0-9a-f]{16} \(\d+ rules, labels [^)]*\): rule 0 \(SeccompNotifyPolicy shop\/deny-etc rule no-etc \(when\): decided by the control plane\) answers: ask the control plane$/m, denied.stdout);
   assert.match(denied.stdout, /^control plane:$/m);
   assert.match(denied.stdout, /^answered by SeccompNotifyPolicy shop\/deny-etc, rule no-etc \(rules\[0\], when paths\[0\]\.startsWith\(.*\)\): errno EPERM$/m);

@@ -94,10 +94,22 @@ test('seccompctl containers and explain with a control plane: labels and rule ve
 
   const mkdir = await ctl(['explain', 'c-explain', 'mkdir', '/tmp/x']);
   assert.equal(mkdir.code, 0, mkdir.stderr);
-  assert.match(mkdir.stdout, /^container c-explain \(shop\/web-1\/app\): mkdir \/tmp\/x$/m);
+  assert.match(mkdir.stdout, /^container c-explain \(shop\/web-1\/app\): mkdir \(x86_64\) \/tmp\/x$/m);
   assert.match(mkdir.stdout, new RegExp(`^data plane: policy ${version} \\(2 rules, labels [^)]*pod=web-1[^)]*\\): rule 0 \\(listenerMetadata MKDIR_TMPL\\) answers: mkdir with the suffix "-shop-web-1" \\(emulated\\), natively`, 'm'));
   assert.match(mkdir.stdout, /^ {2}why: mkdir is one of its syscalls \(mkdir, mkdirat\); no argument or path condition$/m);
   assert.doesNotMatch(mkdir.stdout, /^control plane:/m, 'a native rule needs no control plane');
+  // Another ABI's call of the same name: the same rule (issue 17); the arch is on the first line.
+  const i386 = await ctl(['explain', 'c-explain', 'mkdir', '/tmp/x', '--arch', 'i386']);
+  assert.equal(i386.code, 0, i386.stderr);
+  assert.match(i386.stdout, /^container c-explain \(shop\/web-1\/app\): mkdir \(i386\) \/tmp\/x$/m);
+  assert.match(i386.stdout, /: rule 0 \(listenerMetadata MKDIR_TMPL\) answers: mkdir with the suffix "-shop-web-1" \(emulated\), natively/);
+  const stat64 = JSON.parse((await ctl(['explain', 'c-explain', 'stat64', '--arch', 'x86', '--json'])).stdout);
+  assert.equal(stat64.arch, 'i386');
+  assert.equal(stat64.dataPlane.ruleIndex, 1, 'an i386-only name: only the catch-all');
+  assert.equal((await ctl(['explain', 'c-explain', 'stat64'])).code, 2, 'x86_64 has no stat64');
+  const badArch = await ctl(['explain', 'c-explain', 'mkdir', '--arch', 'arm64']);
+  assert.equal(badArch.code, 2);
+  assert.match(badArch.stderr, /--arch: "arm64" is not x86_64, i386 \(x86\) or x32/);
   const json = JSON.parse((await ctl(['explain', 'shop/web-1', 'getppid', '--json'])).stdout);
   assert.equal(json.container, 'c-explain');
   assert.equal(json.dataPlane.ruleIndex, 1);
@@ -132,9 +144,9 @@ test('seccompctl explain without a policy in force: says the control plane or th
   const explain = (request: Parameters<typeof dp.client.explainRule>[0]) =>
     new Promise<number>((resolve) => dp.client.explainRule(request, (err) => resolve(err ? err.code : 0)));
   const handle = (await new Promise<bigint>((resolve, reject) => dp.client.listContainers({}, (err, l) => (err ? reject(err) : resolve(l!.containers[0].handle)))));
-  assert.equal(await explain({ handle: 999_999n, syscall: 'mkdir', args: [], stringArgs: [] }), status.INVALID_ARGUMENT);
-  assert.equal(await explain({ handle, syscall: '', args: [], stringArgs: [] }), status.INVALID_ARGUMENT);
-  assert.equal(await explain({ handle, syscall: 'mkdir', args: [1n, 2n, 3n, 4n, 5n, 6n, 7n], stringArgs: [] }), status.INVALID_ARGUMENT);
-  assert.equal(await explain({ handle, syscall: 'mkdir', args: [], stringArgs: [{ index: 9, value: 'x', truncated: false, raw: Buffer.alloc(70_000, 0x41) }] }), 0, 'a path out of range is ignored');
+  assert.equal(await explain({ handle: 999_999n, syscall: 'mkdir', args: [], stringArgs: [], arch: '' }), status.INVALID_ARGUMENT);
+  assert.equal(await explain({ handle, syscall: '', args: [], stringArgs: [], arch: '' }), status.INVALID_ARGUMENT);
+  assert.equal(await explain({ handle, syscall: 'mkdir', args: [1n, 2n, 3n, 4n, 5n, 6n, 7n], stringArgs: [], arch: '' }), status.INVALID_ARGUMENT);
+  assert.equal(await explain({ handle, syscall: 'mkdir', args: [], stringArgs: [{ index: 9, value: 'x', truncated: false, raw: Buffer.alloc(70_000, 0x41) }], arch: '' }), 0, 'a path out of range is ignored');
   assert.equal((await dp.status()).containers, 1, 'the data plane serves on');
 });

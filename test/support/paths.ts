@@ -9,6 +9,7 @@ export const SOAK_WORKLOAD = path.join(ROOT, 'build', 'Release', 'seccomp-soak-w
 export const IDLE_CLIENTS = path.join(ROOT, 'build', 'Release', 'seccomp-idle-clients');
 export const SIGNAL_WORKLOAD = path.join(ROOT, 'build', 'Release', 'seccomp-signal-workload');
 export const THREAD_VIEWS_WORKLOAD = path.join(ROOT, 'build', 'Release', 'seccomp-thread-views');
+export const ABI_WORKLOAD = path.join(ROOT, 'build', 'Release', 'seccomp-abi-workload');
 
 /** The agent's programs in one built tree: this one, or a previous release built beside it (test/support/release.ts). */
 export interface AgentBuild {

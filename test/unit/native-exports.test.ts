@@ -8,7 +8,7 @@ import { loadNative, type NativeAddon, type NativeEngine } from '../../dataplane
 import { loadEmulatorAddon, type EmulatorAddon, type EmulatorTestSupport, type NativeEmulator } from '../support/emulator-addon';
 
 const ADDON = {
-  Engine: true, syscallNames: true, openFdCount: true, AUDIT_ARCH_X86_64: true, sdNotify: true, fdStoreStore: true,
+  Engine: true, syscallNames: true, syscallTables: true, openFdCount: true, AUDIT_ARCH_X86_64: true, AUDIT_ARCH_I386: true, sdNotify: true, fdStoreStore: true,
   fdStoreRemove: true, takeListenFds: true, handoffConnect: true, handoffReceive: true, handoffAck: true,
   handoffWaitClosed: true, closeFd: true, probeKernel: true, watchProcessExit: true, unwatchProcess: true,
   latencyBucketsNs: true, emulations: true,

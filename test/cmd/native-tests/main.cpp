@@ -399,8 +399,15 @@ void DecisionCheckCases() {
     EXPECT(CheckEmulation(EmulatedKind::kMkdir, mkdirat) == DecisionReason::kOk);
     EXPECT(CheckEmulation(EmulatedKind::kMount, mkdirat) == DecisionReason::kWrongSyscall);
     EXPECT(CheckEmulation(EmulatedKind::kMkdir, Fake(1, 1)) == DecisionReason::kWrongSyscall);
-    mkdirat.arch = AUDIT_ARCH_I386;
+    mkdirat.arch = AUDIT_ARCH_I386;  // i386's 258 is set_tid_address
     EXPECT(CheckEmulation(EmulatedKind::kMkdir, mkdirat) == DecisionReason::kWrongSyscall);
+    mkdirat.nr = 296;  // i386's mkdirat
+    EXPECT(CheckEmulation(EmulatedKind::kMkdir, mkdirat) == DecisionReason::kOk);
+    mkdirat.arch = AUDIT_ARCH_X86_64;
+    mkdirat.nr = 0x40000000u | 258;  // x32's mkdirat
+    EXPECT(CheckEmulation(EmulatedKind::kMkdir, mkdirat) == DecisionReason::kOk);
+    mkdirat.nr = 0x40000000u | 165;  // x32's mount
+    EXPECT(CheckEmulation(EmulatedKind::kMount, mkdirat) == DecisionReason::kOk);
     EXPECT(CheckEmulation(EmulatedKind::kKill, Fake(1, 1)) == DecisionReason::kOk);
     EXPECT(DropReasonOf(DecisionReason::kStaleSession) == DropReason::kWrongSession);
     EXPECT(DropReasonOf(DecisionReason::kBadErrno) == DropReason::kInvalid);
@@ -531,8 +538,44 @@ void RuleTableCases() {
     EXPECT(MatchRule(set, in) == 2);  // truncated: the /etc rule does not see it
     in.nr = 39;  // getppid: only the catch-all
     EXPECT(MatchRule(set, in) == 2);
+    // i386's 39 is mkdir: the rules written for mkdir cover it; x32's mkdir too.
     in.arch = AUDIT_ARCH_I386;
-    EXPECT(MatchRule(set, in) == -1);
+    path = PathView{0, "/etc/x", 6, false};
+    EXPECT(MatchRule(set, in) == 0);
+    in.arch = AUDIT_ARCH_X86_64;
+    in.nr = static_cast<int32_t>(0x40000000u | 83);
+    EXPECT(MatchRule(set, in) == 0);
+    in.nr = static_cast<int32_t>(0x40000000u | 13);  // x32 has no 13 (x86_64's rt_sigaction is 512 there)
+    EXPECT(MatchRule(set, in) == 2);
+    in.arch = 0x12345678;  // no ABI of x86: only the catch-all (it names no syscall)
+    EXPECT(MatchRule(set, in) == 2);
+  });
+  Case("syscall ABIs: i386 and x32 numbers map to the x86_64 number of the same name; i386-only names above 512", [] {
+    EXPECT(CanonicalNr(AUDIT_ARCH_X86_64, 83) == 83);
+    EXPECT(CanonicalNr(AUDIT_ARCH_I386, 39) == 83);
+    EXPECT(CanonicalNr(AUDIT_ARCH_I386, 296) == 258);
+    EXPECT(CanonicalNr(AUDIT_ARCH_I386, 21) == 165);
+    EXPECT(CanonicalNr(AUDIT_ARCH_X86_64, 0x40000000u | 83) == 83);
+    EXPECT(CanonicalNr(AUDIT_ARCH_X86_64, 0x40000000u | 520) == 59);  // x32's execve
+    EXPECT(CanonicalNr(AUDIT_ARCH_X86_64, 0x40000000u | 59) == -1);   // x32's execve is 520
+    EXPECT(CanonicalNr(AUDIT_ARCH_I386, 195) == I386Only(195));      // stat64
+    EXPECT(CanonicalNr(AUDIT_ARCH_I386, 100000) == -1 && CanonicalNr(0x12345678, 1) == -1);
+    EXPECT(strcmp(SyscallNameOf(AUDIT_ARCH_I386, 39), "mkdir") == 0);
+    EXPECT(strcmp(SyscallNameOf(AUDIT_ARCH_I386, 195), "stat64") == 0);
+    EXPECT(strcmp(SyscallNameOf(AUDIT_ARCH_X86_64, 0x40000000u | 512), "rt_sigaction") == 0);
+    EXPECT(SyscallNameOf(AUDIT_ARCH_X86_64, 100000) == nullptr);
+    EXPECT(CanonicalNrNamed("mkdir") == 83 && CanonicalNrNamed("stat64") == I386Only(195) && CanonicalNrNamed("nope") == -1);
+    EXPECT(SyscallNrIn(Abi::kI386, "mkdir") == 39 && SyscallNrIn(Abi::kX32, "mkdir") == (0x40000000 | 83));
+    EXPECT(SyscallNrIn(Abi::kX32, "stat64") == -1 && SyscallNrIn(Abi::kX8664, "newfstatat") == 262);
+    // Paths at the name's positions in every ABI; the ones only i386 has by its number.
+    EXPECT(PathArgMask(CanonicalNr(AUDIT_ARCH_I386, 39)) == 1u && PathArgMask(CanonicalNr(AUDIT_ARCH_I386, 296)) == 2u);
+    EXPECT(PathArgMask(CanonicalNr(AUDIT_ARCH_I386, 21)) == 0x17u && PathArgMask(CanonicalNr(AUDIT_ARCH_I386, 300)) == 2u);
+    EXPECT(ArgOfAbi(AUDIT_ARCH_I386, 0xdeadbeefffffff9cull) == 0xffffff9cull && ArgOfAbi(AUDIT_ARCH_X86_64, ~0ull) == ~0ull);
+    // A rule may name an i386-only call; an unknown name is refused naming the three ABIs.
+    RuleTable rules;
+    EXPECT(ApplyWire(rules, 1, PolicyOf(1, "s", {RuleOf({"stat64"}, Action(2, Wire().Varint(1, EPERM)))})).ack);
+    const PolicyVerdict nack = ApplyWire(rules, 2, PolicyOf(2, "u", {RuleOf({"nosuchcall"}, Action(2, Wire().Varint(1, EPERM)))}));
+    EXPECT(!nack.ack && nack.nack.reason == "unknown-syscall" && nack.nack.detail.find("x86_64, i386 or x32") != std::string::npos);
   });
 }
 
