@@ -19,15 +19,7 @@ enum SyscallNrX8664 : int {
 };
 
 // One past the largest syscall number in the table.
-constexpr int SyscallLimitX8664() {
-  int limit = 0;
-#define SECCOMP_AGENT_SYSCALL_MAX(nr, name) \
-  if ((nr) + 1 > limit) limit = (nr) + 1;
-  SECCOMP_AGENT_SYSCALLS_X86_64(SECCOMP_AGENT_SYSCALL_MAX)
-#undef SECCOMP_AGENT_SYSCALL_MAX
-  return limit;
-}
-constexpr int kSyscallLimitX8664 = SyscallLimitX8664();
+constexpr int kSyscallLimitX8664 = syscall_abi_detail::LimitX8664();
 
 // kSysI386_stat64 == 195 and so on (i386 numbers, for the names only i386 has).
 enum SyscallNrI386 : int {

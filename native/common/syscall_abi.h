@@ -30,30 +30,25 @@ struct Table {
   std::array<const char*, N> names{};
 };
 
+// One past the largest number of an X-macro list, whichever its arity.
+#define SECCOMP_AGENT_ABI_MAX(nr, ...) \
+  if ((nr) + 1 > limit) limit = (nr) + 1;
 constexpr int LimitX8664() {
   int limit = 0;
-#define SECCOMP_AGENT_ABI_MAX(nr, name) \
-  if ((nr) + 1 > limit) limit = (nr) + 1;
   SECCOMP_AGENT_SYSCALLS_X86_64(SECCOMP_AGENT_ABI_MAX)
-#undef SECCOMP_AGENT_ABI_MAX
   return limit;
 }
 constexpr int LimitI386() {
   int limit = 0;
-#define SECCOMP_AGENT_ABI_MAX(nr, name, canonical) \
-  if ((nr) + 1 > limit) limit = (nr) + 1;
   SECCOMP_AGENT_SYSCALLS_I386(SECCOMP_AGENT_ABI_MAX)
-#undef SECCOMP_AGENT_ABI_MAX
   return limit;
 }
 constexpr int LimitX32() {
   int limit = 0;
-#define SECCOMP_AGENT_ABI_MAX(nr, name, canonical) \
-  if ((nr) + 1 > limit) limit = (nr) + 1;
   SECCOMP_AGENT_SYSCALLS_X32(SECCOMP_AGENT_ABI_MAX)
-#undef SECCOMP_AGENT_ABI_MAX
   return limit;
 }
+#undef SECCOMP_AGENT_ABI_MAX
 
 }  // namespace syscall_abi_detail
 
@@ -65,36 +60,34 @@ static_assert(syscall_abi_detail::LimitX8664() <= kI386OnlyBase, "x86_64 numbers
 
 namespace syscall_abi_detail {
 
-constexpr Table<LimitX8664()> MakeX8664() {
-  Table<LimitX8664()> t{};
+// A row's canonical number: x86_64's rows (nr, name) are their own; the others' (nr, name, canon) say it.
+constexpr int Canonical(int nr) { return nr; }
+constexpr int Canonical(int, int canonical) { return canonical; }
+template <size_t N>
+constexpr Table<N> EmptyTable() {
+  Table<N> t{};
   for (auto& c : t.canonical) c = -1;
-#define SECCOMP_AGENT_ABI_ROW(nr, name) \
-  t.canonical[nr] = nr;                 \
+  return t;
+}
+#define SECCOMP_AGENT_ABI_ROW(nr, name, ...)              \
+  t.canonical[nr] = int16_t(Canonical(nr, ##__VA_ARGS__)); \
   t.names[nr] = #name;
+constexpr Table<LimitX8664()> MakeX8664() {
+  auto t = EmptyTable<LimitX8664()>();
   SECCOMP_AGENT_SYSCALLS_X86_64(SECCOMP_AGENT_ABI_ROW)
-#undef SECCOMP_AGENT_ABI_ROW
   return t;
 }
 constexpr Table<kSyscallLimitI386> MakeI386() {
-  Table<kSyscallLimitI386> t{};
-  for (auto& c : t.canonical) c = -1;
-#define SECCOMP_AGENT_ABI_ROW(nr, name, canon) \
-  t.canonical[nr] = canon;                     \
-  t.names[nr] = #name;
+  auto t = EmptyTable<kSyscallLimitI386>();
   SECCOMP_AGENT_SYSCALLS_I386(SECCOMP_AGENT_ABI_ROW)
-#undef SECCOMP_AGENT_ABI_ROW
   return t;
 }
 constexpr Table<kSyscallLimitX32> MakeX32() {
-  Table<kSyscallLimitX32> t{};
-  for (auto& c : t.canonical) c = -1;
-#define SECCOMP_AGENT_ABI_ROW(nr, name, canon) \
-  t.canonical[nr] = canon;                     \
-  t.names[nr] = #name;
+  auto t = EmptyTable<kSyscallLimitX32>();
   SECCOMP_AGENT_SYSCALLS_X32(SECCOMP_AGENT_ABI_ROW)
-#undef SECCOMP_AGENT_ABI_ROW
   return t;
 }
+#undef SECCOMP_AGENT_ABI_ROW
 // Canonical number -> name (x86_64's, else i386's).
 constexpr std::array<const char*, kCanonicalSyscallLimit> MakeCanonicalNames() {
   std::array<const char*, kCanonicalSyscallLimit> names{};
