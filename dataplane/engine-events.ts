@@ -25,15 +25,6 @@ import { parseRuntimeMessage } from './runtime-message';
 import type { SessionRegistry } from './session-registry';
 import type { WatchHub } from './watch-hub';
 
-const NATIVE_ANSWERED_BY: Record<AnsweredEvent['by'], AnsweredBy> = {
-  'no-control-plane': AnsweredBy.ANSWERED_BY_DEFAULT_NO_CONTROL_PLANE,
-  deadline: AnsweredBy.ANSWERED_BY_DEFAULT_DEADLINE,
-  detached: AnsweredBy.ANSWERED_BY_DEFAULT_DETACHED,
-  'control-plane': AnsweredBy.ANSWERED_BY_CONTROL_PLANE,
-  recovered: AnsweredBy.ANSWERED_BY_DEFAULT_RECOVERED,
-  'fast-path': AnsweredBy.ANSWERED_BY_FAST_PATH,
-};
-
 /** What the engine events act on: the data plane's parts, each owning its job. */
 export interface EngineEventParts {
   config: DataPlaneConfig;
@@ -178,8 +169,7 @@ export class EngineEvents {
   }
 
   private onTally(event: TallyEvent): void {
-    const by = NATIVE_ANSWERED_BY[event.by];
-    this.parts.ledger.recordTally(event.handle, this.parts.syscallName(event.nr, event.arch), by, event.gone, event.count, event.latencyBuckets, event.latencySumNs);
+    this.parts.ledger.recordTally(event.handle, this.parts.syscallName(event.nr, event.arch), event.by, event.gone, event.count, event.latencyBuckets, event.latencySumNs);
   }
 
   /** Returns the notification to send to its session over gRPC, if it goes there. */
@@ -205,21 +195,20 @@ export class EngineEvents {
   private onAnswered(event: AnsweredEvent): void {
     const { config, log, containers, ledger } = this.parts;
     if (event.notified) ledger.countNotifications(this.parts.syscallName(event.notified.nr, event.notified.arch));
-    const by = NATIVE_ANSWERED_BY[event.by];
     const containerId = containers.containerIdOf(event.handle);
     const syscall = ledger.takeSyscall(event.handle, event.id);
-    if (event.by === 'deadline') {
+    if (event.by === AnsweredBy.ANSWERED_BY_DEFAULT_DEADLINE) {
       log.warn(
         { container: containerId, syscall, id: String(event.id), handle: event.handle },
         `control plane missed the ${config.decisionTimeoutMs} ms decision deadline: answered with the default action (${formatDefaultAction(config.defaultAction)})`,
       );
-    } else if (event.by === 'control-plane' && 'errno' in event.action && event.action.errno !== 0 && isEmulationName(event.action.kind)) {
+    } else if (event.by === AnsweredBy.ANSWERED_BY_CONTROL_PLANE && 'errno' in event.action && event.action.errno !== 0 && isEmulationName(event.action.kind)) {
       log.info(
         { container: containerId, syscall, id: String(event.id), handle: event.handle, errno: errnoName(event.action.errno) },
         `emulated ${event.action.kind} returned ${errnoName(event.action.errno)}`,
       );
     }
     const findings = ledger.takeFindings(event.handle, event.id);
-    ledger.record(event.handle, event.id, containerId, syscall, by, outcomeOf(event.action, event.gone), event.latencyNs, event.rule, findings);
+    ledger.record(event.handle, event.id, containerId, syscall, event.by, outcomeOf(event.action, event.gone), event.latencyNs, event.rule, findings);
   }
 }
