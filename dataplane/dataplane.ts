@@ -1,5 +1,4 @@
-// The data plane: builds its parts around the native engine, runs its life (restore, start, handoff, stop)
-// and answers queries. Mechanism only: it knows nothing of Kubernetes or of policy.
+// The data plane: builds its parts around the native engine, runs its life (restore, start, handoff, stop) and answers queries; mechanism only, it knows nothing of Kubernetes or of policy.
 import { handleFromProto } from '../common/container-handle';
 import { defaultActionToProto, formatDefaultAction } from '../common/default-action';
 import { durationFromMs } from '../common/duration';
