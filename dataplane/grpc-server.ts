@@ -149,13 +149,7 @@ function implementation(dataplane: DataPlane, role: SocketRole, controlSocket: s
         call.emit('error', { code: status.PERMISSION_DENIED, details });
         return;
       }
-      new AttachSession(call, {
-        onHello: (session) => dataplane.onHello(session),
-        onDecisions: (session, decisions) => dataplane.onDecisions(session, decisions),
-        onPolicies: (session, policies) => dataplane.onPolicies(session, policies),
-        onHolds: (session, holds) => dataplane.onHolds(session, holds),
-        onEnded: (session, reason) => dataplane.onSessionEnded(session, reason),
-      });
+      new AttachSession(call, dataplane.attachHooks);
     },
     watch(call: grpc.ServerWritableStream<WatchRequest, Event>) {
       dataplane.hub.add(call);

@@ -26,7 +26,7 @@ export class DataPlaneMetrics {
     );
     this.latency = latency;
     const labelOf = (by: AnsweredBy) => answeredByLabel(by)?.metric ?? 'unknown';
-    dataplane.latency = {
+    dataplane.ledger.latency = {
       observe: (by, latencyNs) => latency.observe(labelOf(by), latencyNs),
       add: (by, buckets, sumNs, count) => latency.add(labelOf(by), buckets, sumNs, count),
     };
@@ -37,7 +37,7 @@ export class DataPlaneMetrics {
       registers: [registry],
       collect() {
         this.reset();
-        for (const [syscall, n] of dataplane.notificationsBySyscall) this.inc({ syscall }, n);
+        for (const [syscall, n] of dataplane.ledger.notificationsBySyscall) this.inc({ syscall }, n);
       },
     });
     new Counter({

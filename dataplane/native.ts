@@ -5,6 +5,7 @@ import type { ContainerHandle } from '../common/container-handle';
 import type { FallbackAction } from '../common/default-action';
 import type { EmulationName, PathCallName } from '../common/emulations';
 import type { SyscallTables } from '../common/syscall-abi';
+import type { AnsweredBy } from '../proto/gen/seccompagent/v1/dataplane';
 
 /** What the data plane answers by itself (no control plane, deadline passed, detach). */
 export type NativeDefaultAction = FallbackAction;
@@ -18,7 +19,7 @@ export type NativeImmediateDecision =
 /**
  * Emulations: the data plane does the operation as the target would (see docs/emulation.md)
  * and answers with its result. respond() returns 'accepted'; an 'answered' event with
- * by 'control-plane' follows once done.
+ * by CONTROL_PLANE follows once done.
  */
 export type NativeEmulatedDecision =
   /**
@@ -37,12 +38,6 @@ export type NativeBytes = Uint8Array | string;
 
 /** A control plane's decision as the native side applies it. */
 export type NativeDecision = NativeImmediateDecision | NativeEmulatedDecision;
-
-/**
- * Why the native side answered a notification by itself, or 'control-plane' for a finished
- * emulation. 'recovered': a predecessor (crashed, or handed over) had received it and not answered.
- */
-export type NativeAnsweredBy = 'no-control-plane' | 'deadline' | 'detached' | 'control-plane' | 'recovered' | 'fast-path';
 
 export interface NativeEngineOptions {
   /** Path of build/Release/seccomp-nshelper, the emulation helper. */
@@ -121,12 +116,18 @@ export interface AnsweredEvent {
   type: 'answered';
   handle: ContainerHandle;
   id: bigint;
-  by: NativeAnsweredBy;
   /**
-   * The default action (by != 'control-plane'), or the emulation's kind and outcome. A decision
-   * from a decision channel (by 'control-plane') reports what was sent: continue, error, or
+   * The API's number, as the engine sends it: DEFAULT_NO_CONTROL_PLANE, DEFAULT_DEADLINE,
+   * DEFAULT_DETACHED or FAST_PATH when the native side answered by itself, DEFAULT_RECOVERED for one a
+   * predecessor (crashed, or handed over) had received and not answered, CONTROL_PLANE for a
+   * finished emulation or a decision from a decision channel.
+   */
+  by: AnsweredBy;
+  /**
+   * The default action (by != CONTROL_PLANE), or the emulation's kind and outcome. A decision
+   * from a decision channel (by CONTROL_PLANE) reports what was sent: continue, error, or
    * `{ kind: 'value', value: bigint }` (not yet in this type). An invalid channel decision is
-   * answered with the default action at once, by 'no-control-plane', after its 'decision-dropped'.
+   * answered with the default action at once, by DEFAULT_NO_CONTROL_PLANE, after its 'decision-dropped'.
    */
   action: NativeDefaultAction | { kind: 'continue' | 'error' | 'value' | EmulationName; errno: number; value: bigint };
   /** True when the target was gone (SEND said ENOENT, or the emulation found it stale). */
@@ -137,12 +138,12 @@ export interface AnsweredEvent {
    * natively): this event counts as its notification too.
    */
   notified: { nr: number; arch: number } | null;
-  /** by 'fast-path': the index of the rule of the container's policy that answered (-1 otherwise). */
+  /** by FAST_PATH: the index of the rule of the container's policy that answered (-1 otherwise). */
   rule: number;
 }
 
 /**
- * Answers the engine thread gave by itself (by 'no-control-plane' or 'fast-path') while nobody
+ * Answers the engine thread gave by itself (by DEFAULT_NO_CONTROL_PLANE or FAST_PATH) while nobody
  * watches (setDetailedEvents(false)), counted natively instead of one 'answered' event each: per
  * batch, one of these per container, syscall, who answered and whether the target was gone. Each
  * stands for `count` notifications and their answers.
@@ -152,7 +153,8 @@ export interface TallyEvent {
   handle: ContainerHandle;
   nr: number;
   arch: number;
-  by: NativeAnsweredBy;
+  /** DEFAULT_NO_CONTROL_PLANE or FAST_PATH. */
+  by: AnsweredBy;
   gone: boolean;
   count: number;
   latencySumNs: bigint;
@@ -355,7 +357,7 @@ export interface NativeEngine {
    * Before start(): takes what a predecessor left (fd store or handoff), keeping its handles.
    * `handoff`: from a live predecessor (keep everything in this process's fd store too); else from
    * the fd store after a crash or restart. Its ids in flight are answered with the default action
-   * ('answered' events, by 'recovered'), or, with `hold` and a control plane attached before, held
+   * ('answered' events, by DEFAULT_RECOVERED), or, with `hold` and a control plane attached before, held
    * for the next one (see holdForControlPlane).
    */
   restore(fds: NamedFd[], handoff: boolean, hold: boolean): RestoreResult;
@@ -395,7 +397,7 @@ export interface NativeEngine {
    */
   setActiveSession(session: number): void;
   /**
-   * Ends a session: closes its channel, answers what it owns with the default ('detached'); returns how many
+   * Ends a session: closes its channel, answers what it owns with the default (DEFAULT_DETACHED); returns how many
    * (0 for a session not open). Closing the active session makes the active session 0.
    */
   closeSession(session: number): number;

@@ -28,7 +28,16 @@ enum class DropReason : uint8_t { kUnknown, kLate, kWrongSession, kInvalid };
 // kControlPlane: an emulation the control plane asked for has finished (respond() said 'accepted').
 // kRecovered: received by a predecessor (crashed or handed over) and never answered by it.
 // kFastPath: a rule of the container's pushed policy (engine_rules.cpp); the event names the rule.
-enum class AnsweredBy : uint8_t { kNoControlPlane, kDeadline, kDetached, kControlPlane, kRecovered, kFastPath };
+// The values are the API's AnsweredBy numbers (proto/seccompagent/v1/dataplane.proto): events carry
+// them to JS as they are.
+enum class AnsweredBy : uint8_t {
+  kControlPlane = 1,
+  kNoControlPlane = 2,
+  kDeadline = 3,
+  kDetached = 4,
+  kFastPath = 5,
+  kRecovered = 6,
+};
 
 // Bytes [offset, offset + length) of the blob passed to Push, later of the batch arena.
 struct TextRef {

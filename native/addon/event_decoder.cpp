@@ -19,8 +19,8 @@ constexpr uint32_t kArgTruncated = 1u << 8;
 constexpr unsigned kArgLengthShift = 16;
 static_assert((kTargetPathMax >> 16) == 0, "a string argument's length fits in 16 bits");
 
-// Flags word (w32[5]); answered events also carry by (bits 8-15), the answer kind (16-23) and the
-// emulated kind (24-31).
+// Flags word (w32[5]); answered events also carry by (bits 8-15: the API's AnsweredBy number), the
+// answer kind (16-23) and the emulated kind (24-31).
 constexpr uint32_t kForwarded = 1u << 0;
 constexpr uint32_t kGone = 1u << 1;
 constexpr uint32_t kViaChannel = 1u << 2;  // notification
@@ -30,7 +30,6 @@ constexpr uint32_t kNotified = 1u << 4;    // answered: stands for its notificat
 const char kDecoderSource[] = R"JS(
 (function (onEvents, EMULATED) {
   'use strict';
-  const BY = ['no-control-plane', 'deadline', 'detached', 'control-plane', 'recovered', 'fast-path'];
   const DROPPED = ['unknown', 'late', 'wrong-session', 'invalid'];
   const action = (kind, errno, emulated, value) =>
     emulated !== 0 ? { kind: EMULATED[emulated], errno, value }
@@ -65,7 +64,7 @@ const char kDecoderSource[] = R"JS(
         }
         case 3:
           events[i] = {
-            type: 'answered', handle: u[b + 1], id: w[a], by: BY[(flags >> 8) & 0xff],
+            type: 'answered', handle: u[b + 1], id: w[a], by: (flags >> 8) & 0xff,
             action: action((flags >> 16) & 0xff, u[b + 6], flags >>> 24, w[a + 1]), gone: (flags & 2) !== 0,
             latencyNs: w[a + 8], notified: (flags & 16) !== 0 ? { nr: u[b + 3], arch: u[b + 4] } : null, rule: u[b + 7] - 1,
           };
@@ -112,7 +111,7 @@ const char kDecoderSource[] = R"JS(
           for (let k = 0; k < n; k++) buckets[k] = view.getUint32(k * 4, true);
           r += n * 4;
           events[i] = {
-            type: 'tally', handle: u[b + 1], nr: u[b + 3], arch: u[b + 4], by: BY[(flags >> 8) & 0xff],
+            type: 'tally', handle: u[b + 1], nr: u[b + 3], arch: u[b + 4], by: (flags >> 8) & 0xff,
             gone: (flags & 2) !== 0, count: Number(w[a]), latencySumNs: w[a + 8], latencyBuckets: buckets,
           };
           break;

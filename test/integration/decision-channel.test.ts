@@ -16,7 +16,7 @@ import {
   type ChannelDecision,
   type ChannelFrame,
 } from '../../common/decision-channel';
-import type { Notification } from '../../proto/gen/seccompagent/v1/dataplane';
+import { AnsweredBy, type Notification } from '../../proto/gen/seccompagent/v1/dataplane';
 import {
   type NativeEngineOptions,
   type NativeEvent,
@@ -175,7 +175,7 @@ test('decision channel hello: the right token gets Ready; a mkdir arrives as a N
   assert.ok(fs.statSync(allowed).isDirectory());
   const answered = await h.waitFor((e) => e.type === 'answered' && e.id === n.id, 'its answered event');
   assert.ok(answered.type === 'answered');
-  assert.deepEqual({ by: answered.by, action: answered.action, gone: answered.gone }, { by: 'control-plane', action: { kind: 'continue' }, gone: false });
+  assert.deepEqual({ by: answered.by, action: answered.action, gone: answered.gone }, { by: AnsweredBy.ANSWERED_BY_CONTROL_PLANE, action: { kind: 'continue' }, gone: false });
 
   const denied = path.join(h.dir, 'denied');
   const deniedRun = h.mkdir(denied);
@@ -274,7 +274,7 @@ test('decision channel late and invalid decisions: late after the deadline answe
   const n = await client.waitNotification(mkdirOf(late), 'the mkdir');
   const byDeadline = await h.waitFor((e) => e.type === 'answered' && e.id === n.id, 'the deadline answer');
   assert.ok(byDeadline.type === 'answered');
-  assert.equal(byDeadline.by, 'deadline');
+  assert.equal(byDeadline.by, AnsweredBy.ANSWERED_BY_DEFAULT_DEADLINE);
   client.decide([decision(n, ChannelDecisionKind.Continue)]);
   const dropped = await h.waitFor((e) => e.type === 'decision-dropped', 'the late drop');
   assert.deepEqual(dropped, { type: 'decision-dropped', session: 1, handle: Number(n.handle), id: n.id, reason: 'late' });
@@ -293,7 +293,7 @@ test('decision channel late and invalid decisions: late after the deadline answe
     const answered = await h.waitFor((e) => e.type === 'answered' && e.id === m.id, 'its default answer');
     assert.ok(answered.type === 'answered');
     // At once, not by the deadline.
-    assert.deepEqual({ by: answered.by, action: answered.action }, { by: 'no-control-plane', action: { kind: 'error', errno: EPERM } });
+    assert.deepEqual({ by: answered.by, action: answered.action }, { by: AnsweredBy.ANSWERED_BY_DEFAULT_NO_CONTROL_PLANE, action: { kind: 'error', errno: EPERM } });
   }
   assert.equal(h.engine.stats().pending, 0);
 });
@@ -331,7 +331,7 @@ test('decision channel closeSession: pending notifications get the default at on
   await client.waitNotification(mkdirOf(target), 'the mkdir');
   assert.equal(h.engine.closeSession(1), 1);
   assert.equal((await run.exit).code, 0, 'the default action (continue)');
-  const answered = await h.waitFor((e) => e.type === 'answered' && e.by === 'detached', 'the detached answer');
+  const answered = await h.waitFor((e) => e.type === 'answered' && e.by === AnsweredBy.ANSWERED_BY_DEFAULT_DETACHED, 'the detached answer');
   assert.ok(answered.type === 'answered');
   await client.waitClosed();
   const closed = await h.waitFor((e) => e.type === 'channel' && e.state === 'closed', 'the channel closed event');
@@ -372,7 +372,7 @@ test('decision channel handover: session 2 takes over, session 1 answers what it
   assert.equal((await aRun.exit).code, 0);
   assert.equal((await bRun.exit).code, 0);
   assert.ok(fs.statSync(a).isDirectory() && fs.statSync(b).isDirectory());
-  assert.equal(h.events.filter((e) => e.type === 'answered' && e.by !== 'control-plane').length, 0);
+  assert.equal(h.events.filter((e) => e.type === 'answered' && e.by !== AnsweredBy.ANSWERED_BY_CONTROL_PLANE).length, 0);
 });
 
 test('decision channel 8 parallel workers: every notification arrives once on the channel and is answered exactly once', async (t) => {
@@ -407,7 +407,7 @@ test('decision channel 8 parallel workers: every notification arrives once on th
   const answered = h.events.filter((e) => e.type === 'answered');
   assert.equal(answered.length, seen.size, 'one answer each');
   assert.equal(new Set(answered.map((e) => e.type === 'answered' && `${e.handle}/${e.id}`)).size, seen.size);
-  assert.ok(answered.every((e) => e.type === 'answered' && e.by === 'control-plane'));
+  assert.ok(answered.every((e) => e.type === 'answered' && e.by === AnsweredBy.ANSWERED_BY_CONTROL_PLANE));
   const stats = h.engine.stats();
   assert.deepEqual(
     { pending: stats.pending, channelDecisions: stats.channelDecisions, decisionsDropped: stats.decisionsDropped, eventsDropped: stats.eventsDropped },

@@ -14,6 +14,7 @@ import {
   type NativeEvent,
   type NotificationEvent,
 } from '../../dataplane/native';
+import { AnsweredBy } from '../../proto/gen/seccompagent/v1/dataplane';
 import { BENCH_WORKLOAD } from '../support/paths';
 import { EngineHarness as Harness, fdCountBackTo, native } from '../support/engine-harness';
 import { sleep, waitUntil } from '../support/wait';
@@ -60,7 +61,7 @@ test('native engine default continue: mkdir is notified with its path, answered 
   const answered = await h.waitFor((e) => e.type === 'answered' && e.id === n.id, 'its answer');
   assert.deepEqual(
     { by: answered.type === 'answered' && answered.by, action: answered.type === 'answered' && answered.action },
-    { by: 'no-control-plane', action: { kind: 'continue' } },
+    { by: AnsweredBy.ANSWERED_BY_DEFAULT_NO_CONTROL_PLANE, action: { kind: 'continue' } },
   );
   const result = await exit;
   assert.equal(result.code, 0, result.stderr);
@@ -133,7 +134,7 @@ test('native engine tally: unwatched, 20,000 default answers reach JS as a few t
   let total = 0;
   for (const tally of tallies) {
     assert.deepEqual({ handle: tally.handle, nr: tally.nr, arch: tally.arch, by: tally.by, gone: tally.gone },
-      { handle: removed.handle, nr: NR_GETPPID, arch: native.AUDIT_ARCH_X86_64, by: 'no-control-plane', gone: false });
+      { handle: removed.handle, nr: NR_GETPPID, arch: native.AUDIT_ARCH_X86_64, by: AnsweredBy.ANSWERED_BY_DEFAULT_NO_CONTROL_PLANE, gone: false });
     assert.equal(tally.latencyBuckets.length, native.latencyBucketsNs.length);
     const bucketed = tally.latencyBuckets.reduce((a, b) => a + b, 0);
     assert.ok(bucketed <= tally.count && bucketed > 0, `${bucketed} of ${tally.count} answers within the largest bound`);
@@ -151,7 +152,7 @@ test('native engine tally: one answer of a container that stays alive is counted
   const started = Date.now();
   const { child } = h.run(['--syscalls', 'getppid'], ['/usr/bin/perl', '-e', 'syscall(110); sleep 30']);
   const tally = await h.waitFor((e) => e.type === 'tally', 'the tally of the one answer', 2000);
-  assert.ok(tally.type === 'tally' && tally.count === 1 && tally.by === 'no-control-plane');
+  assert.ok(tally.type === 'tally' && tally.count === 1 && tally.by === AnsweredBy.ANSWERED_BY_DEFAULT_NO_CONTROL_PLANE);
   assert.equal(h.events.filter((e) => e.type === 'removed').length, 0, 'the container is still alive: no removal flushed it');
   assert.ok(Date.now() - started < 2000);
   child.kill('SIGKILL');
@@ -216,7 +217,7 @@ test('native engine deadline: an unanswered notification gets the default action
   const n = await h.waitFor(isMkdirOf(target), 'the forwarded mkdir');
   const answered = await h.waitFor((e) => e.type === 'answered' && e.id === n.id, 'the deadline answer');
   assert.ok(answered.type === 'answered');
-  assert.equal(answered.by, 'deadline');
+  assert.equal(answered.by, AnsweredBy.ANSWERED_BY_DEFAULT_DEADLINE);
   assert.ok(answered.latencyNs >= 200_000_000n, `latency ${answered.latencyNs}`);
   assert.ok(Date.now() - started >= 200);
   assert.equal(h.engine.respond(n.handle, n.id, { kind: 'error', errno: EPERM }, 1).status, 'late');
@@ -240,7 +241,7 @@ test('native engine closeSession: what the session owns is answered at once as d
   assert.equal(h.engine.respond(n.handle, n.id, { kind: 'continue' }, 1).status, 'unknown');
   const answered = await h.waitFor((e) => e.type === 'answered' && e.id === n.id, 'the detached answer');
   assert.ok(answered.type === 'answered');
-  assert.equal(answered.by, 'detached');
+  assert.equal(answered.by, AnsweredBy.ANSWERED_BY_DEFAULT_DETACHED);
   const result = await exit;
   assert.equal(result.code, 0, result.stderr);
   // The closed session was the active one: from now on the engine answers by itself.
@@ -541,7 +542,7 @@ test('native engine emulated mkdir: respond {mkdir, path+"-suffix"} makes the su
   assert.deepEqual(statuses, ['accepted']);
   const n = await h.waitFor(isMkdirOf(target), 'the mkdir');
   const answered = await h.waitFor(answeredFor(n.id), 'its answered event');
-  assert.equal(answered.by, 'control-plane');
+  assert.equal(answered.by, AnsweredBy.ANSWERED_BY_CONTROL_PLANE);
   assert.deepEqual(answered.action, { kind: 'mkdir', errno: 0, value: 0n });
   assert.equal(answered.gone, false);
   assert.ok(answered.latencyNs > 0n);
@@ -676,7 +677,7 @@ test('native engine emulated kill: respond {kill} kills the container (its pid n
   assert.equal(exists(target), false);
   const n = await h.waitFor(isMkdirOf(target), 'the mkdir');
   const answered = await h.waitFor(answeredFor(n.id), 'its answered event');
-  assert.equal(answered.by, 'control-plane');
+  assert.equal(answered.by, AnsweredBy.ANSWERED_BY_CONTROL_PLANE);
   assert.equal(answered.action.kind, 'kill');
   assert.equal((answered.action as { errno: number }).errno, 0, 'killed');
   await waitUntil(() => {
@@ -737,7 +738,7 @@ test('native engine emulated freeze: respond {freeze} freezes the v2 cgroup; onc
   const { exit } = h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/sh', '-c', script], `echo $$ > ${path.join(cg, 'cgroup.procs')} && `);
   const n = await h.waitFor(isMkdirOf(target), 'the mkdir');
   const answered = await h.waitFor(answeredFor(n.id), 'the freeze answered');
-  assert.equal(answered.by, 'control-plane');
+  assert.equal(answered.by, AnsweredBy.ANSWERED_BY_CONTROL_PLANE);
   assert.deepEqual(answered.action, { kind: 'freeze', errno: 0, value: 0n }, JSON.stringify(h.events.filter((e) => e.type === 'error')));
   await waitUntil(() => /^frozen 1$/m.test(fs.readFileSync(path.join(cg, 'cgroup.events'), 'utf8')), 10_000, 'the cgroup to be frozen');
   const before = fs.readFileSync(counter, 'utf8');
@@ -896,7 +897,7 @@ async function mkdirRoundTrips(t: TestContext, seconds: number, decide: (e: Noti
       out.calls++;
       if (status === 'accepted') respondedAt.set(e.id, at);
       else if (status !== 'ok') out.unanswered++;
-    } else if (e.type === 'answered' && e.by === 'control-plane') {
+    } else if (e.type === 'answered' && e.by === AnsweredBy.ANSWERED_BY_CONTROL_PLANE) {
       const at = respondedAt.get(e.id);
       if (at !== undefined) out.respondToAnswered.push(Number(process.hrtime.bigint() - at) / 1000);
       out.receiptToAnswer.push(Number(e.latencyNs) / 1000);
