@@ -2,6 +2,7 @@
 // than the same load moves it on bare C responders? Two containers run at once: the neighbour
 // floods with N threads on one path, the victim makes one thread of getppid and is measured.
 //   bare            each workload against its own seccomp-bench-responder (the reference pair)
+//   bare-shared     both against one seccomp-bench-responder (context: one thread serving both)
 //   default         one data plane, no control plane: both answered by the default action
 //   fast-path       + the real control plane: both containers' compiled policies answer natively
 //   control-plane   + the real control plane against the loopback Kubernetes API stand-in: the
@@ -54,11 +55,11 @@ interface Setup {
 }
 
 async function setUp(children: Children, dir: string, kind: NeighbourPath): Promise<Setup> {
-  if (kind === 'bare') {
+  if (kind === 'bare' || kind === 'bare-shared') {
     const victimSocket = path.join(dir, 'victim-responder.sock');
-    const neighbourSocket = path.join(dir, 'neighbour-responder.sock');
+    const neighbourSocket = kind === 'bare' ? path.join(dir, 'neighbour-responder.sock') : victimSocket;
     await startResponder(children, victimSocket, 'victim responder');
-    await startResponder(children, neighbourSocket, 'neighbour responder');
+    if (kind === 'bare') await startResponder(children, neighbourSocket, 'neighbour responder');
     return { victimSocket, neighbourSocket, neighbourRunArgs: [], victimRunArgs: [], pushes: false, stop: async () => undefined };
   }
   const dataplane = await startDataPlane(children, dir);
@@ -154,7 +155,7 @@ async function checkPaths(kind: NeighbourPath, setup: Setup, dir: string, victim
 
 async function measure(children: Children, dir: string, params: ScenarioParams): Promise<Record<string, number>> {
   const kind: NeighbourPath = params.neighbourPath ?? 'default';
-  checkTools(kind === 'bare' ? ['seccompRun', 'workload', 'responder'] : ['seccompRun', 'workload', 'dataplaneMain', 'controlplaneMain']);
+  checkTools(kind === 'bare' || kind === 'bare-shared' ? ['seccompRun', 'workload', 'responder'] : ['seccompRun', 'workload', 'dataplaneMain', 'controlplaneMain']);
   const setup = await setUp(children, dir, kind);
   try {
     // The same timing on every row, bare or not: each warm-up covers a policy push.

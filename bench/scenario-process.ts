@@ -27,7 +27,7 @@ export interface ScenarioParams {
 }
 
 /** noisy-neighbour: the bare C pair, or the agent's path the neighbour floods (bench/noisy-neighbour.ts). */
-export type NeighbourPath = 'bare' | 'default' | 'fast-path' | 'control-plane' | 'emulated-mkdir';
+export type NeighbourPath = 'bare' | 'bare-shared' | 'default' | 'fast-path' | 'control-plane' | 'emulated-mkdir';
 
 /** A scenario's figures: flat numbers, so run.ts can take medians of each. */
 export type Metrics = Record<string, number>;

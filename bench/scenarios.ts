@@ -105,9 +105,14 @@ const NEIGHBOUR_ROWS: Array<{ path: 'default' | 'fast-path' | 'control-plane' | 
 const NOISY_REFERENCE: Scenario = {
   id: 'noisy-neighbour-reference',
   title: 'noisy neighbour, reference: the same two workloads, each against its own bare C responder (issue 17)',
-  about: 'two seccomp-bench-responders; the neighbour floods its own with N threads while the victim (one thread of getppid) is measured against the other',
+  about: 'two seccomp-bench-responders; the neighbour floods its own with N threads while the victim (one thread of getppid) is measured against the other ("one responder for both": a single responder thread serves both, as the engine thread does)',
   script: 'noisy-neighbour',
-  variants: NEIGHBOUR_LOADS.map(({ load, params }) => ({ label: `neighbour ${load}`, params: { ...params, neighbourPath: 'bare' } })),
+  variants: [
+    ...NEIGHBOUR_LOADS.map(({ load, params }): Variant => ({ label: `neighbour ${load}`, params: { ...params, neighbourPath: 'bare' } })),
+    // Context, not a denominator: what serving both containers from one thread costs a bare C responder.
+    ...NEIGHBOUR_LOADS.filter(({ params }) => params.syscall === 'getppid')
+      .map(({ load, params }): Variant => ({ label: `neighbour ${load}, one responder for both`, params: { ...params, neighbourPath: 'bare-shared' } })),
+  ],
   columns: [
     { key: 'p50Us', title: 'victim p50 µs', digits: 1 }, { key: 'p99Us', title: 'victim p99 µs', digits: 1 },
     { key: 'callsPerSec', title: 'victim calls/s', digits: 0 }, { key: 'neighbourCallsPerSec', title: 'neighbour calls/s', digits: 0 },
