@@ -13,6 +13,8 @@
 // The victim is always on the native path of its configuration (default without a control plane,
 // else the fast path): the question is what the neighbour does to another container, and only a
 // native path can be compared with a bare C responder (a control-plane decision alone is ~5×).
+// victimOwnResponder: the neighbour floods the agent as in the row of its path, the victim is on a
+// bare C responder of its own: what the agent's CPU load alone does to another container's answers.
 // The neighbour floods until the victim is done (SIGTERM ends its measured seconds).
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -124,7 +126,7 @@ function watchRecord(dataplane: DataPlaneProcess | undefined, id: string, runnin
 
 /** Throws unless each container was answered on the path the row names. */
 async function checkPaths(kind: NeighbourPath, setup: Setup, dir: string, victim: WorkloadResult, neighbour: WorkloadResult,
-  victimRecord: Container | undefined, neighbourRecord: Container | undefined): Promise<Record<string, number>> {
+  victimRecord: Container | undefined, neighbourRecord: Container | undefined, victimApart: boolean): Promise<Record<string, number>> {
   if (!setup.dataplane) return {};
   const { counters } = await setup.dataplane.status();
   const byControlPlane = Number(counters?.answeredControlPlane ?? 0n);
@@ -136,10 +138,16 @@ async function checkPaths(kind: NeighbourPath, setup: Setup, dir: string, victim
     + `all: ${byControlPlane} by the control plane, ${byDefault} by default`;
   // The per-container counts come from the engine's tallies, read while it ran: they prove the
   // path (a fraction of the last 100 ms may be missing), not the exact count.
-  if (kind === 'default') {
+  if (victimApart) {
+    // Only the neighbour is the agent's.
+  } else if (kind === 'default') {
     if (victimDefault === 0 || victimFast !== 0 || byControlPlane !== 0) throw new Error(`not the default path: ${seen}`);
+  } else if (victimFast < victim.calls / 2 || victimDefault !== 0 || byDefault !== 0) {
+    throw new Error(`the victim was not answered by the fast path: ${seen}`);
+  }
+  if (kind === 'default') {
+    if (byControlPlane !== 0) throw new Error(`the neighbour was not on the default path: ${seen}`);
   } else {
-    if (victimFast < victim.calls / 2 || victimDefault !== 0 || byDefault !== 0) throw new Error(`the victim was not answered by the fast path: ${seen}`);
     if (kind === 'control-plane') {
       if (byControlPlane < neighbour.calls || neighbourFast !== 0) throw new Error(`the neighbour was not decided by the control plane: ${seen}`);
     } else if (neighbourFast < neighbour.calls / 2) {
@@ -157,6 +165,13 @@ async function measure(children: Children, dir: string, params: ScenarioParams):
   const kind: NeighbourPath = params.neighbourPath ?? 'default';
   checkTools(kind === 'bare' || kind === 'bare-shared' ? ['seccompRun', 'workload', 'responder'] : ['seccompRun', 'workload', 'dataplaneMain', 'controlplaneMain']);
   const setup = await setUp(children, dir, kind);
+  const victimApart = params.victimOwnResponder === true && kind !== 'bare' && kind !== 'bare-shared';
+  if (victimApart) {
+    // The agent's CPU load without its sharing: the victim on a bare C responder of its own.
+    setup.victimSocket = path.join(dir, 'victim-responder.sock');
+    setup.victimRunArgs = [];
+    await startResponder(children, setup.victimSocket, 'victim responder');
+  }
   try {
     // The same timing on every row, bare or not: each warm-up covers a policy push.
     const warmupMs = Math.max(params.warmupMs, 1000);
@@ -179,14 +194,14 @@ async function measure(children: Children, dir: string, params: ScenarioParams):
     const victimRecord = watchRecord(setup.dataplane, VICTIM, victim);
     const neighbourRecord = watchRecord(setup.dataplane, NEIGHBOUR, neighbour);
     const victimPushedBy = Date.now() + warmupMs;
-    if (setup.pushes && setup.dataplane) {
+    if (setup.pushes && setup.dataplane && !victimApart) {
       const version = await waitForPolicy(setup.dataplane, VICTIM, warmupMs + 5000);
       if (version === '' || Date.now() > victimPushedBy) throw new Error(`the victim's policy was not in force by the end of its ${warmupMs} ms warm-up`);
     }
     const victimResult = await Promise.race([victim.result, neighbourFailed]);
     await children.stop(neighbour.child, 15_000);
     const neighbourResult = await neighbour.result;
-    const checked = await checkPaths(kind, setup, dir, victimResult, neighbourResult, victimRecord.last(), neighbourRecord.last());
+    const checked = await checkPaths(kind, setup, dir, victimResult, neighbourResult, victimRecord.last(), neighbourRecord.last(), victimApart);
     return {
       callsPerSec: victimResult.callsPerSec, p50Us: victimResult.p50Us, p90Us: victimResult.p90Us, p99Us: victimResult.p99Us, maxUs: victimResult.maxUs,
       neighbourCallsPerSec: neighbourResult.callsPerSec, neighbourP50Us: neighbourResult.p50Us, neighbourP99Us: neighbourResult.p99Us,

@@ -20,6 +20,8 @@ export interface ScenarioParams {
   spawnPerCall?: boolean;
   /** noisy-neighbour: who answers the flooding neighbour (and the victim beside it); `syscall` and `threads` are the neighbour's. */
   neighbourPath?: NeighbourPath;
+  /** noisy-neighbour: the victim on a bare C responder of its own while the neighbour floods the agent. */
+  victimOwnResponder?: boolean;
   /** runtime-start: the engine that starts the containers (containerd's CRI plugin by default). */
   engine?: 'containerd' | 'podman';
   /** Temp dir for sockets and logs; made (and removed) by the scenario when absent. */

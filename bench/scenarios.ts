@@ -105,13 +105,18 @@ const NEIGHBOUR_ROWS: Array<{ path: 'default' | 'fast-path' | 'control-plane' | 
 const NOISY_REFERENCE: Scenario = {
   id: 'noisy-neighbour-reference',
   title: 'noisy neighbour, reference: the same two workloads, each against its own bare C responder (issue 17)',
-  about: 'two seccomp-bench-responders; the neighbour floods its own with N threads while the victim (one thread of getppid) is measured against the other ("one responder for both": a single responder thread serves both, as the engine thread does)',
+  about: 'two seccomp-bench-responders; the neighbour floods its own with N threads while the victim (one thread of getppid) is measured against the other ("one responder for both": a single responder thread serves both, as the engine thread does; "victim\'s own responder": the neighbour floods the agent\'s path, the victim has a bare C responder: the agent\'s CPU load without its sharing)',
   script: 'noisy-neighbour',
   variants: [
     ...NEIGHBOUR_LOADS.map(({ load, params }): Variant => ({ label: `neighbour ${load}`, params: { ...params, neighbourPath: 'bare' } })),
     // Context, not a denominator: what serving both containers from one thread costs a bare C responder.
     ...NEIGHBOUR_LOADS.filter(({ params }) => params.syscall === 'getppid')
       .map(({ load, params }): Variant => ({ label: `neighbour ${load}, one responder for both`, params: { ...params, neighbourPath: 'bare-shared' } })),
+    // Context: the agent's CPU load without its sharing. The neighbour floods the agent's path, the victim has a responder of its own.
+    ...NEIGHBOUR_ROWS.map((row): Variant => ({
+      label: `neighbour on the agent's ${row.title} × 8, victim's own responder`,
+      params: { threads: 8, syscall: row.syscall, neighbourPath: row.path, victimOwnResponder: true },
+    })),
   ],
   columns: [
     { key: 'p50Us', title: 'victim p50 µs', digits: 1 }, { key: 'p99Us', title: 'victim p99 µs', digits: 1 },
