@@ -5,31 +5,19 @@
 // `getppid` allowed `when: pod.labels["app"] == "bench" && args[0] == 0u` (CEL, in the control
 // plane). The rule has `when`, so it is an ask rule: every getppid goes engine -> decision channel
 // -> seccomp-controlplane (selection cached per container, CEL) -> decision -> NOTIF_SEND.
-import * as net from 'node:net';
 import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { FakeKubeApiServer } from '../test/cmd/fake-kube-apiserver/server';
-import type { Child, Children } from './children';
-import { startDataPlane, type DataPlaneProcess } from './dataplane-process';
+import { freePort, startKubeControlPlane } from './controlplane-process';
+import { startDataPlane } from './dataplane-process';
 import { runScenario } from './scenario-process';
-import { checkTools, runWorkload, TOOLS, workloadMetrics } from './tools';
+import { checkTools, runWorkload, workloadMetrics } from './tools';
 
 const NODE = 'bench-node';
 const NAMESPACE = 'bench';
 const POD = 'pod';
 const POLICIES = 100;
 const DECIDING = 'zz-allow-getppid';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const port = (server.address() as net.AddressInfo).port;
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
 
 function loadPolicies(api: FakeKubeApiServer): void {
   api.addNamespace(NAMESPACE, { team: 'bench' });
@@ -47,25 +35,6 @@ function loadPolicies(api: FakeKubeApiServer): void {
   });
 }
 
-async function startControlPlane(children: Children, dataplane: DataPlaneProcess, dir: string, kubeconfig: string, metricsPort: number): Promise<Child> {
-  const child = children.start('control plane', process.execPath, [
-    TOOLS.controlplaneMain, '--grpc-socket', dataplane.grpcSocket, '--control-socket', dataplane.controlSocket, '--kubeconfig', kubeconfig, '--node-name', NODE, '--state-dir', '',
-    '--metrics-addr', `127.0.0.1:${metricsPort}`, '--ctl-socket', 'off', '--log-level', 'warn',
-  ], { logFile: path.join(dir, 'controlplane.log') });
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (!child.alive() || Date.now() > deadline) throw new Error(`the control plane did not load the ${POLICIES} policies: ${child.stderr().trim() || 'no output'}`);
-    try {
-      const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-      const ready = [...text.matchAll(/^seccompagent_policies\{scope="[^"]+",ready="True"\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
-      if (ready === POLICIES && (await dataplane.status()).controlPlane !== undefined) return child;
-    } catch {
-      // not serving yet
-    }
-    await sleep(50);
-  }
-}
-
 async function answersOfDecidingRule(metricsPort: number): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
   const m = new RegExp(`^seccompagent_policy_answers_total\\{policy="${NAMESPACE}/${DECIDING}",rule="allow",action="allow"\\} (\\d+)$`, 'm').exec(text);
@@ -80,7 +49,7 @@ runScenario(async ({ params, dir, children }) => {
     loadPolicies(api);
     const kubeconfig = api.writeKubeconfig(path.join(dir, 'kubeconfig'));
     const metricsPort = await freePort();
-    await startControlPlane(children, dataplane, dir, kubeconfig, metricsPort);
+    await startKubeControlPlane(children, dataplane, dir, { kubeconfig, nodeName: NODE, metricsPort, policies: POLICIES });
     const before = (await dataplane.status()).counters;
     const answeredBefore = await answersOfDecidingRule(metricsPort);
     const result = await runWorkload(children, {

@@ -5,8 +5,7 @@
 // suffix by the helper of the container's mount namespace, no JS and no gRPC on the way (e).
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { BENCH_POD, MKDIR_TMPL_RUN_ARGS, startRealControlPlane } from './controlplane-process';
+import { BENCH_POD, MKDIR_TMPL_RUN_ARGS, startRealControlPlane, waitForPolicy } from './controlplane-process';
 import { startDataPlane } from './dataplane-process';
 import { runScenario } from './scenario-process';
 import { checkTools, runWorkload, workloadMetrics } from './tools';
@@ -26,12 +25,7 @@ runScenario(async ({ params, dir, children }) => {
       warmupMs, syscall: params.syscall, workDir: dir, id, runArgs,
     });
     const pushedBy = Date.now() + warmupMs;
-    let version = '';
-    while (version === '' && Date.now() < pushedBy + 5000) {
-      const listed = await new Promise<string>((resolve) => dataplane.client.listContainers({}, (err, r) => resolve(err ? '' : r?.containers.find((c) => c.containerId === id)?.policyVersion ?? '')));
-      version = listed;
-      if (version === '') await sleep(10);
-    }
+    const version = await waitForPolicy(dataplane, id, warmupMs + 5000);
     const pushedInTime = version !== '' && Date.now() <= pushedBy;
     const result = await workload;
     const { counters } = await dataplane.status();

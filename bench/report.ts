@@ -3,7 +3,7 @@
 import type { Machine } from './machine';
 import { machineLine } from './machine';
 import type { ScenarioParams, Metrics } from './scenario-process';
-import type { Scenario } from './scenarios';
+import { comparisonKey, type Ratio, type Scenario } from './scenarios';
 import type { TargetResult } from './targets';
 
 export interface RowResult {
@@ -51,6 +51,13 @@ function renderTable(header: string[], rows: string[][]): string[] {
   return [line(header, false), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map((row) => line(row, true))];
 }
 
+function formatComparison(ratio: Ratio, value: number | undefined): string {
+  if (value === undefined) return '-';
+  if (ratio.kind === 'difference') return `${value >= 0 ? '+' : ''}${formatNumber(value, ratio.digits ?? 1)}`;
+  if (ratio.kind === 'reference') return formatNumber(value, ratio.digits ?? 1);
+  return `${value.toFixed(2)}×`;
+}
+
 export function renderScenario(scenario: Scenario, result: ScenarioResult, runs: number): string[] {
   const ratios = scenario.ratios ?? [];
   const header = ['', ...scenario.columns.map((c) => c.title), ...ratios.map((r) => r.title)];
@@ -61,7 +68,7 @@ export function renderScenario(scenario: Scenario, result: ScenarioResult, runs:
     const cells = [
       row.variant,
       ...scenario.columns.map((c) => formatNumber(row.median[c.key], c.digits)),
-      ...ratios.map((r) => (row.ratios[r.key] === undefined ? '-' : `${row.ratios[r.key].toFixed(2)}×`)),
+      ...ratios.map((r) => formatComparison(r, row.ratios[comparisonKey(r)])),
     ];
     if (hasTargets) cells.push(row.targets.map((t) => t.text).join('; '));
     return cells;

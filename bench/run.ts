@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { describeMachine, machineLine } from './machine';
 import { renderReport, type BenchReport, type RowResult, type ScenarioResult } from './report';
 import type { Metrics, ScenarioParams } from './scenario-process';
-import { SCENARIOS, type Scenario } from './scenarios';
+import { comparisonKey, SCENARIOS, type Scenario } from './scenarios';
 import { medianMetrics } from './stats';
 import { evaluate, TARGETS, type TargetResult } from './targets';
 
@@ -212,7 +212,10 @@ async function main(): Promise<void> {
       for (const ratio of scenario.ratios ?? []) {
         const mine = row.median[ratio.key];
         const theirs = reference?.median[ratio.key];
-        if (mine !== undefined && theirs) row.ratios[ratio.key] = mine / theirs;
+        if (mine === undefined || theirs === undefined) continue;
+        if (ratio.kind === 'difference') row.ratios[comparisonKey(ratio)] = mine - theirs;
+        else if (ratio.kind === 'reference') row.ratios[comparisonKey(ratio)] = theirs;
+        else if (theirs) row.ratios[ratio.key] = mine / theirs;
       }
       for (const target of TARGETS.filter((t) => t.scenario === scenario.id && t.variant === variant.label)) {
         const result = evaluate(target, row.runs.length > 0 ? row.median : undefined, reference?.runs.length ? reference.median : undefined);

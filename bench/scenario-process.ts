@@ -18,11 +18,18 @@ export interface ScenarioParams {
   channel: boolean;
   /** emulated-mkdir: one helper process per call instead of one kept per mount namespace. */
   spawnPerCall?: boolean;
+  /** noisy-neighbour: who answers the flooding neighbour (and the victim beside it); `syscall` and `threads` are the neighbour's. */
+  neighbourPath?: NeighbourPath;
+  /** noisy-neighbour: the victim on a bare C responder of its own while the neighbour floods the agent. */
+  victimOwnResponder?: boolean;
   /** runtime-start: the engine that starts the containers (containerd's CRI plugin by default). */
   engine?: 'containerd' | 'podman';
   /** Temp dir for sockets and logs; made (and removed) by the scenario when absent. */
   dir?: string;
 }
+
+/** noisy-neighbour: the bare C pair, or the agent's path the neighbour floods (bench/noisy-neighbour.ts). */
+export type NeighbourPath = 'bare' | 'bare-shared' | 'default' | 'fast-path' | 'control-plane' | 'emulated-mkdir';
 
 /** A scenario's figures: flat numbers, so run.ts can take medians of each. */
 export type Metrics = Record<string, number>;

@@ -19,9 +19,20 @@ export interface Variant {
 }
 
 export interface Ratio {
-  /** Metric divided by the same metric of the reference scenario's row of the same label. */
+  /** Metric compared with the same metric of the reference scenario's row of the same label. */
   key: string;
   title: string;
+  /**
+   * 'ratio' (the default): this row's median divided by the reference's; 'difference': this row's
+   * minus the reference's (printed signed, with `digits`); 'reference': the reference's median itself.
+   */
+  kind?: 'ratio' | 'difference' | 'reference';
+  digits?: number;
+}
+
+/** Where a comparison is kept in RowResult.ratios: a ratio under its metric's key, the others prefixed. */
+export function comparisonKey(ratio: Ratio): string {
+  return !ratio.kind || ratio.kind === 'ratio' ? ratio.key : `${ratio.kind}:${ratio.key}`;
 }
 
 export interface Scenario {
@@ -74,6 +85,43 @@ const ATTACHED: Scenario = {
   ],
   reference: 'reference',
   ratios: LATENCY_RATIOS,
+};
+
+/** Issue 17, defect 6: the neighbour's load (its syscall and threads), the victim always one thread of getppid. */
+const NEIGHBOUR_LOADS = [
+  { load: 'getppid × 2', params: { threads: 2, syscall: 'getppid' } },
+  { load: 'getppid × 8', params: { threads: 8, syscall: 'getppid' } },
+  { load: 'mkdir × 2', params: { threads: 2, syscall: 'mkdir' } },
+  { load: 'mkdir × 8', params: { threads: 8, syscall: 'mkdir' } },
+] as const;
+
+const NEIGHBOUR_ROWS: Array<{ path: 'default' | 'fast-path' | 'control-plane' | 'emulated-mkdir'; title: string; syscall: 'getppid' | 'mkdir' }> = [
+  { path: 'default', title: 'default', syscall: 'getppid' },
+  { path: 'fast-path', title: 'fast path', syscall: 'getppid' },
+  { path: 'control-plane', title: 'control-plane path', syscall: 'getppid' },
+  { path: 'emulated-mkdir', title: 'emulated MKDIR_TMPL mkdir', syscall: 'mkdir' },
+];
+
+const NOISY_REFERENCE: Scenario = {
+  id: 'noisy-neighbour-reference',
+  title: 'noisy neighbour, reference: the same two workloads, each against its own bare C responder (issue 17)',
+  about: 'two seccomp-bench-responders; the neighbour floods its own with N threads while the victim (one thread of getppid) is measured against the other ("one responder for both": a single responder thread serves both, as the engine thread does; "victim\'s own responder": the neighbour floods the agent\'s path, the victim has a bare C responder: the agent\'s CPU load without its sharing)',
+  script: 'noisy-neighbour',
+  variants: [
+    ...NEIGHBOUR_LOADS.map(({ load, params }): Variant => ({ label: `neighbour ${load}`, params: { ...params, neighbourPath: 'bare' } })),
+    // Context, not a denominator: what serving both containers from one thread costs a bare C responder.
+    ...NEIGHBOUR_LOADS.filter(({ params }) => params.syscall === 'getppid')
+      .map(({ load, params }): Variant => ({ label: `neighbour ${load}, one responder for both`, params: { ...params, neighbourPath: 'bare-shared' } })),
+    // Context: the agent's CPU load without its sharing. The neighbour floods the agent's path, the victim has a responder of its own.
+    ...NEIGHBOUR_ROWS.map((row): Variant => ({
+      label: `neighbour on the agent's ${row.title} × 8, victim's own responder`,
+      params: { threads: 8, syscall: row.syscall, neighbourPath: row.path, victimOwnResponder: true },
+    })),
+  ],
+  columns: [
+    { key: 'p50Us', title: 'victim p50 µs', digits: 1 }, { key: 'p99Us', title: 'victim p99 µs', digits: 1 },
+    { key: 'callsPerSec', title: 'victim calls/s', digits: 0 }, { key: 'neighbourCallsPerSec', title: 'neighbour calls/s', digits: 0 },
+  ],
 };
 
 export const SCENARIOS: Scenario[] = [
@@ -179,6 +227,33 @@ export const SCENARIOS: Scenario[] = [
     ],
     reference: 'reference',
     ratios: LATENCY_RATIOS,
+  },
+  NOISY_REFERENCE,
+  {
+    id: 'noisy-neighbour',
+    title: 'noisy neighbour: another container\'s latency while one floods the agent, beside the bare C pair (issue 17)',
+    about: 'one data plane serves both; the neighbour floods one path with N threads, the victim (one thread of getppid) is measured on the native path of that configuration '
+      + '(default without a control plane, else the fast path: the path a container without ask rules is on, and the only one a bare C responder can be compared with), '
+      + 'so the row says what the neighbour\'s path does to another container; control-plane path: the neighbour\'s getppid is a `when` rule of its namespace (loopback Kubernetes API)',
+    script: 'noisy-neighbour',
+    variants: NEIGHBOUR_ROWS.flatMap((row) => [2, 8].map((threads) => ({
+      label: `${row.title}, neighbour ${threads} threads`,
+      params: { threads, syscall: row.syscall, neighbourPath: row.path },
+      referenceVariant: `neighbour ${row.syscall} × ${threads}`,
+    }))),
+    columns: [
+      { key: 'p50Us', title: 'victim p50 µs', digits: 1 }, { key: 'p99Us', title: 'victim p99 µs', digits: 1 },
+      { key: 'neighbourCallsPerSec', title: 'neighbour calls/s', digits: 0 },
+    ],
+    reference: 'noisy-neighbour-reference',
+    ratios: [
+      { key: 'p50Us', title: 'bare C p50 µs', kind: 'reference', digits: 1 },
+      { key: 'p99Us', title: 'bare C p99 µs', kind: 'reference', digits: 1 },
+      { key: 'p50Us', title: 'p50 ×C' },
+      { key: 'p99Us', title: 'p99 ×C' },
+      { key: 'p99Us', title: 'p99 +µs', kind: 'difference', digits: 1 },
+    ],
+    slackSeconds: 30,
   },
   {
     id: 'containers',

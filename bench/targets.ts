@@ -65,6 +65,11 @@ export const TARGETS: Target[] = [
   { scenario: 'emulated-mkdir', variant: 'helper kept per mount ns', name: 'p50', unit: ' µs', limit: 300, atMost: true, value: (row) => row.p50Us },
   // ... and a kept helper answers faster than one spawned per call (agent side, NOTIF_RECV to result).
   { scenario: 'emulated-mkdir', variant: 'helper kept per mount ns', name: 'agent p50 vs spawn per call', unit: '×', limit: 1, atMost: true, value: ratio('agentP50Us') },
+  // Issue 17, defect 6: a noisy neighbour moves another container's p99 at most 1.2× beyond what
+  // the same load does beside a bare C responder pair (noisy-neighbour-reference, same threads).
+  ...['default', 'fast path', 'control-plane path', 'emulated MKDIR_TMPL mkdir'].flatMap((path) => [2, 8].map((threads): Target => ({
+    scenario: 'noisy-neighbour', variant: `${path}, neighbour ${threads} threads`, name: 'victim p99 vs bare C pair', unit: '×', limit: 1.2, atMost: true, value: ratio('p99Us'),
+  }))),
 ];
 
 export function formatTargetValue(value: number, unit: string): string {

@@ -48,26 +48,42 @@ export interface WorkloadOptions {
   runArgs?: string[];
 }
 
-/** Runs one measured workload as a seccomp-run'd container of `listenerSocket` and parses its line. */
-export async function runWorkload(children: Children, options: WorkloadOptions): Promise<WorkloadResult> {
+/** A workload running as a seccomp-run'd container; `result` settles once it has printed its line. */
+export interface RunningWorkload {
+  child: Child;
+  result: Promise<WorkloadResult>;
+}
+
+/**
+ * Starts one measured workload as a seccomp-run'd container of `listenerSocket`. SIGTERM to
+ * `child` (seccomp-run execs the workload) ends its measured seconds early, its line printed.
+ */
+export function startWorkload(children: Children, options: WorkloadOptions): RunningWorkload {
   const child = children.start(`workload ${options.id}`, TOOLS.seccompRun, [
     '--socket', options.listenerSocket, '--syscalls', options.syscall, '--id', options.id,
     ...(options.runArgs ?? []), '--', TOOLS.workload, '--threads', String(options.threads), '--seconds', String(options.seconds),
     '--warmup-ms', String(options.warmupMs), '--syscall', options.syscall,
     '--path-prefix', path.join(options.workDir, `mkdir-${options.id}`),
   ]);
-  const code = await child.exited;
-  const line = child.stdout().trim().split('\n').pop() ?? '';
-  let result: WorkloadResult | undefined;
-  try {
-    result = JSON.parse(line) as WorkloadResult;
-  } catch {
-    result = undefined;
-  }
-  if (code !== 0 || result === undefined || result.errors > 0 || result.calls <= 0) {
-    throw new Error(`workload ${options.id} under seccomp-run failed (exit ${code}): ${line || '(no output)'} ${child.stderr().trim()}`);
-  }
-  return result;
+  const result = child.exited.then((code) => {
+    const line = child.stdout().trim().split('\n').pop() ?? '';
+    let parsed: WorkloadResult | undefined;
+    try {
+      parsed = JSON.parse(line) as WorkloadResult;
+    } catch {
+      parsed = undefined;
+    }
+    if (code !== 0 || parsed === undefined || parsed.errors > 0 || parsed.calls <= 0) {
+      throw new Error(`workload ${options.id} under seccomp-run failed (exit ${code}): ${line || '(no output)'} ${child.stderr().trim()}`);
+    }
+    return parsed;
+  });
+  return { child, result };
+}
+
+/** Runs one measured workload as a seccomp-run'd container of `listenerSocket` and parses its line. */
+export function runWorkload(children: Children, options: WorkloadOptions): Promise<WorkloadResult> {
+  return startWorkload(children, options).result;
 }
 
 /** A live container that never calls: holds its notify fd until stopped. */
@@ -78,8 +94,8 @@ export function startIdleContainer(children: Children, listenerSocket: string, i
 }
 
 /** The bare C reference agent, listening on `listenerSocket` once this resolves. */
-export async function startResponder(children: Children, listenerSocket: string): Promise<Child> {
-  const child = children.start('responder', TOOLS.responder, [listenerSocket]);
+export async function startResponder(children: Children, listenerSocket: string, name = 'responder'): Promise<Child> {
+  const child = children.start(name, TOOLS.responder, [listenerSocket]);
   const deadline = Date.now() + 10_000;
   while (!child.stdout().includes('"listening"')) {
     if (!child.alive() || Date.now() > deadline) {
