@@ -838,7 +838,6 @@ void HandoffFormatCases() {
   });
 }
 
-
 // The events dataplane/event-decoder.test.ts expects, in order: every type, every field set to
 // something other than its default, every emulated kind, every drop reason.
 std::vector<Event> SampleBatch(std::string* arena) {
@@ -848,8 +847,13 @@ std::vector<Event> SampleBatch(std::string* arena) {
     return ref;
   };
   std::vector<Event> events;
-  Event n;
-  n.type = EventType::kNotification;
+  // A new event of `type`, as a reference that holds until the next add.
+  auto add = [&events](EventType type) -> Event& {
+    events.emplace_back();
+    events.back().type = type;
+    return events.back();
+  };
+  Event& n = add(EventType::kNotification);
   n.handle = 7;
   n.id = 0x8877665544332211ull;
   n.pid = 4242;
@@ -865,108 +869,75 @@ std::vector<Event> SampleBatch(std::string* arena) {
   n.via_channel = true;
   n.session = 3;
   n.ns = 1000;
-  events.push_back(n);
-  Event plain;  // answered natively, no string argument
-  plain.type = EventType::kNotification;
+  Event& plain = add(EventType::kNotification);  // answered natively, no string argument
   plain.handle = 8;
   plain.id = 1;
   plain.nr = 39;
   plain.arch = AUDIT_ARCH_I386;
   plain.ns = 2000;
-  events.push_back(plain);
-  Event a;
-  a.type = EventType::kAnswered;
-  a.handle = 7;
-  a.id = 0x8877665544332211ull;
-  a.by = AnsweredBy::kFastPath;
-  a.rule = 2;
-  a.action.kind = Answer::kError;
-  a.action.error = 13;
-  a.ns = 500;
-  a.notified = true;
-  a.nr = 2;
-  a.arch = AUDIT_ARCH_I386;
-  events.push_back(a);
-  a = Event();
-  a.type = EventType::kAnswered;
-  a.handle = 8;
-  a.id = 1;
-  a.by = AnsweredBy::kControlPlane;
-  a.action.kind = Answer::kValue;
-  a.action.value = -5;
-  a.gone = true;
-  a.ns = 600;
-  events.push_back(a);
-  a.action = Answer();
-  a.by = AnsweredBy::kRecovered;
-  a.gone = false;
-  events.push_back(a);
+  Event& fast = add(EventType::kAnswered);
+  fast.handle = 7;
+  fast.id = 0x8877665544332211ull;
+  fast.by = AnsweredBy::kFastPath;
+  fast.rule = 2;
+  fast.action = Answer{Answer::kError, 13, 0};
+  fast.ns = 500;
+  fast.notified = true;
+  fast.nr = 2;
+  fast.arch = AUDIT_ARCH_I386;
+  Event& value = add(EventType::kAnswered);
+  value.handle = 8;
+  value.id = 1;
+  value.by = AnsweredBy::kControlPlane;
+  value.action = Answer{Answer::kValue, 0, -5};
+  value.gone = true;
+  value.ns = 600;
+  Event& recovered = add(EventType::kAnswered);
+  recovered = events[events.size() - 2];
+  recovered.action = Answer();
+  recovered.by = AnsweredBy::kRecovered;
+  recovered.gone = false;
   for (size_t i = 0; i < kEmulationCount; ++i) {
-    a = Event();
-    a.type = EventType::kAnswered;
+    Event& a = add(EventType::kAnswered);
     a.handle = 9;
     a.id = 100 + i;
     a.by = AnsweredBy::kControlPlane;
     a.emulated = kEmulations[i].kind;
-    a.action.kind = Answer::kError;
-    a.action.error = static_cast<int32_t>(i);
-    a.action.value = static_cast<int64_t>(i) - 1;
+    a.action = Answer{Answer::kError, static_cast<int32_t>(i), static_cast<int64_t>(i) - 1};
     a.ns = 700 + i;
-    events.push_back(a);
   }
-  Event c;
-  c.type = EventType::kConnection;
+  Event& c = add(EventType::kConnection);
   c.conn = 5;
   c.text = text("{\"id\":\"caf\xc3\xa9\"}");
   c.fd_count = 3;
   c.seccomp_mask = 0x5;
   c.peer = Peer{-1, 1000, 1001};
-  events.push_back(c);
-  Event ie;
-  ie.type = EventType::kIngestError;
-  ie.text = text("message too large");
-  ie.code = "too-large";
-  ie.peer = Peer{77, 0, 0};
-  events.push_back(ie);
-  ie.code = nullptr;
-  ie.text = text("read failed");
-  events.push_back(ie);
-  Event r;
-  r.type = EventType::kRemoved;
-  r.handle = 9;
-  events.push_back(r);
-  Event err;
-  err.type = EventType::kError;
-  err.text = text("boom");
-  events.push_back(err);
+  for (const char* code : {"too-large", static_cast<const char*>(nullptr)}) {
+    Event& ie = add(EventType::kIngestError);
+    ie.text = text(code != nullptr ? "message too large" : "read failed");
+    ie.code = code;
+    ie.peer = Peer{77, 0, 0};
+  }
+  add(EventType::kRemoved).handle = 9;
+  add(EventType::kError).text = text("boom");
   for (DropReason reason : {DropReason::kUnknown, DropReason::kLate, DropReason::kWrongSession, DropReason::kInvalid}) {
-    Event d;
-    d.type = EventType::kDecisionDropped;
+    Event& d = add(EventType::kDecisionDropped);
     d.session = 4;
     d.handle = 7;
     d.id = 99;
     d.drop_reason = reason;
-    events.push_back(d);
   }
-  Event sd;
-  sd.type = EventType::kSessionDrained;
-  sd.session = 5;
-  events.push_back(sd);
-  Event ch;
-  ch.type = EventType::kChannel;
-  ch.session = 6;
-  ch.connected = true;
-  events.push_back(ch);
-  ch.connected = false;
-  ch.text = text("peer hung up");
-  events.push_back(ch);
-  Event h;
-  h.type = EventType::kHandoff;
+  add(EventType::kSessionDrained).session = 5;
+  for (bool connected : {true, false}) {
+    Event& ch = add(EventType::kChannel);
+    ch.session = 6;
+    ch.connected = connected;
+    if (!connected) ch.text = text("peer hung up");
+  }
+  Event& h = add(EventType::kHandoff);
   h.conn = 11;
   h.peer = Peer{12, 13, 14};
-  events.push_back(h);
-  Event t;
-  t.type = EventType::kTally;
+  Event& t = add(EventType::kTally);
   t.handle = 7;
   t.nr = 2;
   t.arch = AUDIT_ARCH_X86_64;
@@ -976,7 +947,6 @@ std::vector<Event> SampleBatch(std::string* arena) {
   t.ns = 123456;
   const uint32_t buckets[3] = {1, 0, 16};
   t.text = text(std::string(reinterpret_cast<const char*>(buckets), sizeof buckets));
-  events.push_back(t);
   return events;
 }
 
