@@ -117,6 +117,7 @@
         "native/addon/pending_table.cpp",
         "native/addon/decision_check.cpp",
         "native/addon/emulation_table.cpp",
+        "native/addon/event_encoder.cpp",
         "native/addon/rule_table.cpp",
         "native/addon/rule_set.cpp",
         "native/addon/policy_wire.cpp",

@@ -20,6 +20,7 @@ import { decodeContainerRecord } from './container-record';
 import { countersToProto, zeroCounters } from './counters';
 import { DecisionApplier } from './decision-applier';
 import { EngineEvents } from './engine-events';
+import { makeEventDecoder } from './event-decoder';
 import { FdStoreWatch } from './fd-store-watch';
 import type {
   HandOffResult,
@@ -103,7 +104,7 @@ export class DataPlane {
     this.kernel = addon.probeKernel();
     this.engine = new addon.Engine({
       helperPath,
-      onEvents: (events) => this.events.onEvents(events),
+      onBatch: makeEventDecoder(addon.eventLayout, (events) => this.events.onEvents(events)),
       defaultAction: config.defaultAction,
       decisionTimeoutMs: config.decisionTimeoutMs,
       // Events that need no reaction (answers given natively) reach JS at most every 20 ms:

@@ -6,6 +6,7 @@ import type { FallbackAction } from '../common/default-action';
 import type { EmulationName, PathCallName } from '../common/emulations';
 import type { SyscallTables } from '../common/syscall-abi';
 import type { AnsweredBy } from '../proto/gen/seccompagent/v1/dataplane';
+import type { EventBatchHandler, EventLayout } from './event-decoder';
 
 /** What the data plane answers by itself (no control plane, deadline passed, detach). */
 export type NativeDefaultAction = FallbackAction;
@@ -42,8 +43,11 @@ export type NativeDecision = NativeImmediateDecision | NativeEmulatedDecision;
 export interface NativeEngineOptions {
   /** Path of build/Release/seccomp-nshelper, the emulation helper. */
   helperPath: string;
-  /** Receives batches of events on the JS thread. Must not throw. */
-  onEvents: (events: NativeEvent[]) => void;
+  /**
+   * Receives batches of events on the JS thread: makeEventDecoder(addon.eventLayout, onEvents)
+   * (dataplane/event-decoder.ts), where onEvents must not throw.
+   */
+  onBatch: EventBatchHandler;
   defaultAction: NativeDefaultAction;
   /** Forwarded notifications not answered within this many ms get the default action. */
   decisionTimeoutMs: number;
@@ -434,6 +438,8 @@ export interface NativeAddon {
   openFdCount(): number;
   AUDIT_ARCH_X86_64: number;
   AUDIT_ARCH_I386: number;
+  /** The event record's offsets and flags (native/addon/event_layout.hpp), for makeEventDecoder. */
+  eventLayout: EventLayout;
   /** Upper bounds (ns, ascending) of the latency buckets of 'tally' events: the latency metric's. */
   latencyBucketsNs: number[];
   /**

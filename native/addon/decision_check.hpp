@@ -36,7 +36,7 @@ DecisionReason ChannelAnswer(const decision_channel::DecisionBody& body, Answer*
 // Any thread: whether an emulation of `kind` can answer notification `n` (its row's x86_64
 // syscalls; a row that names none, kill and freeze: any).
 DecisionReason CheckEmulation(EmulatedKind kind, const Notification& n);
-// The channel's decision-dropped reason for a refused decision (the decoder's order).
+// The channel's decision-dropped reason for a refused decision.
 DropReason DropReasonOf(DecisionReason reason);
 
 }  // namespace seccomp_agent

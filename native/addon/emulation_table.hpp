@@ -1,9 +1,9 @@
 // One row per emulated action (docs/emulation.md, "Adding an emulation"): its name, feature, the
 // syscalls it answers and where their arguments are, the policy.proto action that asks for it,
 // and who performs it. Every place that used to switch on the kind reads this table instead: the
-// decision check, respond()'s parsing, the policy wire, the engine's one dispatch, the event
-// decoder's names and the addon's `emulations()` (which test/unit/emulations.test.ts holds
-// against common/emulations.ts). Pure C++ (no N-API), any thread.
+// decision check, respond()'s parsing, the policy wire, the engine's one dispatch and the addon's
+// `emulations()` (which test/unit/emulations.test.ts holds against common/emulations.ts, the
+// twin the event decoder takes its names from). Pure C++ (no N-API), any thread.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -13,7 +13,7 @@
 namespace seccomp_agent {
 
 // The emulated action of a decision, a rule or an 'answered' event (kNone: a plain answer). The
-// number is also the event decoder's index into its table of names (bits 24-31 of the flags).
+// number is what an 'answered' event carries (event_layout.hpp, FLAG_EMULATED_SHIFT).
 enum class EmulatedKind : uint8_t { kNone, kMkdir, kMount, kKill, kFreeze };
 
 // Who performs it: a helper process in the target's mount namespace (nshelper_pool.hpp), or the

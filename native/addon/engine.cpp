@@ -38,7 +38,7 @@ Engine::Engine(const Options& options)
 Engine::~Engine() { Stop(); }
 
 // JS thread.
-bool Engine::Init(Napi::Env env, Napi::Function on_events, std::string* error) {
+bool Engine::Init(Napi::Env env, Napi::Function on_batch, std::string* error) {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd_ < 0) {
     *error = "epoll_create1: " + ErrnoText(errno);
@@ -74,7 +74,7 @@ bool Engine::Init(Napi::Env env, Napi::Function on_events, std::string* error) {
     return false;
   }
   queue_ = std::make_unique<EventQueue>(options_.max_queued_events, options_.batch_delay_ns);
-  if (!queue_->Init(env, on_events)) {
+  if (!queue_->Init(env, on_batch)) {
     *error = "cannot create the thread-safe function for events";
     return false;
   }

@@ -139,7 +139,7 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
 
   // JS thread. Creates the epoll set, the wake eventfd and the event queue. False with *error
   // set (and maybe a JS exception pending from the TSFN creation).
-  bool Init(Napi::Env env, Napi::Function on_events, std::string* error);
+  bool Init(Napi::Env env, Napi::Function on_batch, std::string* error);
   // JS thread. Starts the epoll thread; returns once it runs.
   bool Start(std::string* error);
   // JS thread. Stops and joins the thread, answers what is pending with the default action,

@@ -14,6 +14,7 @@
 
 #include "binding_args.hpp"
 #include "engine.hpp"
+#include "event_layout.hpp"
 #include "seccomp_compat.h"
 #include "syscall_abi.h"
 
@@ -66,10 +67,10 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
       return;
     }
     Napi::Object opts = info[0].As<Napi::Object>();
-    Napi::Value on_events = opts.Get("onEvents");
+    Napi::Value on_batch = opts.Get("onBatch");
     if (env.IsExceptionPending()) return;
-    if (!on_events.IsFunction()) {
-      ThrowType(env, "option onEvents must be a function");
+    if (!on_batch.IsFunction()) {
+      ThrowType(env, "option onBatch must be a function (dataplane/event-decoder.ts, makeEventDecoder)");
       return;
     }
     Engine::Options o;
@@ -107,7 +108,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
 
     engine_ = std::make_unique<Engine>(o);
     std::string error;
-    if (!engine_->Init(env, on_events.As<Napi::Function>(), &error)) {
+    if (!engine_->Init(env, on_batch.As<Napi::Function>(), &error)) {
       if (!env.IsExceptionPending()) Napi::Error::New(env, error).ThrowAsJavaScriptException();
       engine_.reset();
       return;
@@ -753,4 +754,11 @@ void RegisterEngine(Napi::Env env, Napi::Object exports) {
     bounds.Set(static_cast<uint32_t>(i), Napi::Number::New(env, static_cast<double>(kLatencyBucketBoundsNs[i])));
   }
   exports.Set("latencyBucketsNs", bounds);
+  // The event record's offsets and flags (event_layout.hpp), for dataplane/event-decoder.ts.
+  Napi::Object layout = Napi::Object::New(env);
+#define SECCOMP_EVENT_LAYOUT_EXPORT(name, value) layout.Set(#name, Napi::Number::New(env, event_layout::name));
+  SECCOMP_EVENT_LAYOUT(SECCOMP_EVENT_LAYOUT_EXPORT)
+#undef SECCOMP_EVENT_LAYOUT_EXPORT
+  layout.Freeze();
+  exports.Set("eventLayout", layout);
 }

@@ -23,7 +23,7 @@ enum class EventType : uint8_t {
   kHandoff,
   kTally,  // answer_tally.hpp: id is the count, ns the latency sum, text the bucket counts (u32 each)
 };
-// Why a decision was not applied (decision-dropped); the order is the decoder's.
+// Why a decision was not applied (decision-dropped; event_layout.hpp names each for the decoder).
 enum class DropReason : uint8_t { kUnknown, kLate, kWrongSession, kInvalid };
 // kControlPlane: an emulation the control plane asked for has finished (respond() said 'accepted').
 // kRecovered: received by a predecessor (crashed or handed over) and never answered by it.

@@ -1,6 +1,6 @@
 #include "event_queue.hpp"
 
-#include "event_decoder.hpp"
+#include "event_delivery.hpp"
 
 #include <time.h>
 
@@ -53,12 +53,10 @@ EventQueue::EventQueue(size_t max_queued, uint64_t batch_delay_ns)
 
 EventQueue::~EventQueue() { delete current_; }
 
-bool EventQueue::Init(Napi::Env env, Napi::Function on_events) {
-  Napi::Function decoder = MakeEventDecoder(env, on_events);
-  if (decoder.IsEmpty()) return false;
+bool EventQueue::Init(Napi::Env env, Napi::Function on_batch) {
   sink_ = new EventSink();
   EventSink* sink = sink_;
-  tsfn_ = Tsfn::New(env, decoder, "seccomp-agent-events", 0, 1, sink,
+  tsfn_ = Tsfn::New(env, on_batch, "seccomp-agent-events", 0, 1, sink,
                     [](Napi::Env, void*, EventSink* s) { delete s; });
   if (env.IsExceptionPending()) {
     delete sink;
@@ -155,11 +153,11 @@ void EventQueue::Close() {
   sink_ = nullptr;  // the TSFN finalizer frees it
 }
 
-// JS thread (or teardown with env == nullptr): hands the batch to the decoder, frees it.
-void EventQueue::CallJs(Napi::Env env, Napi::Function decoder, EventSink* sink, Batch* batch) {
+// JS thread (or teardown with env == nullptr): hands the batch to on_batch (the JS decoder), frees it.
+void EventQueue::CallJs(Napi::Env env, Napi::Function on_batch, EventSink* sink, Batch* batch) {
   if (batch == nullptr) return;
   if (sink != nullptr) sink->in_flight.fetch_sub(batch->events.size(), std::memory_order_relaxed);
-  if (env != nullptr && !decoder.IsEmpty()) DeliverBatch(env, decoder, *batch);
+  if (env != nullptr && !on_batch.IsEmpty()) DeliverBatch(env, on_batch, *batch);
   if (sink != nullptr) {
     sink->Give(batch);
   } else {

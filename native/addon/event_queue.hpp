@@ -39,9 +39,10 @@ class EventQueue {
   EventQueue(size_t max_queued, uint64_t batch_delay_ns);
   ~EventQueue();
 
-  // JS thread. Creates the thread-safe function that ends in `on_events(events[])`; unref'd so it never
-  // keeps the process alive. Returns false with a JS exception pending on failure.
-  bool Init(Napi::Env env, Napi::Function on_events);
+  // JS thread. Creates the thread-safe function that ends in `on_batch` (event_delivery.hpp:
+  // the JS decoder); unref'd so it never keeps the process alive. Returns false with a JS
+  // exception pending on failure.
+  bool Init(Napi::Env env, Napi::Function on_batch);
 
   // Any thread. Copies `event`, rebasing its TextRefs from `blob` into the batch arena. `urgent`:
   // JS must react (forwarded notification, connection...): the batch is due at once. Returns false
@@ -71,7 +72,7 @@ class EventQueue {
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
 
  private:
-  static void CallJs(Napi::Env env, Napi::Function decoder, EventSink* sink, Batch* batch);
+  static void CallJs(Napi::Env env, Napi::Function on_batch, EventSink* sink, Batch* batch);
   using Tsfn = Napi::TypedThreadSafeFunction<EventSink, Batch, EventQueue::CallJs>;
   void FlushLocked();
   void UpdateDueLocked();

@@ -13,6 +13,7 @@ import {
   type NativeEvent,
   type NotificationEvent,
 } from '../../dataplane/native';
+import { makeEventDecoder } from '../../dataplane/event-decoder';
 import { NSHELPER, SECCOMP_RUN } from './paths';
 import { waitUntil } from './wait';
 
@@ -82,7 +83,7 @@ export class EngineHarness {
       defaultAction: { kind: 'continue' },
       decisionTimeoutMs: 2000,
       ...options,
-      onEvents: (batch) => this.receive(batch),
+      onBatch: makeEventDecoder(native.eventLayout, (batch) => this.receive(batch)),
     });
     t.after(() => {
       for (const child of this.children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');

@@ -5,6 +5,8 @@
 // No framework: each case prints "ok N - name" or
 // "not ok N - name" with what differed, and the last line is "N passed, N failed"; the exit code
 // is 1 when anything failed. Run by test/unit/native-core.test.ts (npm test).
+// With --encode-events it prints a batch of every kind of event as the encoder writes it (see
+// SampleBatch), for dataplane/event-decoder.test.ts to decode.
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
@@ -30,6 +32,8 @@
 #include "decision_check.hpp"
 #include "emulation_table.hpp"
 #include "engine_names.hpp"
+#include "event_encoder.hpp"
+#include "event_layout.hpp"
 #include "handoff_formats.hpp"
 #include "journal.hpp"
 #include "namespace_link.h"
@@ -834,9 +838,154 @@ void HandoffFormatCases() {
   });
 }
 
+// The events dataplane/event-decoder.test.ts expects, in order: every type, every field set to
+// something other than its default, every emulated kind, every drop reason.
+std::vector<Event> SampleBatch(std::string* arena) {
+  auto text = [arena](const std::string& bytes) {
+    TextRef ref{static_cast<uint32_t>(arena->size()), static_cast<uint32_t>(bytes.size())};
+    arena->append(bytes);
+    return ref;
+  };
+  std::vector<Event> events;
+  // A new event of `type`, as a reference that holds until the next add.
+  auto add = [&events](EventType type) -> Event& {
+    events.emplace_back();
+    events.back().type = type;
+    return events.back();
+  };
+  Event& n = add(EventType::kNotification);
+  n.handle = 7;
+  n.id = 0x8877665544332211ull;
+  n.pid = 4242;
+  n.nr = 83;
+  n.arch = AUDIT_ARCH_X86_64;
+  n.ip = 0x401000;
+  for (int i = 0; i < 6; i++) n.args[i] = i + 1;
+  n.args[2] = UINT64_MAX;
+  n.string_count = 2;
+  n.strings[0] = StringArg{0, false, text("/tmp/a")};
+  n.strings[1] = StringArg{5, true, text(std::string("\xff\xfe/x", 4))};
+  n.forwarded = true;
+  n.via_channel = true;
+  n.session = 3;
+  n.ns = 1000;
+  Event& plain = add(EventType::kNotification);  // answered natively, no string argument
+  plain.handle = 8;
+  plain.id = 1;
+  plain.nr = 39;
+  plain.arch = AUDIT_ARCH_I386;
+  plain.ns = 2000;
+  Event& fast = add(EventType::kAnswered);
+  fast.handle = 7;
+  fast.id = 0x8877665544332211ull;
+  fast.by = AnsweredBy::kFastPath;
+  fast.rule = 2;
+  fast.action = Answer{Answer::kError, 13, 0};
+  fast.ns = 500;
+  fast.notified = true;
+  fast.nr = 2;
+  fast.arch = AUDIT_ARCH_I386;
+  Event& value = add(EventType::kAnswered);
+  value.handle = 8;
+  value.id = 1;
+  value.by = AnsweredBy::kControlPlane;
+  value.action = Answer{Answer::kValue, 0, -5};
+  value.gone = true;
+  value.ns = 600;
+  Event& recovered = add(EventType::kAnswered);
+  recovered = events[events.size() - 2];
+  recovered.action = Answer();
+  recovered.by = AnsweredBy::kRecovered;
+  recovered.gone = false;
+  for (size_t i = 0; i < kEmulationCount; ++i) {
+    Event& a = add(EventType::kAnswered);
+    a.handle = 9;
+    a.id = 100 + i;
+    a.by = AnsweredBy::kControlPlane;
+    a.emulated = kEmulations[i].kind;
+    a.action = Answer{Answer::kError, static_cast<int32_t>(i), static_cast<int64_t>(i) - 1};
+    a.ns = 700 + i;
+  }
+  Event& c = add(EventType::kConnection);
+  c.conn = 5;
+  c.text = text("{\"id\":\"caf\xc3\xa9\"}");
+  c.fd_count = 3;
+  c.seccomp_mask = 0x5;
+  c.peer = Peer{-1, 1000, 1001};
+  for (const char* code : {"too-large", static_cast<const char*>(nullptr)}) {
+    Event& ie = add(EventType::kIngestError);
+    ie.text = text(code != nullptr ? "message too large" : "read failed");
+    ie.code = code;
+    ie.peer = Peer{77, 0, 0};
+  }
+  add(EventType::kRemoved).handle = 9;
+  add(EventType::kError).text = text("boom");
+  for (DropReason reason : {DropReason::kUnknown, DropReason::kLate, DropReason::kWrongSession, DropReason::kInvalid}) {
+    Event& d = add(EventType::kDecisionDropped);
+    d.session = 4;
+    d.handle = 7;
+    d.id = 99;
+    d.drop_reason = reason;
+  }
+  add(EventType::kSessionDrained).session = 5;
+  for (bool connected : {true, false}) {
+    Event& ch = add(EventType::kChannel);
+    ch.session = 6;
+    ch.connected = connected;
+    if (!connected) ch.text = text("peer hung up");
+  }
+  Event& h = add(EventType::kHandoff);
+  h.conn = 11;
+  h.peer = Peer{12, 13, 14};
+  Event& t = add(EventType::kTally);
+  t.handle = 7;
+  t.nr = 2;
+  t.arch = AUDIT_ARCH_X86_64;
+  t.by = AnsweredBy::kNoControlPlane;
+  t.gone = true;
+  t.id = 17;
+  t.ns = 123456;
+  const uint32_t buckets[3] = {1, 0, 16};
+  t.text = text(std::string(reinterpret_cast<const char*>(buckets), sizeof buckets));
+  return events;
+}
+
+std::string Hex(const void* data, size_t size) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < size; i++) {
+    const uint8_t byte = static_cast<const uint8_t*>(data)[i];
+    out += kDigits[byte >> 4];
+    out += kDigits[byte & 15];
+  }
+  return out;
+}
+
+// --encode-events: the sample batch as DeliverBatch hands it to JS, one part a line in hex:
+// "count N", "w64 ...", "w32 ...", "text ..." per text, "raw ...".
+int PrintSampleBatch() {
+  std::string arena;
+  const std::vector<Event> events = SampleBatch(&arena);
+  std::vector<uint64_t> w64(events.size() * event_layout::W64_WORDS);
+  std::vector<uint32_t> w32(events.size() * event_layout::W32_WORDS);
+  std::vector<EventBytes> texts, raws;
+  for (size_t i = 0; i < events.size(); i++) {
+    EncodeEvent(events[i], arena, &w64[i * event_layout::W64_WORDS], &w32[i * event_layout::W32_WORDS], &texts, &raws);
+  }
+  printf("count %zu\n", events.size());
+  printf("w64 %s\n", Hex(w64.data(), w64.size() * sizeof(uint64_t)).c_str());
+  printf("w32 %s\n", Hex(w32.data(), w32.size() * sizeof(uint32_t)).c_str());
+  for (const EventBytes& t : texts) printf("text %s\n", Hex(t.first, t.second).c_str());
+  std::string raw;
+  for (const EventBytes& r : raws) raw.append(r.first, r.second);
+  printf("raw %s\n", Hex(raw.data(), raw.size()).c_str());
+  return 0;
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1 && strcmp(argv[1], "--encode-events") == 0) return PrintSampleBatch();
   PendingTableCases();
   DecisionCheckCases();
   EmulationTableCases();
