@@ -21,7 +21,7 @@ test('README numbers: each row shows the bare C reference and the overhead in µ
   assert.ok(fast, block);
   const cells = fast.split('|').map((c) => c.trim());
   const [p50, bare, ratio, overhead] = [cells[2], cells[3], cells[4], cells[5]].map((c) => Number.parseFloat(c.replace('−', '-')));
-  assert.ok(Math.abs(p50 / bare - ratio) < 0.01, fast);
+  assert.ok(Math.abs(p50 / bare - ratio) < 0.02, fast); // figures rounded to 0.1 µs
   assert.ok(Math.abs(p50 - bare - overhead) < 0.11, fast);
 });
 

@@ -80,10 +80,19 @@ export function renderReadmeNumbers(report: BenchReport): string {
     const start = row(report, 'runtime-start', variant);
     lines.push(`| container start with the agent, ${variant} | ${metric(start, 'withAgentMs', 'with').toFixed(1)} ms | ${metric(start, 'withoutAgentMs', 'without').toFixed(1)} ms (without) | | ${signed(metric(start, 'overheadMs', 'overhead'), 'ms')} | |`);
   }
-  const passed = report.targets.filter((t) => t.pass).length;
-  lines.push('', `Targets of that run: ${passed} PASS, ${report.targets.length - passed} FAIL${report.targets.filter((t) => !t.pass).map((t) => ` (${t.scenario} / ${t.variant}: ${t.text})`).join('')}.`);
+  lines.push('', `Targets of that run: ${targetSummary(report)}.`);
   lines.push('', `\`${machineLine(report.machine)}\``);
   return lines.join('\n');
+}
+
+/** "N PASS, M FAIL" and the failed ones by scenario (a scenario failing more than two: a count). */
+function targetSummary(report: BenchReport): string {
+  const failed = report.targets.filter((t) => !t.pass);
+  const byScenario = new Map<string, typeof failed>();
+  for (const t of failed) byScenario.set(t.scenario, [...(byScenario.get(t.scenario) ?? []), t]);
+  const parts = [...byScenario].map(([scenario, ts]) =>
+    ts.length > 2 ? `${scenario}: ${ts.length} rows` : ts.map((t) => `${scenario} / ${t.variant}: ${t.text.replace(/ FAIL$/, '')}`).join('; '));
+  return `${report.targets.length - failed.length} PASS, ${failed.length} FAIL${parts.length > 0 ? ` (${parts.join('; ')})` : ''}`;
 }
 
 /** README text with the block between the markers replaced. */
