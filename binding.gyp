@@ -74,6 +74,7 @@
         "native/tools/nshelper_target.cpp",
         "native/tools/nshelper_replay.cpp",
         "native/tools/nshelper_recovery.cpp",
+        "native/tools/nshelper_answer.cpp",
         "native/tools/mount_confinement.cpp"
       ],
       "libraries": [
@@ -124,7 +125,8 @@
         "native/addon/journal.cpp",
         "native/addon/handoff_formats.cpp",
         "native/addon/notify_fd.cpp",
-        "native/tools/nshelper_target.cpp"
+        "native/tools/nshelper_target.cpp",
+        "native/tools/nshelper_answer.cpp"
       ],
       "include_dirs": [
         "native/addon",

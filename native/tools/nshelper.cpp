@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "mount_confinement.hpp"
+#include "nshelper_answer.hpp"
 #include "nshelper_credentials.hpp"
 #include "nshelper_target.hpp"
 #include "nshelper_protocol.h"
@@ -56,6 +57,7 @@ using nshelper::Request;
 using nshelper::Response;
 
 using nshelper::Credentials;
+using nshelper::Delivery;
 using nshelper::Fail;
 using nshelper::Status;
 using nshelper::Target;
@@ -189,6 +191,7 @@ struct Outcome {
   uint64_t strings_hash = 0;
   uint64_t task_ino = 0;          // the target's pidfs inode (0: not known, no replay)
   char wait_state = 0;            // Credentials::state
+  int pid_dir = -1;               // the target's /proc directory (the cache's, valid for the request)
 };
 
 // The candidate is a dead helper's intent: its act may or may not have happened (the pool gave
@@ -423,6 +426,7 @@ Status Handle(const Request& req, const std::string* str, int notify_fd, Outcome
   Target t;
   Status s = g_targets.Open(req, notify_fd, &t);
   if (!s.ok()) return s;
+  out->pid_dir = t.pid_dir;
   // A call a signal may have restarted after a request for it acted (Open has just checked this
   // notification is pending, from this very task): a mount's outcome is given again here, a
   // mkdir's where it would act, once its directory is seen still in place.
@@ -511,27 +515,40 @@ bool ServeOne(char* buf) {
   // Answer the target ourselves when asked, unless the notification is gone or was never
   // checked: a stale id must get no answer from us, and a bad request is the data plane's to answer.
   bool kept = false;  // the request's entry stays in the book
+  bool answered_here = false;
   if (parsed && (req.flags & nshelper::kRespond) && nfds > 0 && s.stage != nshelper::kStageStale &&
       s.stage != nshelper::kStageBadRequest && s.stage != nshelper::kStageOpenProc) {
-    seccomp_notif_resp answer = {};
-    answer.id = req.notif_id;
-    answer.error = -s.err;
-    if (ioctl(fds[0], SECCOMP_IOCTL_NOTIF_SEND, &answer) == 0) {
+    answered_here = true;
+    // An effect's answer (an entry of its own or replayed) is one whose delivery is known
+    // (nshelper_answer.hpp); the kept outcome then serves the call a signal restarts, and only it.
+    const bool effect = s.ok() && outcome.entry >= 0;
+    Delivery delivery = Delivery::kFailed;
+    int send_err = 0;
+    if (effect) {
+      delivery = nshelper::AnswerZero(fds[0], req.notif_id, outcome.pid_dir, pid_t(req.pid), &send_err);
+    } else {
+      seccomp_notif_resp answer = {};
+      answer.id = req.notif_id;
+      answer.error = -s.err;
+      delivery = ioctl(fds[0], SECCOMP_IOCTL_NOTIF_SEND, &answer) == 0 ? Delivery::kSent : Delivery::kFailed;
+      if (delivery == Delivery::kFailed) send_err = errno;
+    }
+    if (delivery == Delivery::kTaken || delivery == Delivery::kSent) {
       resp.flags |= nshelper::kAnswered;
     } else {
-      resp.send_err = errno;
+      resp.send_err = send_err;
     }
-    // Done: if the answer found the target gone from its wait, a signal took it out (a fatal one
-    // too, but then no call comes back), and the call it restarts gets this outcome, not a second
-    // effect; if it was taken, briefly the same (a signal a moment before the answer can still
-    // make the target drop it: nshelper_replay.hpp).
-    const bool delivered = (resp.flags & nshelper::kAnswered) != 0;
-    kept = s.ok() && outcome.entry >= 0 && (outcome.replay || delivered || resp.send_err == ENOENT);
-    if (kept) g_replays.Settle(outcome.entry, delivered, NowNs());
+    // Kept: an outcome the target left its wait without (a signal took it out; a fatal one too, but
+    // then no call comes back), and one whose delivery is unknown (briefly: kDeliveredKeepNs).
+    // Taken: the program has its result, and the same call made again is its own (EEXIST).
+    kept = effect && (delivery == Delivery::kDropped || delivery == Delivery::kSent);
+    if (kept) g_replays.Settle(outcome.entry, delivery == Delivery::kSent, NowNs());
   }
-  // Nothing done, or an outcome nobody waits for: no intent or mark of this request is left behind
-  // (an earlier request's replayed entry stays as it was).
-  if (!kept && !(outcome.replay && outcome.entry == outcome.candidate.index)) g_replays.Erase(outcome.entry);
+  // Nothing done, or an outcome its target has: no intent, mark or note of it is left behind. An
+  // earlier request's entry given again without an answer from here stays as it was.
+  if (!kept && (answered_here || !(outcome.replay && outcome.entry == outcome.candidate.index))) {
+    g_replays.Erase(outcome.entry);
+  }
   g_replays.Unlock();
   for (int i = 0; i < nfds; ++i) close(fds[i]);
   resp.helper_ns = NowNs() - start;

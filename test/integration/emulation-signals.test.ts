@@ -31,6 +31,8 @@ interface Counts {
   handlerEexist: number;
   mounts: number;
   stacked: number;
+  repeats: number;
+  repeatEexist: number;
 }
 
 const METADATA = `${MKDIR_TMPL_METADATA}\nMOUNT_OTHER_FS_LIST=tmpfs`;
@@ -84,7 +86,7 @@ function directories(dir: string, prefix: string): { suffixed: number; plain: nu
 }
 
 function report(t: TestContext, what: string, c: Counts): void {
-  t.diagnostic(`${what}: ${c.calls} ${c.op} calls, ${c.ok} returned 0, ${c.eexist} EEXIST, ${c.other} other errors (first errno ${c.firstErrno} at call ${c.firstFailed}), ${c.eintr} EINTR retried; ${c.signals} signals; handler mkdirs ${c.handlerOk}/${c.handlerCalls} (EEXIST ${c.handlerEexist})${c.op === 'mount' ? `; ${c.mounts} mounts, ${c.stacked} stacked` : ''}`);
+  t.diagnostic(`${what}: ${c.calls} ${c.op} calls, ${c.ok} returned 0, ${c.eexist} EEXIST, ${c.other} other errors (first errno ${c.firstErrno} at call ${c.firstFailed}), ${c.eintr} EINTR retried; ${c.signals} signals; handler mkdirs ${c.handlerOk}/${c.handlerCalls} (EEXIST ${c.handlerEexist})${c.repeats > 0 ? `; the same mkdir again: ${c.repeatEexist}/${c.repeats} EEXIST` : ''}${c.op === 'mount' ? `; ${c.mounts} mounts, ${c.stacked} stacked` : ''}`);
 }
 
 async function containerWaits(dp: RunningDataPlane): Promise<NotificationWait[]> {
@@ -121,6 +123,8 @@ async function mkdirCase(t: TestContext, args: string[], options: { waitKillable
   assert.equal(counts.ok, reference.counts.ok);
   assert.equal(counts.handlerEexist, 0);
   assert.equal(counts.handlerOk, counts.handlerCalls);
+  assert.equal(counts.repeats, reference.counts.repeats);
+  assert.equal(counts.repeatEexist, counts.repeats, 'the same mkdir again returned 0: the first call\'s outcome given for the program\'s own second call');
   // What it left: one directory per call, every one through the agent (suffixed).
   const made = directories(dir, 'd');
   assert.equal(made.plain, 0, 'a mkdir that bypassed the agent');
@@ -136,6 +140,16 @@ test('emulated mkdir under signals: a 200 µs SA_RESTART timer, 3,000 fresh mkdi
   assert.ok(counts.signals > 0, 'the timer interrupted nothing');
   // The filter has no WAIT_KILLABLE_RECV: a signal can abandon a notification, and it says so.
   assert.equal(wait, NotificationWait.NOTIFICATION_WAIT_INTERRUPTIBLE);
+});
+
+test('emulated mkdir: the same mkdir made again by the program gets EEXIST, as without the agent (its own second call, not a restart of the first)', { timeout: 120_000 }, async (t) => {
+  const { counts } = await mkdirCase(t, ['--count', String(CALLS), '--repeat']);
+  assert.equal(counts.repeats, CALLS);
+});
+
+test('emulated mkdir under signals: a 200 µs SA_RESTART timer, each fresh mkdir made again at once: 0 then EEXIST, as without the agent', { timeout: 120_000 }, async (t) => {
+  const { counts } = await mkdirCase(t, ['--count', String(CALLS), '--timer-us', '200', '--repeat']);
+  assert.equal(counts.repeats, CALLS);
 });
 
 test('emulated mkdir under signals: a 50 µs SA_RESTART timer whose handler makes syscalls and mkdirs of its own', { timeout: 120_000 }, async (t) => {

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "answer_tally.hpp"
+#include "nshelper_answer.hpp"
 #include "cgroup_paths.hpp"
 #include "decision_check.hpp"
 #include "emulation_table.hpp"
@@ -796,6 +797,68 @@ void ProcStatusCases() {
     EXPECT(c.umask == 022);                      // "-1" is no umask: the default stays
   });
 }
+// The identity of fd 0 of `pid` and its close-on-exec flag, from /proc.
+bool StdinOf(pid_t pid, ino_t* ino, bool* cloexec) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/fd/0", int(pid));
+  struct stat st;
+  if (stat(path, &st) != 0) return false;
+  *ino = st.st_ino;
+  snprintf(path, sizeof path, "/proc/%d/fdinfo/0", int(pid));
+  Fd info(open(path, O_RDONLY | O_CLOEXEC));
+  char text[4096] = {};
+  return info.get() >= 0 && read(info.get(), text, sizeof text - 1) > 0 && nshelper::ParseFdinfoReplaceable(text, cloexec);
+}
+
+void AnswerCases() {
+  using nshelper::AnswerZero;
+  using nshelper::Delivery;
+  using nshelper::ParseFdinfoReplaceable;
+  Case("answer: fdinfo's flags are octal (O_CLOEXEC read from them); a lock line, or no flags line, is not replaceable", [] {
+    bool cloexec = false;
+    EXPECT(ParseFdinfoReplaceable("pos:\t0\nflags:\t02100002\nmnt_id:\t28\nino:\t5\n", &cloexec) && cloexec);
+    EXPECT(ParseFdinfoReplaceable("pos:\t0\nflags:\t0100002\nmnt_id:\t28\n", &cloexec) && !cloexec);
+    EXPECT(!ParseFdinfoReplaceable("pos:\t0\nflags:\t0100002\nlock:\t1: POSIX  ADVISORY  WRITE 7 00:05:6 0 EOF\n", &cloexec));
+    EXPECT(!ParseFdinfoReplaceable("pos:\t0\nmnt_id:\t28\n", &cloexec));
+  });
+  Case("answer: 0 through ADDFD+SEND is taken by the target (its call returns 0), and its fd 0 is as it was", [] {
+    Target target;
+    NotifyBuffers buffers;
+    Notification n;
+    EXPECT(target.Start(2) && target.Next(&buffers, &n, 1));
+    ino_t before = 0, after = 0;
+    bool cloexec_before = true, cloexec_after = true;
+    EXPECT(StdinOf(target.pid, &before, &cloexec_before));
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%d", int(target.pid));
+    Fd pid_dir(open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    int err = 0;
+    EXPECT(AnswerZero(target.notify_fd, n.id, pid_dir.get(), target.pid, &err) == Delivery::kTaken);
+    EXPECT(target.Result() == 0);
+    // The child is in its second call now: its fd 0 is the same file, with the same flag.
+    EXPECT(target.Next(&buffers, &n, 1));
+    EXPECT(StdinOf(target.pid, &after, &cloexec_after));
+    EXPECT(after == before && cloexec_after == cloexec_before);
+    EXPECT(AnswerZero(target.notify_fd, n.id, pid_dir.get(), target.pid, &err) == Delivery::kTaken);
+    EXPECT(target.Result() == 0);
+  });
+  Case("answer: a target gone from its wait (killed) is told apart: dropped, not taken", [] {
+    Target target;
+    NotifyBuffers buffers;
+    Notification n;
+    EXPECT(target.Start(1) && target.Next(&buffers, &n, 1));
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%d", int(target.pid));
+    Fd pid_dir(open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    kill(target.pid, SIGKILL);
+    waitpid(target.pid, nullptr, 0);
+    target.pid = -1;
+    int err = 0;
+    EXPECT(AnswerZero(target.notify_fd, n.id, pid_dir.get(), pid_t(n.pid), &err) == Delivery::kDropped);
+    EXPECT(err == ENOENT);
+  });
+}
+
 void HandoffFormatCases() {
   using handoff::FormatVersions;
   Case("handoff hello: this release's hello names what it reads, and reads back to the same versions", [] {
@@ -994,6 +1057,7 @@ int main(int argc, char** argv) {
   CgroupPathCases();
   TallyCases();
   ProcStatusCases();
+  AnswerCases();
   HandoffFormatCases();
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;

@@ -5,16 +5,18 @@
 // name, whatever signals come; so must the agent.
 //
 //   seccomp-signal-workload --dir DIR --count N [--timer-us U] [--no-restart] [--handler-mkdir]
-//                           [--op mkdir|mount]
+//                           [--op mkdir|mount] [--repeat]
 //
 //   --timer-us U      SIGALRM every U µs (setitimer); 0: no timer
 //   --no-restart      the handler is installed without SA_RESTART: an interrupted call returns
 //                     EINTR, and the workload calls it again (counted)
 //   --handler-mkdir   the handler itself makes a directory (DIR/h<k>) now and then
+//   --repeat          after each mkdir that returned 0, the same mkdir again (a kernel says EEXIST:
+//                     the program's own second call is not a restart of its first)
 //   --op mount        mount a tmpfs on DIR/m<i> (made first) instead of mkdir DIR/d<i>; at the end
 //                     counts the mounts on each from /proc/self/mountinfo
 // Output: one JSON line {"op","calls","ok","eexist","eintr","other","firstErrno","firstFailed","signals",
-// "handlerCalls","handlerOk","handlerEexist","mounts","stacked"}.
+// "handlerCalls","handlerOk","handlerEexist","mounts","stacked","repeats","repeatEexist"}.
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -74,7 +76,7 @@ void OnAlarm(int) {
 }
 
 [[noreturn]] void Usage(const char* why) {
-  fprintf(stderr, "seccomp-signal-workload: %s\nusage: seccomp-signal-workload --dir DIR --count N [--timer-us U] [--no-restart] [--handler-mkdir] [--op mkdir|mount]\n", why);
+  fprintf(stderr, "seccomp-signal-workload: %s\nusage: seccomp-signal-workload --dir DIR --count N [--timer-us U] [--no-restart] [--handler-mkdir] [--op mkdir|mount] [--repeat]\n", why);
   exit(2);
 }
 
@@ -102,6 +104,7 @@ int main(int argc, char** argv) {
   long count = -1;
   long timer_us = 0;
   bool restart = true;
+  bool repeat = false;
   for (int i = 1; i < argc; i++) {
     std::string arg = argv[i];
     auto value = [&]() -> const char* {
@@ -114,9 +117,10 @@ int main(int argc, char** argv) {
     else if (arg == "--no-restart") restart = false;
     else if (arg == "--handler-mkdir") g_handler_mkdir = true;
     else if (arg == "--op") op = value();
+    else if (arg == "--repeat") repeat = true;
     else Usage(("unknown option " + arg).c_str());
   }
-  if (dir.empty() || count < 0 || timer_us < 0 || (op != "mkdir" && op != "mount")) Usage("bad arguments");
+  if (dir.empty() || count < 0 || timer_us < 0 || (op != "mkdir" && op != "mount") || (repeat && op != "mkdir")) Usage("bad arguments");
   g_handler_prefix_len = static_cast<size_t>(snprintf(g_handler_prefix, sizeof g_handler_prefix, "%s/h", dir.c_str()));
 
   struct sigaction sa;
@@ -139,7 +143,7 @@ int main(int argc, char** argv) {
     it.it_value = it.it_interval;
     if (setitimer(ITIMER_REAL, &it, nullptr) != 0) Usage("setitimer failed");
   }
-  long ok = 0, eexist = 0, eintr = 0, other = 0, first_failed = -1;
+  long ok = 0, eexist = 0, eintr = 0, other = 0, first_failed = -1, repeats = 0, repeat_eexist = 0;
   int first_errno = 0;
   for (long i = 0; i < count; i++) {
     int rc;
@@ -151,6 +155,11 @@ int main(int argc, char** argv) {
     }
     if (rc == 0) {
       ok++;
+      if (repeat) {
+        repeats++;
+        while ((rc = mkdir(path.c_str(), 0755)) != 0 && errno == EINTR) eintr++;
+        if (rc != 0 && errno == EEXIST) repeat_eexist++;
+      }
     } else {
       if (first_errno == 0) {
         first_errno = errno;
@@ -171,9 +180,9 @@ int main(int argc, char** argv) {
     }
   }
   printf("{\"op\":\"%s\",\"calls\":%ld,\"ok\":%ld,\"eexist\":%ld,\"eintr\":%ld,\"other\":%ld,\"firstErrno\":%d,\"firstFailed\":%ld,\"signals\":%d,"
-         "\"handlerCalls\":%d,\"handlerOk\":%d,\"handlerEexist\":%d,\"mounts\":%ld,\"stacked\":%ld}\n",
+         "\"handlerCalls\":%d,\"handlerOk\":%d,\"handlerEexist\":%d,\"mounts\":%ld,\"stacked\":%ld,\"repeats\":%ld,\"repeatEexist\":%ld}\n",
          op.c_str(), count, ok, eexist, eintr, other, first_errno, first_failed, int(g_signals), int(g_handler_calls), int(g_handler_ok),
-         int(g_handler_eexist), mounts, stacked);
+         int(g_handler_eexist), mounts, stacked, repeats, repeat_eexist);
   fflush(stdout);
   return 0;
 }
