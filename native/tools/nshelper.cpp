@@ -191,7 +191,8 @@ struct Outcome {
   uint64_t strings_hash = 0;
   uint64_t task_ino = 0;          // the target's pidfs inode (0: not known, no replay)
   char wait_state = 0;            // Credentials::state
-  int pid_dir = -1;               // the target's /proc directory (the cache's, valid for the request)
+  int stdin_info = -1;            // the target's fdinfo/0 and pidfd (the cache's): AnswerZero's
+  int pidfd = -1;
 };
 
 // The candidate is a dead helper's intent: its act may or may not have happened (the pool gave
@@ -426,7 +427,6 @@ Status Handle(const Request& req, const std::string* str, int notify_fd, Outcome
   Target t;
   Status s = g_targets.Open(req, notify_fd, &t);
   if (!s.ok()) return s;
-  out->pid_dir = t.pid_dir;
   // A call a signal may have restarted after a request for it acted (Open has just checked this
   // notification is pending, from this very task): a mount's outcome is given again here, a
   // mkdir's where it would act, once its directory is seen still in place.
@@ -434,6 +434,8 @@ Status Handle(const Request& req, const std::string* str, int notify_fd, Outcome
     out->strings_hash = nshelper::ReplayBook::Hash(str);
     out->task_ino = g_targets.TaskIno(t);
     out->candidate = g_replays.Find(req, out->strings_hash, out->task_ino, NowNs());
+    out->stdin_info = g_targets.StdinInfo(t);
+    out->pidfd = g_targets.ThreadPidfd(t);
     if (req.op == nshelper::kOpMount && out->candidate.index >= 0 &&
         out->candidate.entry.state != replay_book::kIntent) {
       out->entry = out->candidate.index;
@@ -525,7 +527,7 @@ bool ServeOne(char* buf) {
     Delivery delivery = Delivery::kFailed;
     int send_err = 0;
     if (effect) {
-      delivery = nshelper::AnswerZero(fds[0], req.notif_id, outcome.pid_dir, pid_t(req.pid), &send_err);
+      delivery = nshelper::AnswerZero(fds[0], req.notif_id, outcome.stdin_info, outcome.pidfd, &send_err);
     } else {
       seccomp_notif_resp answer = {};
       answer.id = req.notif_id;

@@ -14,8 +14,6 @@
 namespace nshelper {
 namespace {
 
-constexpr unsigned kPidfdThread = O_EXCL;  // PIDFD_THREAD (6.9): the thread's own descriptor table
-
 bool SendZero(int notify_fd, uint64_t id, int* err) {
   seccomp_notif_resp answer = {};
   answer.id = id;
@@ -26,17 +24,14 @@ bool SendZero(int notify_fd, uint64_t id, int* err) {
 
 // The target's fd 0, as a descriptor of ours, and its close-on-exec flag; -1 when it cannot be put
 // back without a trace.
-int TakeStdin(int pid_dir, pid_t tid, bool* cloexec) {
-  Fd info(openat(pid_dir, "fdinfo/0", O_RDONLY | O_CLOEXEC));
-  if (info.get() < 0) return -1;
+int TakeStdin(int stdin_info, int pidfd, bool* cloexec) {
+  if (stdin_info < 0 || pidfd < 0) return -1;
   char text[4096];
-  const ssize_t n = read(info.get(), text, sizeof text - 1);
+  const ssize_t n = pread(stdin_info, text, sizeof text - 1, 0);
   if (n <= 0 || size_t(n) == sizeof text - 1) return -1;  // a long one lists locks: not ours to touch
   text[n] = 0;
   if (!ParseFdinfoReplaceable(text, cloexec)) return -1;
-  Fd pidfd(int(syscall(SYS_pidfd_open, tid, kPidfdThread)));
-  if (pidfd.get() < 0) return -1;
-  return int(syscall(SYS_pidfd_getfd, pidfd.get(), 0, 0));
+  return int(syscall(SYS_pidfd_getfd, pidfd, 0, 0));
 }
 
 }  // namespace
@@ -57,9 +52,9 @@ bool ParseFdinfoReplaceable(const char* text, bool* cloexec) {
   return flags;
 }
 
-Delivery AnswerZero(int notify_fd, uint64_t id, int pid_dir, pid_t tid, int* err) {
+Delivery AnswerZero(int notify_fd, uint64_t id, int stdin_info, int pidfd, int* err) {
   bool cloexec = false;
-  Fd same(TakeStdin(pid_dir, tid, &cloexec));
+  Fd same(TakeStdin(stdin_info, pidfd, &cloexec));
   if (same.get() >= 0) {
     seccomp_notif_addfd add = {};
     add.id = id;

@@ -32,8 +32,9 @@ enum class Delivery {
   kFailed,   // not answered (*err)
 };
 
-// Answers notification `id` of `notify_fd` with 0, sent by task `tid` (/proc/<tid> at `pid_dir`).
-Delivery AnswerZero(int notify_fd, uint64_t id, int pid_dir, pid_t tid, int* err);
+// Answers notification `id` of `notify_fd` with 0. `stdin_info`: the notifying task's
+// /proc/<tid>/fdinfo/0, `pidfd` its own pidfd (-1 either: a plain NOTIF_SEND).
+Delivery AnswerZero(int notify_fd, uint64_t id, int stdin_info, int pidfd, int* err);
 
 // From the text of /proc/<tid>/fdinfo/<fd>: whether the descriptor can be put back in place with
 // nothing changed (no POSIX lock of the process on its file) and, then, whether it is

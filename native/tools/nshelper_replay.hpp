@@ -9,14 +9,15 @@
 // directory the program never saw made; a mount stacks a second mount. So the helper notes what it
 // did, and answers the restarted call with that outcome instead of acting again.
 //
-// A successful answer is no proof either: when the signal comes just before NOTIF_SEND, the kernel
-// takes the answer (NOTIF_SEND returns 0) and yet the woken target, which had already left its
-// wait, restarts the call and drops it (kernel/seccomp.c: the interrupted path does not look at
-// the reply). Measured here: 7 such in 3,000 mkdirs under a 50 µs timer. So an answered emulation
-// is noted too, briefly ("delivered": kDeliveredKeepNs), and its restart gets the same outcome.
-// The price, documented in docs/emulation.md: the very same call (same thread, arguments, path)
-// repeated by the program within that second, while what it made is still in place, gets the
-// first outcome (0) again where a kernel would say EEXIST.
+// A NOTIF_SEND that returns 0 is no proof either: when the signal comes just before it, the
+// kernel takes the answer and yet the woken target, which had already left its wait, restarts the
+// call and drops it (kernel/seccomp.c: the interrupted path does not look at the reply). So an
+// effect's answer is one whose delivery the kernel confirms (nshelper_answer.hpp): taken, nothing
+// is kept, and the program's own second call gets what the kernel says; dropped, the outcome is
+// kept for the restart (kKeepNs). Only an answer that had to be a plain NOTIF_SEND (no fd 0 to give
+// back) is kept briefly as "delivered" (kDeliveredKeepNs), at the price documented in
+// docs/emulation.md: the very same call repeated by the program within that second, while what it
+// made is still in place, gets the first outcome (0) again where a kernel would say EEXIST.
 //
 // The notes live in the replay book (replay_book.h), one partition per mount namespace, which
 // outlives this process and the data plane: a helper left finishing its request when its data
@@ -59,8 +60,9 @@ class ReplayBook {
   // How long a restart is waited for after an abandoned answer: a stopped or frozen task restarts
   // its call when it runs again, so this is long; the key keeps it from matching anything else.
   static constexpr uint64_t kKeepNs = 60ull * 1000000000ull;
-  // ... and after a delivered one, which a restart follows at once or never (measured: within
-  // 0.1 s under a 50 µs signal storm), so a program's own repeat is rarely taken for one.
+  // ... and after a plain NOTIF_SEND whose delivery is unknown, which a restart follows at once or
+  // never (measured: within 2.3 ms under a 100 µs signal storm), so a program's own repeat is
+  // rarely taken for one.
   static constexpr uint64_t kDeliveredKeepNs = 1000000000ull;
 
   // Maps partition `partition` of the book at replay_book::kBookFd. False (with errno) when it is
@@ -83,8 +85,8 @@ class ReplayBook {
              uint64_t now_ns);
   // Right after the act (mkdir: the directory made; mount: 0, 0): kActed.
   void Acted(int index, uint64_t made_dev, uint64_t made_ino);
-  // After the answer: `delivered` NOTIF_SEND succeeded, else it found the target gone from its wait
-  // (ENOENT). Also for a restarted call answered again: the entry is kept for the next.
+  // After the answer: `delivered` a plain NOTIF_SEND took it (delivery unknown), else the target
+  // left its wait without it. Also for a restarted call answered again: kept for the next.
   void Settle(int index, bool delivered, uint64_t now_ns);
   void Erase(int index);
   size_t size() const;

@@ -166,13 +166,24 @@ Status TargetCache::Open(const Request& req, int notify_fd, Target* t) {
 uint64_t TargetCache::TaskIno(const Target& t) {
   Entry* entry = Find(t.pid);
   if (entry == nullptr) return 0;
-  if (entry->task_ino == 0) {
-    constexpr unsigned kPidfdThread = O_EXCL;  // PIDFD_THREAD (6.9): a thread's own pidfd
-    Fd pidfd(int(syscall(SYS_pidfd_open, t.pid, kPidfdThread)));
-    struct stat st;
-    if (pidfd.get() >= 0 && fstat(pidfd.get(), &st) == 0) entry->task_ino = st.st_ino;
-  }
+  struct stat st;
+  if (entry->task_ino == 0 && ThreadPidfd(t) >= 0 && fstat(entry->pidfd.get(), &st) == 0) entry->task_ino = st.st_ino;
   return entry->task_ino;
+}
+
+int TargetCache::ThreadPidfd(const Target& t) {
+  Entry* entry = Find(t.pid);
+  if (entry == nullptr) return -1;
+  constexpr unsigned kPidfdThread = O_EXCL;  // PIDFD_THREAD (6.9): a thread's own pidfd
+  if (entry->pidfd.get() < 0) entry->pidfd.Reset(int(syscall(SYS_pidfd_open, t.pid, kPidfdThread)));
+  return entry->pidfd.get();
+}
+
+int TargetCache::StdinInfo(const Target& t) {
+  Entry* entry = Find(t.pid);
+  if (entry == nullptr) return -1;
+  if (entry->stdin_info.get() < 0) entry->stdin_info.Reset(openat(entry->dir.get(), "fdinfo/0", O_RDONLY | O_CLOEXEC));
+  return entry->stdin_info.get();
 }
 
 Status TargetCache::ReadCredentials(const Target& t, Credentials* c) {

@@ -68,6 +68,10 @@ class TargetCache {
   // The pidfs inode of the task of `t` (opened by Open): one number for its whole life, never
   // another task's; learnt once per kept task. 0 when it cannot be had.
   uint64_t TaskIno(const Target& t);
+  // The task's own pidfd (PIDFD_THREAD: its own descriptor table), and its /proc/<pid>/fdinfo/0
+  // (rendered afresh at each read from offset 0), opened once per kept task; -1 when they cannot be.
+  int ThreadPidfd(const Target& t);
+  int StdinInfo(const Target& t);
 
  private:
   struct Entry {
@@ -76,9 +80,13 @@ class TargetCache {
     Fd status;
     uint64_t used = 0;  // the request count when last used: the least recent is replaced
     uint64_t task_ino = 0;  // TaskIno, once learnt
+    Fd pidfd;               // ThreadPidfd, once opened
+    Fd stdin_info;          // StdinInfo, once opened
     void Clear() {
       pid = 0;
       task_ino = 0;
+      pidfd.Reset();
+      stdin_info.Reset();
       status.Reset();
       dir.Reset();
     }

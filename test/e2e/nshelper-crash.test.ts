@@ -40,10 +40,10 @@ interface HoldPoint {
 const HOLD_POINTS: HoldPoint[] = [
   // The request received; its first NOTIF_ID_VALID waits: nothing done yet.
   { name: 'before its mkdir', trace: 'recvmsg,ioctl', inject: 'ioctl:delay_enter=100000000:when=1', held: /recvmsg\(3, .*\)\s+= [1-9]\d*/, nr: 16, answered: false },
-  // NOTIF_ID_VALID twice, mkdirat, then the NOTIF_SEND waits: the directory made, not answered.
+  // NOTIF_ID_VALID twice, mkdirat, then the answer (NOTIF_ADDFD, nshelper_answer.hpp) waits: the directory made, not answered.
   { name: 'between its mkdir and its answer', trace: 'mkdirat,ioctl', inject: 'ioctl:delay_enter=100000000:when=3', held: /mkdirat\(.*second-shop-web-1.*\)\s+= 0/, nr: 16, answered: false },
   // Answered; its reply to the pool waits: the journal still has the notification.
-  { name: 'after its answer', trace: 'ioctl,sendto', inject: 'sendto:delay_enter=100000000:when=1', held: /SECCOMP_IOCTL_NOTIF_SEND.*= 0/, nr: 44, answered: true },
+  { name: 'after its answer', trace: 'ioctl,sendto', inject: 'sendto:delay_enter=100000000:when=1', held: /SECCOMP_IOCTL_NOTIF_(SEND|ADDFD).*= 0/, nr: 44, answered: true },
 ];
 
 /** The data plane's helper (a child of one of its threads). */

@@ -42,7 +42,7 @@ const HOLD_POINTS: HoldPoint[] = [
   // The directory made, the intent not yet marked acted: the fresh helper's mkdirat says EEXIST for
   // a directory born after the intent, which is the dead helper's.
   { name: 'at the exit of its mkdirat (intent only)', op: 'mkdir', trace: 'mkdirat', inject: `mkdirat:delay_exit=${HOLD}:when=1`, nr: 258, acted: true, served: 'replayed' },
-  // Marked acted, not answered (two NOTIF_ID_VALIDs, then the NOTIF_SEND waits): replayed.
+  // Marked acted, not answered (two NOTIF_ID_VALIDs, then the answer, NOTIF_ADDFD, waits): replayed.
   { name: 'in its NOTIF_SEND (acted)', op: 'mkdir', trace: 'ioctl', inject: `ioctl:delay_enter=${HOLD}:when=3`, nr: 16, acted: true, served: 'replayed' },
   // Answered; its reply to the pool waits: the fresh helper finds the notification answered and
   // does nothing.

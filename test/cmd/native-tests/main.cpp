@@ -829,17 +829,27 @@ void AnswerCases() {
     ino_t before = 0, after = 0;
     bool cloexec_before = true, cloexec_after = true;
     EXPECT(StdinOf(target.pid, &before, &cloexec_before));
-    char dir[64];
-    snprintf(dir, sizeof dir, "/proc/%d", int(target.pid));
-    Fd pid_dir(open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    char info[64];
+    snprintf(info, sizeof info, "/proc/%d/fdinfo/0", int(target.pid));
+    Fd stdin_info(open(info, O_RDONLY | O_CLOEXEC));
+    Fd pidfd(int(syscall(SYS_pidfd_open, target.pid, 0)));
     int err = 0;
-    EXPECT(AnswerZero(target.notify_fd, n.id, pid_dir.get(), target.pid, &err) == Delivery::kTaken);
+    EXPECT(AnswerZero(target.notify_fd, n.id, stdin_info.get(), pidfd.get(), &err) == Delivery::kTaken);
     EXPECT(target.Result() == 0);
     // The child is in its second call now: its fd 0 is the same file, with the same flag.
     EXPECT(target.Next(&buffers, &n, 1));
     EXPECT(StdinOf(target.pid, &after, &cloexec_after));
     EXPECT(after == before && cloexec_after == cloexec_before);
-    EXPECT(AnswerZero(target.notify_fd, n.id, pid_dir.get(), target.pid, &err) == Delivery::kTaken);
+    EXPECT(AnswerZero(target.notify_fd, n.id, stdin_info.get(), pidfd.get(), &err) == Delivery::kTaken);
+    EXPECT(target.Result() == 0);
+  });
+  Case("answer: without the target's fd 0 (no fdinfo, no pidfd) the answer is a plain NOTIF_SEND: sent, delivery unknown", [] {
+    Target target;
+    NotifyBuffers buffers;
+    Notification n;
+    EXPECT(target.Start(1) && target.Next(&buffers, &n, 1));
+    int err = 0;
+    EXPECT(AnswerZero(target.notify_fd, n.id, -1, -1, &err) == Delivery::kSent);
     EXPECT(target.Result() == 0);
   });
   Case("answer: a target gone from its wait (killed) is told apart: dropped, not taken", [] {
@@ -847,14 +857,15 @@ void AnswerCases() {
     NotifyBuffers buffers;
     Notification n;
     EXPECT(target.Start(1) && target.Next(&buffers, &n, 1));
-    char dir[64];
-    snprintf(dir, sizeof dir, "/proc/%d", int(target.pid));
-    Fd pid_dir(open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    char info[64];
+    snprintf(info, sizeof info, "/proc/%d/fdinfo/0", int(target.pid));
+    Fd stdin_info(open(info, O_RDONLY | O_CLOEXEC));
+    Fd pidfd(int(syscall(SYS_pidfd_open, target.pid, 0)));
     kill(target.pid, SIGKILL);
     waitpid(target.pid, nullptr, 0);
     target.pid = -1;
     int err = 0;
-    EXPECT(AnswerZero(target.notify_fd, n.id, pid_dir.get(), pid_t(n.pid), &err) == Delivery::kDropped);
+    EXPECT(AnswerZero(target.notify_fd, n.id, stdin_info.get(), pidfd.get(), &err) == Delivery::kDropped);
     EXPECT(err == ENOENT);
   });
 }
