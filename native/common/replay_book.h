@@ -2,7 +2,8 @@
 // calls a signal may restart, kept in a memfd that outlives any one helper and any one data plane
 // (the fd store keeps it as "replays", a handoff passes it on). The data plane creates it and
 // gives each mount namespace's helper one partition (the header's keys); the helpers alone write
-// the entries, each under an OFD write lock on its partition's bytes, held for a whole request: so
+// the entries, each under an OFD write lock on its partition's bytes, held for a whole request (and
+// the requests that follow it within the helper's busy poll): so
 // a restarted call never overtakes the request it restarts, even when they are served by two
 // helper processes (the old one still finishing after its data plane died, and the successor's).
 //

@@ -71,7 +71,7 @@ class ReplayBook {
   // retry comes sooner or never).
   bool Open(uint32_t partition, uint64_t intent_keep_ns);
   bool enabled() const { return entries_ != nullptr; }
-  // The partition's lock, around a whole request (blocks while another helper holds it).
+  // The partition's lock, around a whole request or burst of them (blocks while another helper holds it).
   void Lock() { SetLock(F_WRLCK); }
   void Unlock() { SetLock(F_UNLCK); }
 
