@@ -152,7 +152,7 @@ test('emulated mkdir under signals: a 200 µs SA_RESTART timer, each fresh mkdir
   assert.equal(counts.repeats, CALLS);
 });
 
-test('emulated mkdir under signals: a 50 µs SA_RESTART timer whose handler makes syscalls and mkdirs of its own', { timeout: 120_000 }, async (t) => {
+test('emulated mkdir under signals: a 50 µs SA_RESTART timer whose handler makes syscalls and mkdirs of its own', { timeout: 300_000 }, async (t) => {
   const { counts } = await mkdirCase(t, ['--count', String(CALLS), '--timer-us', '50', '--handler-mkdir']);
   assert.ok(counts.handlerCalls > 0, 'the handler made no mkdir');
 });
