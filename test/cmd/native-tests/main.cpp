@@ -810,6 +810,18 @@ bool StdinOf(pid_t pid, ino_t* ino, bool* cloexec) {
   return info.get() >= 0 && read(info.get(), text, sizeof text - 1) > 0 && nshelper::ParseFdinfoReplaceable(text, cloexec);
 }
 
+// What the helper keeps per task for AnswerZero: its fdinfo/0 and its pidfd.
+struct AnswerHandles {
+  Fd stdin_info;
+  Fd pidfd;
+  explicit AnswerHandles(pid_t pid) {
+    char info[64];
+    snprintf(info, sizeof info, "/proc/%d/fdinfo/0", int(pid));
+    stdin_info.Reset(open(info, O_RDONLY | O_CLOEXEC));
+    pidfd.Reset(int(syscall(SYS_pidfd_open, pid, 0)));
+  }
+};
+
 void AnswerCases() {
   using nshelper::AnswerZero;
   using nshelper::Delivery;
@@ -829,18 +841,15 @@ void AnswerCases() {
     ino_t before = 0, after = 0;
     bool cloexec_before = true, cloexec_after = true;
     EXPECT(StdinOf(target.pid, &before, &cloexec_before));
-    char info[64];
-    snprintf(info, sizeof info, "/proc/%d/fdinfo/0", int(target.pid));
-    Fd stdin_info(open(info, O_RDONLY | O_CLOEXEC));
-    Fd pidfd(int(syscall(SYS_pidfd_open, target.pid, 0)));
+    const AnswerHandles handles(target.pid);
     int err = 0;
-    EXPECT(AnswerZero(target.notify_fd, n.id, stdin_info.get(), pidfd.get(), &err) == Delivery::kTaken);
+    EXPECT(AnswerZero(target.notify_fd, n.id, handles.stdin_info.get(), handles.pidfd.get(), &err) == Delivery::kTaken);
     EXPECT(target.Result() == 0);
     // The child is in its second call now: its fd 0 is the same file, with the same flag.
     EXPECT(target.Next(&buffers, &n, 1));
     EXPECT(StdinOf(target.pid, &after, &cloexec_after));
     EXPECT(after == before && cloexec_after == cloexec_before);
-    EXPECT(AnswerZero(target.notify_fd, n.id, stdin_info.get(), pidfd.get(), &err) == Delivery::kTaken);
+    EXPECT(AnswerZero(target.notify_fd, n.id, handles.stdin_info.get(), handles.pidfd.get(), &err) == Delivery::kTaken);
     EXPECT(target.Result() == 0);
   });
   Case("answer: without the target's fd 0 (no fdinfo, no pidfd) the answer is a plain NOTIF_SEND: sent, delivery unknown", [] {
@@ -857,15 +866,12 @@ void AnswerCases() {
     NotifyBuffers buffers;
     Notification n;
     EXPECT(target.Start(1) && target.Next(&buffers, &n, 1));
-    char info[64];
-    snprintf(info, sizeof info, "/proc/%d/fdinfo/0", int(target.pid));
-    Fd stdin_info(open(info, O_RDONLY | O_CLOEXEC));
-    Fd pidfd(int(syscall(SYS_pidfd_open, target.pid, 0)));
+    const AnswerHandles handles(target.pid);
     kill(target.pid, SIGKILL);
     waitpid(target.pid, nullptr, 0);
     target.pid = -1;
     int err = 0;
-    EXPECT(AnswerZero(target.notify_fd, n.id, stdin_info.get(), pidfd.get(), &err) == Delivery::kDropped);
+    EXPECT(AnswerZero(target.notify_fd, n.id, handles.stdin_info.get(), handles.pidfd.get(), &err) == Delivery::kDropped);
     EXPECT(err == ENOENT);
   });
 }
