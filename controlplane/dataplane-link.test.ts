@@ -96,7 +96,7 @@ function recordingPolicy() {
   return { handlers, decided };
 }
 
-function startLink(t: TestContext, socket: string, handlers: PolicyHandlers, over: { channel?: boolean; decisionSliceMs?: number } = {}) {
+function startLink(t: TestContext, socket: string, handlers: PolicyHandlers, over: { channel?: boolean; decisionSliceMs?: number; reconnectMaxMs?: number } = {}) {
   const { logger, lines } = captureLogger();
   const link = new DataPlaneLink({ grpcSocket: socket, controlSocket: socket, name: 'cp-test', features: ['decision.continue'], reconnectMaxMs: 200, ...over }, handlers, logger);
   const states: LinkState[] = [];
@@ -231,6 +231,29 @@ test('dataplane link: when the data plane ends the session it reconnects with a 
   // Handle 1 was in the first snapshot only: its notification waits, then is decided unknown.
   await waitUntil(() => policy.decided.length === 1, 10_000, 'the notification');
   assert.deepEqual(policy.decided, [{ id: 5n, knownThen: false }]);
+});
+
+test('dataplane link: after an attached session ends, a data plane that refuses for 1.3 s is retried every 25 ms, not with a grown backoff: attached again soon after it accepts', async (t) => {
+  const dp = await fakeDataPlane(t, scratchDir(t));
+  const policy = recordingPolicy();
+  let acceptFrom = Infinity;
+  dp.onSession = (s) => {
+    if (dp.sessions.length === 1) {
+      welcome(s);
+      setTimeout(() => { acceptFrom = Date.now() + 1300; s.call.end(); }, 50);
+    } else if (Date.now() < acceptFrom) {
+      s.call.end(); // a successor not serving yet: the attempt fails
+    } else {
+      welcome(s);
+    }
+  };
+  // A backoff doubling from 10 ms to a 10 s cap would wait 1.2 s past the 1.3 s (its tries at
+  // about 10, 30, 70, 150, 310, 630, 1270 and 2550 ms).
+  const { link } = startLink(t, dp.socket, policy.handlers, { reconnectMaxMs: 10_000 });
+  await waitUntil(() => dp.sessions.length >= 2 && link.state === 'attached' && Date.now() >= acceptFrom, 10_000, 'attached again');
+  const late = Date.now() - acceptFrom;
+  assert.ok(late < 600, `attached ${late} ms after the data plane accepted again`);
+  assert.ok(dp.sessions.length > 10, `only ${dp.sessions.length} attempts in 1.3 s`);
 });
 
 test('dataplane link: drain then the end of the session is a handover: "handed-over", with no resume grace "idle" at once, and no reconnect', async (t) => {

@@ -84,6 +84,15 @@ const DECISION_SLICE_MS = 5;
 const MAX_QUEUED_PER_SOURCE = 4096;
 /** First retry after a lost data plane: a data plane handoff or restart rebinds its socket within tens of ms. */
 const INITIAL_BACKOFF_MS = 10;
+/**
+ * After a session that was attached ends (a data plane handoff or restart), retries stay this
+ * quick for QUICK_RETRY_WINDOW_MS before the backoff grows: the data plane holds new notifications
+ * for a control plane only for its --control-plane-grace (1 s by default), and a backoff doubling
+ * from 10 ms while a loaded successor comes up would wait past it (six failed tries: 640 ms to the
+ * next one), leaving those notifications to the default action.
+ */
+const QUICK_RETRY_MS = 25;
+const QUICK_RETRY_WINDOW_MS = 3000;
 
 /** A simple decision travels on the channel; emulations, and decisions with findings, go over gRPC. */
 function channelForm(decision: Decision): ChannelDecision | null {
@@ -134,6 +143,7 @@ export class DataPlaneLink extends EventEmitter {
   idle = false;
   private call: grpc.ClientDuplexStream<AttachRequest, AttachResponse> | null = null;
   private backoffMs = INITIAL_BACKOFF_MS;
+  private quickRetryUntil = 0;
   private retryTimer: NodeJS.Timeout | null = null;
   private lastError = '';
   private channel: net.Socket | null = null;
@@ -405,6 +415,7 @@ export class DataPlaneLink extends EventEmitter {
   private onBroken(call: grpc.ClientDuplexStream<AttachRequest, AttachResponse>, reason: string, code: grpc.status): void {
     if (this.call !== call) return;
     this.call = null;
+    if (this.state === 'attached') this.quickRetryUntil = Date.now() + QUICK_RETRY_WINDOW_MS;
     this.channel?.destroy();
     this.channel = null;
     for (const handle of [...this.parked.keys()]) clearTimeout(this.parked.get(handle)!.timer);
@@ -430,11 +441,12 @@ export class DataPlaneLink extends EventEmitter {
     if (reason !== this.lastError && this.state === 'disconnected') this.log.debug({ reason }, 'data plane still unreachable');
     this.lastError = reason;
     this.setState('disconnected', reason);
+    const quick = Date.now() < this.quickRetryUntil;
     this.retryTimer = setTimeout(() => {
       this.retryTimer = null;
       this.connect();
-    }, this.backoffMs);
-    this.backoffMs = Math.min(this.backoffMs * 2, this.options.reconnectMaxMs);
+    }, quick ? Math.min(this.backoffMs, QUICK_RETRY_MS) : this.backoffMs);
+    if (!quick) this.backoffMs = Math.min(this.backoffMs * 2, this.options.reconnectMaxMs);
   }
 
   /**

@@ -78,7 +78,8 @@ uint64_t g_busy_poll_ns = 0;
 uint64_t g_answered_ns = 0;  // when the last request was answered
 // Between requests that follow one another within the busy poll (a burst), the helper stays as a
 // request leaves it: its death signal off and its replay book partition locked. Both are set back
-// once, when it goes idle (Idle), not around each request: four syscalls fewer per request.
+// once, when it goes idle (ServeOne, before its blocking receive), not around each request: four
+// syscalls fewer per request.
 bool g_in_burst = false;
 
 // ---------------------------------------------------------------------------------------------
