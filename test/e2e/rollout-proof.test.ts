@@ -50,6 +50,9 @@ test('zero-disruption proof: 5 CP handovers, 3+3 CP SIGKILLs, 3 DP handoffs, 3 D
   const bundle = makeBundle(path.join(dir, 'bundle'), ['/bin/sh', '-c', 'echo ppid $PPID'], { listenerPath: listenerSocket, syscalls: ['getppid'] });
   const starts: Array<{ kind: string; ok: boolean; detail: string }> = [];
   let starting = true;
+  // A failed phase leaves the body before `starting = false` below: the starts end with the test,
+  // not at the runner's timeout (a start a second, forever, kept the file alive for 4 minutes).
+  t.after(() => { starting = false; });
   const starter = (async () => {
     for (let i = 0; starting; i++) {
       const began = Date.now();
