@@ -181,19 +181,6 @@ async function main(): Promise<void> {
       pods = null;
     }
   }
-  link.start();
-  const parts = { link, registry, policy, pods, resources, policySet, falco, middleware, holds };
-  const ctlSocket = options.ctlSocket === '' ? path.join(path.dirname(options.grpcSocket), 'controlplane.sock') : options.ctlSocket;
-  if (ctlSocket !== 'off') {
-    try {
-      await startCtlServer(ctlSocket, { registry, set: policySet, resources, reports }, log);
-    } catch (err) {
-      log.error({ err, socket: ctlSocket }, `cannot serve seccompctl policies and explain on ${ctlSocket} (${(err as Error).message}); deciding without it`);
-    }
-  }
-  if (options.metricsAddr) await startMetricsServer(controlPlaneMetrics(parts), options.metricsAddr, log, () => controlPlaneHealth(parts));
-  log.info({ version: VERSION, grpcSocket: options.grpcSocket, controlSocket: controlSocketPath(options.controlSocket, options.grpcSocket), node: options.nodeName, kubernetes: pods !== null }, 'control plane started');
-
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
@@ -210,6 +197,7 @@ async function main(): Promise<void> {
       process.exit(0);
     });
   };
+  // Registered before the link starts: a client can take over the session as soon as it attaches.
   // Handed over: the link watches the successor for --resume-grace and attaches again if it goes
   // away (a crash, or a client that took over and left). Past the grace: stay, idle, until
   // SIGTERM. Exiting would let a supervisor (kubelet, systemd) start this one again, and with
@@ -227,6 +215,18 @@ async function main(): Promise<void> {
   });
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  link.start();
+  const parts = { link, registry, policy, pods, resources, policySet, falco, middleware, holds };
+  const ctlSocket = options.ctlSocket === '' ? path.join(path.dirname(options.grpcSocket), 'controlplane.sock') : options.ctlSocket;
+  if (ctlSocket !== 'off') {
+    try {
+      await startCtlServer(ctlSocket, { registry, set: policySet, resources, reports }, log);
+    } catch (err) {
+      log.error({ err, socket: ctlSocket }, `cannot serve seccompctl policies and explain on ${ctlSocket} (${(err as Error).message}); deciding without it`);
+    }
+  }
+  if (options.metricsAddr) await startMetricsServer(controlPlaneMetrics(parts), options.metricsAddr, log, () => controlPlaneHealth(parts));
+  log.info({ version: VERSION, grpcSocket: options.grpcSocket, controlSocket: controlSocketPath(options.controlSocket, options.grpcSocket), node: options.nodeName, kubernetes: pods !== null }, 'control plane started');
 }
 
 void main();
