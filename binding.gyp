@@ -75,7 +75,11 @@
         "native/tools/nshelper_replay.cpp",
         "native/tools/nshelper_recovery.cpp",
         "native/tools/nshelper_answer.cpp",
-        "native/tools/mount_confinement.cpp"
+        "native/tools/mount_confinement.cpp",
+        "native/addon/notify_fd.cpp"
+      ],
+      "include_dirs": [
+        "native/addon"
       ],
       "libraries": [
         "-lpthread"

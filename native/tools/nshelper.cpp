@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "mount_confinement.hpp"
+#include "notify_fd.hpp"
 #include "nshelper_answer.hpp"
 #include "nshelper_credentials.hpp"
 #include "nshelper_target.hpp"
@@ -544,11 +545,7 @@ bool ServeOne(char* buf) {
     if (effect) {
       delivery = nshelper::AnswerZero(fds[0], req.notif_id, outcome.stdin_info, outcome.pidfd, &send_err);
     } else {
-      seccomp_notif_resp answer = {};
-      answer.id = req.notif_id;
-      answer.error = -s.err;
-      delivery = ioctl(fds[0], SECCOMP_IOCTL_NOTIF_SEND, &answer) == 0 ? Delivery::kSent : Delivery::kFailed;
-      if (delivery == Delivery::kFailed) send_err = errno;
+      delivery = seccomp_agent::NotifySendErrno(fds[0], req.notif_id, s.err, &send_err) ? Delivery::kSent : Delivery::kFailed;
     }
     if (delivery == Delivery::kTaken || delivery == Delivery::kSent) {
       resp.flags |= nshelper::kAnswered;

@@ -8,19 +8,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "notify_fd.hpp"
 #include "seccomp_compat.h"
 #include "unique_fd.h"
 
 namespace nshelper {
 namespace {
-
-bool SendZero(int notify_fd, uint64_t id, int* err) {
-  seccomp_notif_resp answer = {};
-  answer.id = id;
-  if (ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_SEND, &answer) == 0) return true;
-  *err = errno;
-  return false;
-}
 
 // The target's fd 0, as a descriptor of ours, and its close-on-exec flag; -1 when it cannot be put
 // back without a trace.
@@ -72,7 +65,7 @@ Delivery AnswerZero(int notify_fd, uint64_t id, int stdin_info, int pidfd, int* 
     // Refused (an LSM, an old kernel: EINVAL; the install failed): the notification is still
     // waiting for an answer (the kernel puts it back when the install fails), given plainly below.
   }
-  if (SendZero(notify_fd, id, err)) return Delivery::kSent;
+  if (seccomp_agent::NotifySendErrno(notify_fd, id, 0, err)) return Delivery::kSent;
   return *err == ENOENT ? Delivery::kDropped : Delivery::kFailed;
 }
 
