@@ -78,12 +78,12 @@ async function heldHelperCase(t: TestContext, point: HoldPoint, transition: 'SIG
   if (transition === 'SIGKILL') {
     process.kill(dataplane, 'SIGKILL');
     const keeper = dp.proc.child.pid!;
-    await waitUntil(async () => { const pid = keeperChild(keeper); return pid !== 0 && pid !== dataplane && (await dp.status().catch(() => null))?.pid === pid; }, 20_000, `the keeper to restart the data plane; output:\n${dp.proc.output().slice(-3000)}`);
+    await waitUntil(async () => { const pid = keeperChild(keeper); return pid !== 0 && pid !== dataplane && (await dp.status().catch(() => null))?.pid === pid; }, 20_000, () => `the keeper to restart the data plane; output:\n${dp.proc.output().slice(-3000)}`);
   } else {
     successor = await startDataPlane(t, ['--log-level', 'info', '--takeover'], dir);
   }
   // The successor serves, with the journal's notification waiting for the held helper.
-  await waitUntil(() => /1 were with its emulation helpers/.test(successor.proc.output()), 10_000, `the successor to find the notification with the helper; output:\n${successor.proc.output().slice(-3000)}`);
+  await waitUntil(() => /1 were with its emulation helpers/.test(successor.proc.output()), 10_000, () => `the successor to find the notification with the helper; output:\n${successor.proc.output().slice(-3000)}`);
   if (!point.answered) assert.equal(/rc=/.test(workload.output()), false, `the target was answered while its helper was held: ${workload.output()}; the successor:\n${successor.proc.output().slice(-4000)}`);
   // Let the helper go: it does and answers what it carries.
   await stop(trace.child);

@@ -27,7 +27,7 @@ test('seccomp-controlplane: a container\'s profile is linted when it arrives, on
   const cp = await startControlPlane(t, dp, ['--no-kubernetes']);
   // Two containers with one profile (a misspelled key; mkdir notified with io_uring left open).
   const one = await sleepingContainer(t, dir, dp.listenerSocket, 'MKDIR_TMLP=-x', ['mkdir', 'mkdirat']);
-  await waitUntil(() => lintLines(cp.output()).length >= 2, 10_000, `the first profile's findings; output:\n${cp.output()}`);
+  await waitUntil(() => lintLines(cp.output()).length >= 2, 10_000, () => `the first profile's findings; output:\n${cp.output()}`);
   const two = await sleepingContainer(t, dir, dp.listenerSocket, 'MKDIR_TMLP=-x', ['mkdir', 'mkdirat']);
   const exec = await runcExec(one.bundle, one.id, ['/bin/true']);
   assert.equal(exec.code, 0, exec.stderr);
@@ -35,7 +35,7 @@ test('seccomp-controlplane: a container\'s profile is linted when it arrives, on
   const three = await sleepingContainer(t, dir, dp.listenerSocket, 'MOUNT_PORC=true', ['mkdir', 'mkdirat']);
   // Its two findings, logged after everything that arrived before it (the checks run in arrival
   // order, one at a time): what is not logged by then is not logged at all.
-  await waitUntil(() => lintLines(cp.output()).filter((l) => l.container === three.id).length >= 2, 10_000, `the third profile's findings; output:\n${cp.output()}`);
+  await waitUntil(() => lintLines(cp.output()).filter((l) => l.container === three.id).length >= 2, 10_000, () => `the third profile's findings; output:\n${cp.output()}`);
   const lines = lintLines(cp.output());
   const of = (id: string) => lines.filter((l) => l.container === id).map((l) => l.rule).sort();
   assert.deepEqual(of(one.id), ['io-uring-open', 'metadata-key']);

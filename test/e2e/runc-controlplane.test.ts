@@ -116,7 +116,7 @@ test('seccomp-controlplane restarted while the API server is stopped, with no no
   const c = await sleepingContainer(t, dir, dp.listenerSocket, 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}', ['mkdir', 'mkdirat'], {}, `${podCgroup}/e2e-${process.pid}-labels`);
   t.after(() => removeCgroups([podCgroup]));
   const listed = async () => (await new Promise<Container[]>((resolve, reject) => dp.client.listContainers({}, (err, r) => (err ? reject(err) : resolve(r!.containers))))).find((x) => x.containerId === c.id);
-  await waitUntil(async () => (await listed())?.labels.resolution === 'cgroup', 15_000, `the container to resolve through its cgroup; log:\n${first.output().slice(-3000)}`);
+  await waitUntil(async () => (await listed())?.labels.resolution === 'cgroup', 15_000, () => `the container to resolve through its cgroup; log:\n${first.output().slice(-3000)}`);
   const before = (await listed())!;
   assert.deepEqual(before.labels, { resolution: 'cgroup', namespace: 'lns', pod: 'lpod', 'pod-uid': uid });
   const made = await runcExec(c.bundle, c.id, ['/bin/mkdir', '/tmp/before']);

@@ -42,7 +42,7 @@ test('runc + seccomp-dataplane --listener-socket twice: a container through each
   await waitUntil(async () => {
     const s = await a.status().catch(() => null);
     return s !== null && s.pid !== first && s.pid === keeperChild(keeper);
-  }, 15_000, `the keeper's next data plane; output:\n${a.proc.output()}`);
+  }, 15_000, () => `the keeper's next data plane; output:\n${a.proc.output()}`);
   // What a data plane that took both sockets over must do: serve the very sockets, start
   // containers through each, and answer the running container's exec (a new fd through the SPO path).
   const servesBoth = async (dp: RunningDataPlane, origin: string, phase: string) => {

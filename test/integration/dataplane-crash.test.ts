@@ -133,7 +133,7 @@ test('a data plane SIGKILLed after it received a notification, before its defaul
   const result = await killBeforeAnswer(t, dp, dir, async () => undefined);
   assert.equal(result.rc, 'rc=0', result.output);
   assert.ok(result.made, 'the default (continue) let the kernel make it');
-  await waitUntil(() => /"inFlightAnswered":1/.test(dp.proc.output()), 10_000, `the successor to find it in the journal and answer it; output:\n${dp.proc.output().slice(-2000)}`);
+  await waitUntil(() => /"inFlightAnswered":1/.test(dp.proc.output()), 10_000, () => `the successor to find it in the journal and answer it; output:\n${dp.proc.output().slice(-2000)}`);
 });
 
 test('a data plane SIGKILLed after it received a notification its rule answers, before the answer: the successor gives the rule\'s answer, not the default (the receipt in the journal)', { timeout: 60_000 }, async (t) => {
@@ -148,5 +148,5 @@ test('a data plane SIGKILLed after it received a notification its rule answers, 
   assert.match(result.rc, /rc=[1-9]/, `the rule's EACCES, as the dead data plane would have answered; ${result.output}`);
   assert.match(result.output, /Permission denied/);
   assert.equal(result.made, false, 'the default (continue) answered it: the kernel made the directory the rule refuses');
-  await waitUntil(() => /"inFlightByRules":1/.test(dp.proc.output()), 10_000, `the successor to count it as answered by the rules; output:\n${dp.proc.output().slice(-2000)}`);
+  await waitUntil(() => /"inFlightByRules":1/.test(dp.proc.output()), 10_000, () => `the successor to count it as answered by the rules; output:\n${dp.proc.output().slice(-2000)}`);
 });

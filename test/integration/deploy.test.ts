@@ -82,13 +82,13 @@ test('DaemonSet: the data plane container, run as the old and the new pod of a r
 
   const oldPod = start(null, 'unshare', ['--net', '--', ...line], { env });
   pods.push(oldPod);
-  await waitUntil(() => ready(oldPod), 20_000, `the old pod to be ready; output:\n${oldPod.output()}`);
+  await waitUntil(() => ready(oldPod), 20_000, () => `the old pod to be ready; output:\n${oldPod.output()}`);
   const oldDataPlane = keeperChild(oldPod.child.pid!);
   assert.equal((await getStatus(client)).pid, oldDataPlane);
 
   const newPod = start(null, 'unshare', ['--net', '--', ...line], { env });
   pods.push(newPod);
-  await waitUntil(() => ready(newPod), 20_000, `the new pod to be ready; output:\n${newPod.output()}`);
+  await waitUntil(() => ready(newPod), 20_000, () => `the new pod to be ready; output:\n${newPod.output()}`);
   // The old data plane may still answer for a moment on a connection made before the handoff.
   const newDataPlane = keeperChild(newPod.child.pid!);
   let status: GetStatusResponse | undefined;
@@ -162,7 +162,7 @@ test('systemd: the data plane, started as ExecStart says, takes both listeners s
   });
   const client = createDataPlaneClient(grpcSocket);
   t.after(() => client.close());
-  await waitUntil(() => getStatus(client).then(() => true, () => false), 15_000, `the data plane to serve; output:\n${activator.output()}`);
+  await waitUntil(() => getStatus(client).then(() => true, () => false), 15_000, () => `the data plane to serve; output:\n${activator.output()}`);
   const status = await getStatus(client);
   assert.equal(status.pid, activator.child.pid, 'the activated process is the data plane itself');
   assert.equal(status.origin, 'fd-store', 'its listener came from LISTEN_FDS');

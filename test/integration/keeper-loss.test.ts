@@ -209,7 +209,7 @@ test('seccomp-keeper SIGKILLed under load: the data plane starts a keeper again,
   await waitUntil(async () => {
     recovered = (await dp.status().catch(() => null)) ?? recovered;
     return recovered.pid !== first && recovered.fdStoreStatus?.state === FdStoreState.FD_STORE_STATE_UP;
-  }, 30_000, `a data plane under a new keeper; output:\n${dp.proc.output()}`);
+  }, 30_000, () => `a data plane under a new keeper; output:\n${dp.proc.output()}`);
   t.diagnostic(`recovered ${Date.now() - killedAt} ms after the keeper's SIGKILL`);
   assert.equal(recovered.origin, 'handoff');
   const newKeeper = recovered.fdStoreStatus!.holderPid;

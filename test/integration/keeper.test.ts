@@ -80,13 +80,13 @@ function startKeeper(t: TestContext, plan: Step[][], extraArgs: string[] = []): 
     runs,
     logs,
     async waitRun(n) {
-      await waitUntil(() => runs().length > n || started.child.exitCode !== null, 15_000, `run ${n} of the child; output:\n${started.output()}`);
+      await waitUntil(() => runs().length > n || started.child.exitCode !== null, 15_000, () => `run ${n} of the child; output:\n${started.output()}`);
       const record = runs()[n];
       assert.ok(record, `the keeper exited before run ${n}; output:\n${started.output()}`);
       return record;
     },
     waitLog: async (msg, timeoutMs = 10_000) => {
-      await waitUntil(() => logs().some((l) => l.msg === msg), timeoutMs, `keeper log "${msg}"; output:\n${started.output()}`);
+      await waitUntil(() => logs().some((l) => l.msg === msg), timeoutMs, () => `keeper log "${msg}"; output:\n${started.output()}`);
     },
     keptFds() {
       const pid = started.child.pid!;

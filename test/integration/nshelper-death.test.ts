@@ -96,7 +96,7 @@ async function killedHelperCase(t: TestContext, point: HoldPoint) {
   const target = workload.child.pid!;
   const second = path.join(work, 'second');
   const acted = point.op === 'mkdir' ? () => fs.existsSync(`${second}${SUFFIX}`) : () => mountsAt(target, second) > 0;
-  await waitUntil(() => (point.op === 'mkdir' ? fs.existsSync(path.join(work, `first${SUFFIX}`)) : mountsAt(target, path.join(work, 'first')) === 1), 15_000, `the first ${point.op} (the helper starts); workload:\n${workload.output()}\ndata plane:\n${dp.proc.output().slice(-3000)}`);
+  await waitUntil(() => (point.op === 'mkdir' ? fs.existsSync(path.join(work, `first${SUFFIX}`)) : mountsAt(target, path.join(work, 'first')) === 1), 15_000, () => `the first ${point.op} (the helper starts); workload:\n${workload.output()}\ndata plane:\n${dp.proc.output().slice(-3000)}`);
   const helper = helperOf(dp.proc.child.pid!);
   const trace = start(t, 'strace', ['-p', String(helper), '-e', `trace=${point.trace}`, '-e', `inject=${point.inject}`]);
   t.after(() => stop(trace.child));
@@ -104,7 +104,7 @@ async function killedHelperCase(t: TestContext, point: HoldPoint) {
   fs.writeFileSync(go, '');
   // Held in that syscall, the act done or not as the case says (before the act the effect is
   // absent, after it present: either way the helper is where the case needs it).
-  await waitUntil(() => fs.readFileSync(`/proc/${helper}/syscall`, 'utf8').startsWith(`${point.nr} `) && acted() === point.acted, 10_000, `the helper to stop in syscall ${point.nr}; strace:\n${trace.output()}`);
+  await waitUntil(() => fs.readFileSync(`/proc/${helper}/syscall`, 'utf8').startsWith(`${point.nr} `) && acted() === point.acted, 10_000, () => `the helper to stop in syscall ${point.nr}; strace:\n${trace.output()}`);
   // The kill first: a SIGKILLed tracee never runs the held syscall on (the kernel skips a syscall
   // whose entry stop ends with a fatal signal pending). Then strace, whose pending delay would
   // otherwise hold the dying helper at its exit stop, its fds (its lock on the book) still open.
@@ -122,7 +122,7 @@ async function killedHelperCase(t: TestContext, point: HoldPoint) {
   await waitUntil(async () => (await dp.status()).counters!.emulationsRetried === 1n, 10_000, 'the retry to be counted');
   assert.equal((await dp.status()).counters!.emulationHelpersDied, 1n);
   const served = { acted: /served it; its syscall got Success/, replayed: /served it with what the dead one had done; its syscall got Success/, answered: /served it and found it answered already/ }[point.served];
-  await waitUntil(() => /its emulation helper died with it in hand; a fresh helper served it/.test(dp.proc.output()), 10_000, `the retry to be logged; output:\n${dp.proc.output().slice(-3000)}`);
+  await waitUntil(() => /its emulation helper died with it in hand; a fresh helper served it/.test(dp.proc.output()), 10_000, () => `the retry to be logged; output:\n${dp.proc.output().slice(-3000)}`);
   assert.match(dp.proc.output(), served, 'the fresh helper served it as the case says');
   assert.doesNotMatch(dp.proc.output(), /could not be answered|failed at stage/, 'no failure reported');
 }

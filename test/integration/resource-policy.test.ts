@@ -201,7 +201,7 @@ test('seccomp-controlplane with an RBAC that does not list namespaces: says so i
   assert.equal(parsed.level, 40);
   assert.match(parsed.msg, /may not list namespaces .*the node checkpoint is still written/);
   const file = path.join(stateDir, 'controlplane-checkpoint.json');
-  await waitUntil(() => fs.existsSync(file) && fs.readFileSync(file, 'utf8').includes('deny-etc'), 15_000, `the checkpoint to be written; output:\n${planes.cp.output()}`);
+  await waitUntil(() => fs.existsSync(file) && fs.readFileSync(file, 'utf8').includes('deny-etc'), 15_000, () => `the checkpoint to be written; output:\n${planes.cp.output()}`);
   assert.equal((planes.cp.output().match(/namespaces: list failed/g) ?? []).length, 1, 'said once, not at every retry');
 });
 

@@ -47,7 +47,7 @@ export async function startDataPlane(
     const pid = underKeeper ? keeperChild(proc.child.pid!) : proc.child.pid;
     return getStatus(client).then((s) => s.pid === pid, () => false);
   };
-  await waitUntil(servedByThis, 15_000, `the data plane of ${build.label} to serve; output:\n${proc.output()}`);
+  await waitUntil(servedByThis, 15_000, () => `the data plane of ${build.label} to serve; output:\n${proc.output()}`);
   return { proc, dir, listenerSocket, grpcSocket, controlSocket, client, controlClient, status: () => getStatus(client) };
 }
 

@@ -186,7 +186,11 @@ export async function killedByMkdir(victim: { bundle: Bundle; id: string }): Pro
  */
 export async function handOffDataPlane(t: TestContext, old: RunningDataPlane, build: AgentBuild = CURRENT_BUILD): Promise<{ dp: RunningDataPlane; pauseMs: number }> {
   const oldPid = keeperChild(old.proc.child.pid!);
-  const dp = await startDataPlane(t, ['--log-level', 'info', '--takeover'], old.dir, true, build);
+  const dp = await startDataPlane(t, ['--log-level', 'info', '--takeover'], old.dir, true, build).catch((err: Error) => {
+    // A refused handoff is the serving one's to explain (a successor of another release may not say).
+    const said = old.proc.output().split('\n').filter((l) => /handoff|successor/i.test(l)).slice(-5).join('\n');
+    throw new Error(`${err.message}\nthe serving data plane ${oldPid} said:\n${said}`);
+  });
   await waitUntil(() => keeperChild(old.proc.child.pid!) === 0, 10_000, `data plane ${oldPid} to exit after handing over to ${build.label}`);
   assert.match(old.proc.output(), /child handed over|not restarting/i);
   const pauseMs = Number(/"pauseMs":([\d.]+)/.exec(old.proc.output())?.[1] ?? NaN);

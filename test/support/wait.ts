@@ -7,17 +7,20 @@ export function sleep(ms: number): Promise<void> {
   return delay(ms);
 }
 
-/** Polls `check` every `intervalMs` until it returns true; throws naming `what` after `timeoutMs`. */
+/**
+ * Polls `check` every `intervalMs` until it returns true; throws naming `what` after `timeoutMs`.
+ * `what` as a function is read at the timeout: a process's output then, not when the wait began.
+ */
 export async function waitUntil(
   check: () => boolean | Promise<boolean>,
   timeoutMs = 10_000,
-  what = 'condition',
+  what: string | (() => string) = 'condition',
   intervalMs = 20,
 ): Promise<void> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     if (await check()) return;
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${typeof what === 'function' ? what() : what}`);
     await delay(intervalMs);
   }
 }
