@@ -219,7 +219,8 @@ export async function killDataPlaneUnderKeeper(dp: RunningDataPlane, client: Dat
 
 /** Until `cp` has attached more often than `before`. */
 export async function reattached(cp: Started, before: number): Promise<void> {
-  await waitUntil(() => attaches(cp) > before, 15_000, 'the control plane to attach again');
+  const said = () => cp.output().split('\n').filter((l) => /attach|refused/i.test(l)).slice(-3).join('\n');
+  await waitUntil(() => attaches(cp) > before, 15_000, () => `the control plane to attach again; it said:\n${said()}`);
 }
 
 /**
