@@ -11,9 +11,9 @@
 #include <cstddef>
 #include <array>
 
-#include "ingest.hpp"
 #include "path_args.h"
 #include "seccomp_compat.h"
+#include "unix_socket.h"
 
 namespace seccomp_agent {
 namespace {

@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "handoff_formats.hpp"
-#include "ingest.hpp"  // ListenUnixSocket
 #include "journal.hpp"
 #include "scm_rights.h"
+#include "unix_socket.h"
 
 namespace seccomp_agent {
 namespace handoff {
