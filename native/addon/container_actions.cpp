@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cgroup_paths.hpp"
+#include "monotonic_clock.h"
 #include "nshelper_pool.hpp"
 #include "notify_fd.hpp"
 #include "nshelper_protocol.h"
@@ -28,12 +29,6 @@
 namespace seccomp_agent {
 namespace {
 
-uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-
 ActionResult Result(ActionOutcome outcome, int err, const char* stage, uint64_t start, std::string detail = "") {
   ActionResult r;
   r.outcome = outcome;
@@ -41,7 +36,7 @@ ActionResult Result(ActionOutcome outcome, int err, const char* stage, uint64_t 
   if (outcome == ActionOutcome::kStale || outcome == ActionOutcome::kFailed) r.cause = err;
   r.stage = stage;
   r.detail = std::move(detail);
-  r.latency_ns = NowNs() - start;
+  r.latency_ns = MonotonicNs() - start;
   return r;
 }
 
@@ -303,7 +298,7 @@ ActionResult FreezeContainer(const NotificationRef& ref, int answer_errno) {
 }
 
 static ActionResult KillContainerOnly(const NotificationRef& ref, const KillArgs& args) {
-  const uint64_t start = NowNs();
+  const uint64_t start = MonotonicNs();
   const int sig = args.signal > 0 ? args.signal : SIGKILL;
   if (ref.notify_fd < 0 || ref.pid <= 0) return Result(ActionOutcome::kFailed, EINVAL, "bad-request", start);
   if (!StillPending(ref)) return Result(ActionOutcome::kStale, ENOENT, "stale", start);
@@ -347,7 +342,7 @@ static ActionResult KillContainerOnly(const NotificationRef& ref, const KillArgs
 // freeze / thaw
 
 static ActionResult FreezeContainerOnly(const NotificationRef& ref) {
-  const uint64_t start = NowNs();
+  const uint64_t start = MonotonicNs();
   if (ref.notify_fd < 0 || ref.pid <= 0) return Result(ActionOutcome::kFailed, EINVAL, "bad-request", start);
   std::string cgroups = ReadProc(ref.pid, "cgroup");
   if (cgroups.empty()) return Result(ActionOutcome::kStale, ESRCH, "target-gone", start);
@@ -359,7 +354,7 @@ static ActionResult FreezeContainerOnly(const NotificationRef& ref) {
 }
 
 ActionResult ThawContainer(pid_t pid) {
-  const uint64_t start = NowNs();
+  const uint64_t start = MonotonicNs();
   std::string cgroups = pid > 0 ? ReadProc(pid, "cgroup") : std::string();
   if (cgroups.empty()) return Result(ActionOutcome::kStale, ESRCH, "target-gone", start);
   FreezeTarget t = FreezerFor(cgroups);
@@ -428,7 +423,7 @@ void ActionWorker::Freeze(const NotificationRef& ref, int answer_errno, ActionDo
 }
 
 void ActionWorker::Enqueue(Job job) {
-  job.queued_ns = NowNs();
+  job.queued_ns = MonotonicNs();
   // The worker's own copies: the caller may close its fds as soon as this returns.
   int notify_fd = job.ref.notify_fd >= 0 ? fcntl(job.ref.notify_fd, F_DUPFD_CLOEXEC, 0) : -1;
   int pidfd = job.kill.init_pidfd >= 0 ? fcntl(job.kill.init_pidfd, F_DUPFD_CLOEXEC, 0) : -1;
@@ -474,7 +469,7 @@ void ActionWorker::Run() {
     }
     ActionResult r = job.op == Job::Op::kKill ? KillContainer(job.ref, job.kill, job.answer_errno)
                                               : FreezeContainer(job.ref, job.answer_errno);
-    r.latency_ns = NowNs() - job.queued_ns;  // with the wait in the queue
+    r.latency_ns = MonotonicNs() - job.queued_ns;  // with the wait in the queue
     if (job.ref.notify_fd >= 0) close(job.ref.notify_fd);
     if (job.kill.init_pidfd >= 0) close(job.kill.init_pidfd);
     if (job.done) job.done(r);

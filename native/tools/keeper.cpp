@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "fd_store.h"
+#include "monotonic_clock.h"
 #include "json_string.h"
 
 namespace {
@@ -53,12 +54,6 @@ const char kUsage[] =
 
 constexpr long long kQuickCrashMs = 10'000;
 constexpr long long kMaxRestartDelayMs = 5'000;
-
-long long MonotonicMs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000LL + ts.tv_nsec / 1'000'000;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Logs: one JSON line per event on stderr, shaped like the agent's pino logs.

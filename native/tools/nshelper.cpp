@@ -42,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "monotonic_clock.h"
 #include "mount_confinement.hpp"
 #include "notify_fd.hpp"
 #include "nshelper_answer.hpp"
@@ -62,12 +63,6 @@ using nshelper::Delivery;
 using nshelper::Fail;
 using nshelper::Status;
 using nshelper::Target;
-
-uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
 
 nshelper::TargetCache g_targets;  // the host's /proc and the tasks seen lately
 nshelper::ReplayBook g_replays;   // outcomes kept for calls a signal restarts (nshelper_replay.hpp)
@@ -250,7 +245,7 @@ Status DoMkdir(const Request& req, const std::string& path, const Target& t, Out
     g_replays.Erase(out->candidate.index);  // removed or replaced since: this call is new
   }
   if (!recovering) {
-    out->entry = g_replays.Intend(req, out->strings_hash, out->task_ino, nshelper::CoarseRealtimeNs(), 0, NowNs());
+    out->entry = g_replays.Intend(req, out->strings_hash, out->task_ino, nshelper::CoarseRealtimeNs(), 0, MonotonicNs());
   }
   uint64_t dev = 0, ino = 0;
   if (mkdirat(dir.get(), last.c_str(), mode_t(req.mode)) != 0) {
@@ -393,7 +388,7 @@ Status DoMount(const Request& req, const std::string* str, const Target& t, Outc
       return {};
     }
   } else {
-    out->entry = g_replays.Intend(req, out->strings_hash, out->task_ino, 0, mnt_id, NowNs());
+    out->entry = g_replays.Intend(req, out->strings_hash, out->task_ino, 0, mnt_id, MonotonicNs());
   }
   pid_t child = fork();
   if (child < 0) return Fail(nshelper::kStageInternal, errno);
@@ -439,7 +434,7 @@ Status Handle(const Request& req, const std::string* str, int notify_fd, Outcome
   if (req.nr != 0 && g_replays.enabled() && (req.op == nshelper::kOpMkdir || req.op == nshelper::kOpMount)) {
     out->strings_hash = nshelper::ReplayBook::Hash(str);
     out->task_ino = g_targets.TaskIno(t);
-    out->candidate = g_replays.Find(req, out->strings_hash, out->task_ino, NowNs());
+    out->candidate = g_replays.Find(req, out->strings_hash, out->task_ino, MonotonicNs());
     out->stdin_info = g_targets.StdinInfo(t);
     out->pidfd = g_targets.ThreadPidfd(t);
     if (req.op == nshelper::kOpMount && out->candidate.index >= 0 &&
@@ -471,7 +466,7 @@ bool ServeOne(char* buf) {
   ssize_t n = -1;
   bool polled = false;  // the poll got a request, or an error that ends us
   const uint64_t poll_until = g_answered_ns + g_busy_poll_ns;
-  while (!polled && g_busy_poll_ns != 0 && NowNs() < poll_until) {
+  while (!polled && g_busy_poll_ns != 0 && MonotonicNs() < poll_until) {
     n = recvmsg(nshelper::kSocketFd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
     polled = n >= 0 || (errno != EAGAIN && errno != EINTR);
   }
@@ -499,7 +494,7 @@ bool ServeOne(char* buf) {
     g_replays.Lock();
     g_in_burst = true;
   }
-  uint64_t start = NowNs();
+  uint64_t start = MonotonicNs();
 
   int fds[4];
   int nfds = 0;
@@ -556,7 +551,7 @@ bool ServeOne(char* buf) {
     // then no call comes back), and one whose delivery is unknown (briefly: kDeliveredKeepNs).
     // Taken: the program has its result, and the same call made again is its own (EEXIST).
     kept = effect && (delivery == Delivery::kDropped || delivery == Delivery::kSent);
-    if (kept) g_replays.Settle(outcome.entry, delivery == Delivery::kSent, NowNs());
+    if (kept) g_replays.Settle(outcome.entry, delivery == Delivery::kSent, MonotonicNs());
   }
   // Nothing done, or an outcome its target has: no intent, mark or note of it is left behind. An
   // earlier request's entry given again without an answer from here stays as it was.
@@ -564,12 +559,12 @@ bool ServeOne(char* buf) {
     g_replays.Erase(outcome.entry);
   }
   for (int i = 0; i < nfds; ++i) close(fds[i]);
-  resp.helper_ns = NowNs() - start;
+  resp.helper_ns = MonotonicNs() - start;
   ssize_t w;
   do {
     w = send(nshelper::kSocketFd, &resp, sizeof(resp), MSG_NOSIGNAL);
   } while (w < 0 && errno == EINTR);
-  g_answered_ns = NowNs();
+  g_answered_ns = MonotonicNs();
   if (getppid() != g_parent) return false;  // it died while this request ran: nothing more to serve
   return w == ssize_t(sizeof(resp));
 }
