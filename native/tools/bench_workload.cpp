@@ -27,6 +27,7 @@
 
 #include <atomic>
 
+#include "command_line.h"
 #include "monotonic_clock.h"
 
 namespace {
@@ -140,30 +141,29 @@ bool WaitNsOrSignal(uint64_t ns, const sigset_t* stop_signals) {
 }
 
 bool ParseArgs(int argc, char** argv, Config* config) {
-  for (int i = 1; i < argc; i++) {
-    const char* arg = argv[i];
-    const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
-    char* end = nullptr;
-    if (strcmp(arg, "--idle") == 0) {
+  command_line::Args args(argc, argv);
+  while (args.Next()) {
+    if (args.Is("--idle")) {
       config->idle = true;
       continue;
     }
+    const char* value = args.Value();
     if (value == nullptr) Usage("missing value or unknown flag");
-    i++;
-    if (strcmp(arg, "--threads") == 0) {
-      const long threads = strtol(value, &end, 10);
-      if (*end != '\0' || threads < 1 || threads > 1024) Usage("--threads must be 1 to 1024");
-      config->threads = static_cast<int>(threads);
-    } else if (strcmp(arg, "--seconds") == 0) {
+    char* end = nullptr;
+    long long number = 0;
+    if (args.Is("--threads")) {
+      if (!command_line::ParseDecimal(value, 1, 1024, &number)) Usage("--threads must be 1 to 1024");
+      config->threads = static_cast<int>(number);
+    } else if (args.Is("--seconds")) {
       config->seconds = strtod(value, &end);
       if (*end != '\0' || !(config->seconds > 0) || config->seconds > 3600) Usage("--seconds must be > 0");
-    } else if (strcmp(arg, "--warmup-ms") == 0) {
-      config->warmup_ms = strtol(value, &end, 10);
-      if (*end != '\0' || config->warmup_ms < 0) Usage("--warmup-ms must be >= 0");
-    } else if (strcmp(arg, "--syscall") == 0) {
+    } else if (args.Is("--warmup-ms")) {
+      if (!command_line::ParseDecimal(value, 0, LONG_MAX, &number)) Usage("--warmup-ms must be >= 0");
+      config->warmup_ms = static_cast<long>(number);
+    } else if (args.Is("--syscall")) {
       if (strcmp(value, "mkdir") == 0) config->mkdir = true;
       else if (strcmp(value, "getppid") != 0) Usage("--syscall must be getppid or mkdir");
-    } else if (strcmp(arg, "--path-prefix") == 0) {
+    } else if (args.Is("--path-prefix")) {
       config->path_prefix = value;
     } else {
       Usage("unknown flag");

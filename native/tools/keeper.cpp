@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "command_line.h"
 #include "fd_store.h"
 #include "monotonic_clock.h"
 #include "json_string.h"
@@ -103,25 +104,21 @@ struct Options {
 };
 
 bool ParseCount(const std::string& flag, const std::string& text, long long min, long long max, long long* out) {
-  char* end = nullptr;
-  errno = 0;
-  long long v = strtoll(text.c_str(), &end, 10);
-  if (text.empty() || errno != 0 || *end != '\0' || v < min || v > max) {
+  if (!command_line::ParseDecimal(text.c_str(), min, max, out)) {
     fprintf(stderr, "seccomp-keeper: %s needs an integer from %lld to %lld, got \"%s\"\n", flag.c_str(), min, max,
             text.c_str());
     return false;
   }
-  *out = v;
   return true;
 }
 
 // Returns 0 to run, or the exit code (2 for bad usage, 0 after --help).
 int ParseOptions(int argc, char** argv, Options* options) {
-  int i = 1;
-  for (; i < argc; i++) {
-    std::string arg = argv[i];
+  command_line::Args args(argc, argv);
+  while (args.Next()) {
+    std::string arg = args.Arg();
     if (arg == "--") {
-      i++;
+      for (char** command = args.Rest(); *command != nullptr; command++) options->command.push_back(*command);
       break;
     }
     if (arg == "-h" || arg == "--help") {
@@ -135,11 +132,12 @@ int ParseOptions(int argc, char** argv, Options* options) {
       flag = arg.substr(0, eq);
       value = arg.substr(eq + 1);
     } else if (flag == "--restart-delay-ms" || flag == "--max-fds" || flag == "--socket-dir") {
-      if (i + 1 >= argc) {
+      const char* next = args.Value();
+      if (next == nullptr) {
         fprintf(stderr, "seccomp-keeper: %s needs a value\n%s", flag.c_str(), kUsage);
         return 2;
       }
-      value = argv[++i];
+      value = next;
     }
     if (flag == "--restart-delay-ms") {
       if (!ParseCount(flag, value, 0, 3'600'000, &options->restart_delay_ms)) return 2;
@@ -157,7 +155,6 @@ int ParseOptions(int argc, char** argv, Options* options) {
       return 2;
     }
   }
-  for (; i < argc; i++) options->command.push_back(argv[i]);
   if (options->command.empty()) {
     fprintf(stderr, "seccomp-keeper: no command given\n%s", kUsage);
     return 2;

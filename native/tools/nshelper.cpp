@@ -42,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "command_line.h"
 #include "monotonic_clock.h"
 #include "mount_confinement.hpp"
 #include "notify_fd.hpp"
@@ -569,30 +570,21 @@ bool ServeOne(char* buf) {
   return w == ssize_t(sizeof(resp));
 }
 
-// A decimal after `flag` in `arg`, at most `max`; false when arg is not that flag or not a number.
-bool NumberFlag(const char* arg, const char* flag, unsigned long long max, unsigned long long* value) {
-  const size_t len = strlen(flag);
-  if (strncmp(arg, flag, len) != 0) return false;
-  const char* digits = arg + len;
-  char* end = nullptr;
-  *value = strtoull(digits, &end, 10);
-  return *digits >= '0' && *digits <= '9' && *end == '\0' && *value <= max;
-}
-
 // `--once`, `--busy-poll-us=N` (N decimal, at most 1 s), `--book-partition=N` (the replay book at
 // fd 4), `--request-timeout-ms=N` (the pool's: how long a dead helper's intent can matter).
 // False: a usage error.
 bool ParseArgs(int argc, char** argv, bool* once, int* book_partition, uint64_t* request_timeout_ns) {
-  for (int i = 1; i < argc; i++) {
-    unsigned long long value = 0;
-    if (strcmp(argv[i], "--once") == 0) {
+  command_line::Args args(argc, argv);
+  while (args.Next()) {
+    long long value = 0;
+    if (args.Is("--once")) {
       *once = true;
-    } else if (NumberFlag(argv[i], "--busy-poll-us=", 1000000, &value)) {
-      g_busy_poll_ns = value * 1000;
-    } else if (NumberFlag(argv[i], "--book-partition=", replay_book::kPartitions - 1, &value)) {
+    } else if (command_line::ParseDecimal(args.Inline("--busy-poll-us"), 0, 1000000, &value)) {
+      g_busy_poll_ns = uint64_t(value) * 1000;
+    } else if (command_line::ParseDecimal(args.Inline("--book-partition"), 0, replay_book::kPartitions - 1, &value)) {
       *book_partition = int(value);
-    } else if (NumberFlag(argv[i], "--request-timeout-ms=", 3600000, &value)) {
-      *request_timeout_ns = value * 1000000ull;
+    } else if (command_line::ParseDecimal(args.Inline("--request-timeout-ms"), 0, 3600000, &value)) {
+      *request_timeout_ns = uint64_t(value) * 1000000ull;
     } else {
       return false;
     }

@@ -43,6 +43,7 @@
 #include <atomic>
 #include <new>
 
+#include "command_line.h"
 #include "monotonic_clock.h"
 
 namespace {
@@ -290,52 +291,50 @@ const char kUsage[] =
     "Exits 0, or 3 when a thread is still blocked in its syscall; 2 on a bad flag.\n";
 
 long ParseLong(const char* flag, const char* value, long min, long max) {
-  char* end = nullptr;
-  errno = 0;
-  const long v = strtol(value, &end, 10);
-  if (errno != 0 || end == value || *end != '\0' || v < min || v > max) {
+  long long v = 0;
+  if (!command_line::ParseDecimal(value, min, max, &v)) {
     fprintf(stderr, "seccomp-soak-workload: %s must be an integer from %ld to %ld, got '%s'\n%s",
             flag, min, max, value, kUsage);
     exit(2);
   }
-  return v;
+  return static_cast<long>(v);
 }
 
 void ParseArgs(int argc, char** argv, Config* config) {
-  for (int i = 1; i < argc; i++) {
-    const char* arg = argv[i];
-    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+  command_line::Args args(argc, argv);
+  while (args.Next()) {
+    const char* arg = args.Arg();
+    if (args.Is("--help") || args.Is("-h")) {
       fputs(kUsage, stdout);
       exit(0);
     }
-    if (strcmp(arg, "--stop-on-stdin-eof") == 0) {
+    if (args.Is("--stop-on-stdin-eof")) {
       config->stop_on_stdin_eof = true;
       continue;
     }
-    const bool known = strcmp(arg, "--threads") == 0 || strcmp(arg, "--interval-ms") == 0 ||
-                       strcmp(arg, "--join-timeout-ms") == 0 || strcmp(arg, "--mkdir") == 0 ||
-                       strcmp(arg, "--expect-suffix") == 0 || strcmp(arg, "--expect-errno") == 0 ||
-                       strcmp(arg, "--pause-us") == 0;
+    const bool known = args.Is("--threads") || args.Is("--interval-ms") || args.Is("--join-timeout-ms") ||
+                       args.Is("--mkdir") || args.Is("--expect-suffix") || args.Is("--expect-errno") ||
+                       args.Is("--pause-us");
     if (!known) {
       fprintf(stderr, "seccomp-soak-workload: unknown flag '%s'\n%s", arg, kUsage);
       exit(2);
     }
-    if (i + 1 >= argc) {
+    const char* value = args.Value();
+    if (value == nullptr) {
       fprintf(stderr, "seccomp-soak-workload: %s needs a value\n%s", arg, kUsage);
       exit(2);
     }
-    const char* value = argv[++i];
-    if (strcmp(arg, "--threads") == 0) {
+    if (args.Is("--threads")) {
       config->threads = static_cast<int>(ParseLong(arg, value, 1, 1024));
-    } else if (strcmp(arg, "--mkdir") == 0) {
+    } else if (args.Is("--mkdir")) {
       config->mkdir_dir = value;
-    } else if (strcmp(arg, "--expect-suffix") == 0) {
+    } else if (args.Is("--expect-suffix")) {
       config->expect_suffix = value;
-    } else if (strcmp(arg, "--expect-errno") == 0) {
+    } else if (args.Is("--expect-errno")) {
       config->expect_errno = ParseLong(arg, value, 1, kMaxErrno);
-    } else if (strcmp(arg, "--pause-us") == 0) {
+    } else if (args.Is("--pause-us")) {
       config->pause_us = ParseLong(arg, value, 0, 1000000);
-    } else if (strcmp(arg, "--interval-ms") == 0) {
+    } else if (args.Is("--interval-ms")) {
       config->interval_ms = ParseLong(arg, value, 1, 3600000);
     } else {
       config->join_timeout_ms = ParseLong(arg, value, 0, 3600000);
