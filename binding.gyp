@@ -96,7 +96,7 @@
       "target_name": "seccomp-bench-responder",
       "type": "executable",
       "sources": [
-        "native/tools/bench_responder.cpp"
+        "bench/native/bench_responder.cpp"
       ],
       "libraries": [
         "-lpthread"
@@ -106,7 +106,7 @@
       "target_name": "seccomp-bench-workload",
       "type": "executable",
       "sources": [
-        "native/tools/bench_workload.cpp"
+        "bench/native/bench_workload.cpp"
       ],
       "libraries": [
         "-lpthread"
@@ -172,14 +172,14 @@
       "target_name": "seccomp-idle-clients",
       "type": "executable",
       "sources": [
-        "native/tools/idle_clients.cpp"
+        "test/cmd/idle-clients/main.cpp"
       ]
     },
     {
       "target_name": "seccomp-soak-workload",
       "type": "executable",
       "sources": [
-        "native/tools/soak_workload.cpp"
+        "bench/native/soak_workload.cpp"
       ],
       "libraries": [
         "-lpthread"
