@@ -38,7 +38,9 @@
       "sources": [
         "test/cmd/emulator-addon/module.cpp",
         "test/cmd/emulator-addon/emulator_binding.cpp",
-        "native/addon/container_actions.cpp",
+        "native/addon/action_result.cpp",
+        "native/addon/emulator.cpp",
+        "native/addon/kill_freeze.cpp",
         "native/addon/cgroup_paths.cpp",
         "native/addon/nshelper_pool.cpp",
         "native/addon/notify_fd.cpp",

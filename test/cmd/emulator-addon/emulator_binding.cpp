@@ -1,4 +1,4 @@
-// The JS face of the emulated actions (native/addon/container_actions.hpp) for tests and the
+// The JS face of the emulated actions (native/addon/emulator.hpp, kill_freeze.hpp) for tests and the
 // benchmark, in the test-only addon seccomp_emulator_addon.node (never shipped): class Emulator,
 // whose methods return Promises settled on the JS thread (benchMkdir is the bench's loop), plus
 // `emulatorTestSupport`, a few raw seccomp calls. The data plane never hands notify fds to JS:
@@ -26,7 +26,8 @@
 #include <string>
 #include <vector>
 
-#include "container_actions.hpp"
+#include "emulator.hpp"
+#include "kill_freeze.hpp"
 #include "monotonic_clock.h"
 #include "seccomp_compat.h"
 #include "target_memory.hpp"
