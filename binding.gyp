@@ -72,6 +72,9 @@
       "type": "executable",
       "sources": [
         "native/tools/nshelper.cpp",
+        "native/tools/nshelper_resolve.cpp",
+        "native/tools/nshelper_mkdir.cpp",
+        "native/tools/nshelper_mount.cpp",
         "native/tools/nshelper_credentials.cpp",
         "native/tools/nshelper_target.cpp",
         "native/tools/nshelper_replay.cpp",
