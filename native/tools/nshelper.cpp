@@ -19,31 +19,18 @@
 // This file is the request loop (receive, handle, answer, reply) and main; the jobs it runs are
 // nshelper_resolve (paths inside the target's root), nshelper_mkdir and nshelper_mount.
 #include <errno.h>
-#include "unique_fd.h"
 #include <fcntl.h>
-#include <limits.h>
-#include <linux/capability.h>
-#include <linux/nsfs.h>
-#include <linux/openat2.h>
-#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <string>
-#include <vector>
 
 #include "command_line.h"
 #include "monotonic_clock.h"
