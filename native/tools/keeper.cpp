@@ -71,9 +71,7 @@ struct Field {
 enum Level { kInfo = 30, kWarn = 40, kError = 50 };
 
 void Log(Level level, const std::string& msg, std::initializer_list<Field> fields = {}) {
-  timespec now;
-  clock_gettime(CLOCK_REALTIME, &now);
-  long long ms = now.tv_sec * 1000LL + now.tv_nsec / 1'000'000;
+  long long ms = static_cast<long long>(ClockNs(CLOCK_REALTIME) / 1'000'000);
   char host[256] = "";
   if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
   std::string line = "{\"level\":" + std::to_string(int(level)) + ",\"time\":" + std::to_string(ms) +
