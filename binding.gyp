@@ -38,7 +38,9 @@
       "sources": [
         "test/cmd/emulator-addon/module.cpp",
         "test/cmd/emulator-addon/emulator_binding.cpp",
-        "native/addon/container_actions.cpp",
+        "native/addon/action_result.cpp",
+        "native/addon/emulator.cpp",
+        "native/addon/kill_freeze.cpp",
         "native/addon/cgroup_paths.cpp",
         "native/addon/nshelper_pool.cpp",
         "native/addon/notify_fd.cpp",
@@ -70,6 +72,9 @@
       "type": "executable",
       "sources": [
         "native/tools/nshelper.cpp",
+        "native/tools/nshelper_resolve.cpp",
+        "native/tools/nshelper_mkdir.cpp",
+        "native/tools/nshelper_mount.cpp",
         "native/tools/nshelper_credentials.cpp",
         "native/tools/nshelper_target.cpp",
         "native/tools/nshelper_replay.cpp",
@@ -96,7 +101,7 @@
       "target_name": "seccomp-bench-responder",
       "type": "executable",
       "sources": [
-        "native/tools/bench_responder.cpp"
+        "bench/native/bench_responder.cpp"
       ],
       "libraries": [
         "-lpthread"
@@ -106,7 +111,7 @@
       "target_name": "seccomp-bench-workload",
       "type": "executable",
       "sources": [
-        "native/tools/bench_workload.cpp"
+        "bench/native/bench_workload.cpp"
       ],
       "libraries": [
         "-lpthread"
@@ -172,14 +177,14 @@
       "target_name": "seccomp-idle-clients",
       "type": "executable",
       "sources": [
-        "native/tools/idle_clients.cpp"
+        "test/cmd/idle-clients/main.cpp"
       ]
     },
     {
       "target_name": "seccomp-soak-workload",
       "type": "executable",
       "sources": [
-        "native/tools/soak_workload.cpp"
+        "bench/native/soak_workload.cpp"
       ],
       "libraries": [
         "-lpthread"

@@ -11,9 +11,10 @@
 #include <cstddef>
 #include <array>
 
-#include "ingest.hpp"
+#include "monotonic_clock.h"
 #include "path_args.h"
 #include "seccomp_compat.h"
+#include "unix_socket.h"
 
 namespace seccomp_agent {
 namespace {
@@ -39,11 +40,8 @@ const char* SyscallName(uint32_t arch, uint32_t nr) { return SyscallNameOf(arch,
 
 // CLOCK_REALTIME minus CLOCK_MONOTONIC, in ns: turns a receipt time into a wall-clock one.
 int64_t WallOffsetNs() {
-  struct timespec real, mono;
-  clock_gettime(CLOCK_REALTIME, &real);
-  clock_gettime(CLOCK_MONOTONIC, &mono);
-  return (static_cast<int64_t>(real.tv_sec) - static_cast<int64_t>(mono.tv_sec)) * 1000000000ll +
-         (static_cast<int64_t>(real.tv_nsec) - static_cast<int64_t>(mono.tv_nsec));
+  const uint64_t real = ClockNs(CLOCK_REALTIME);
+  return static_cast<int64_t>(real) - static_cast<int64_t>(MonotonicNs());
 }
 
 void PutHeader(char* at, uint32_t length, uint16_t type) {

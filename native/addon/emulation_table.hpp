@@ -17,7 +17,7 @@ namespace seccomp_agent {
 enum class EmulatedKind : uint8_t { kNone, kMkdir, kMount, kKill, kFreeze };
 
 // Who performs it: a helper process in the target's mount namespace (nshelper_pool.hpp), or the
-// engine's action thread (container_actions.hpp, ActionWorker).
+// engine's action thread (action_worker.hpp).
 enum class EmulationExecutor : uint8_t { kHelperPool, kActionWorker };
 
 // What a decision carries and how the executor is called with it.

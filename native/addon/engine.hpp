@@ -3,7 +3,7 @@
 // hands them to the active control-plane session and keeps them pending (with a deadline, owned
 // by that session) until a decision answers them: from the session's decision channel
 // (decision_channel.hpp, on this thread), or from respond() at once or through an emulation
-// (container_actions.hpp) whose result comes back as an event. See docs/decision-channel.md.
+// (emulator.hpp, action_worker.hpp) whose result comes back as an event. See docs/decision-channel.md.
 // Everything a successor needs survives this process: each notify fd, its record and the listener
 // go to the fd store when there is one ($NOTIFY_SOCKET: systemd or seccomp-keeper), ids in flight
 // to the journal (journal.hpp); Restore() takes them back, HandOff() gives them to a successor.
@@ -37,7 +37,8 @@
 #include <vector>
 
 #include "answer_tally.hpp"
-#include "container_actions.hpp"
+#include "action_worker.hpp"
+#include "emulator.hpp"
 #include "decision_channel.hpp"
 #include "epoll_source.hpp"
 #include "event_queue.hpp"

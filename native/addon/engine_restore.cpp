@@ -16,6 +16,7 @@
 
 #include "engine.hpp"
 #include "engine_names.hpp"
+#include "unix_socket.h"
 
 namespace seccomp_agent {
 namespace {

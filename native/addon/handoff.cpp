@@ -11,9 +11,10 @@
 #include <unistd.h>
 
 #include "handoff_formats.hpp"
-#include "ingest.hpp"  // ListenUnixSocket
 #include "journal.hpp"
+#include "monotonic_clock.h"
 #include "scm_rights.h"
+#include "unix_socket.h"
 
 namespace seccomp_agent {
 namespace handoff {
@@ -37,16 +38,10 @@ struct FrameHeader {
 
 std::string ErrnoText(const char* what) { return std::string(what) + ": " + strerror(errno); }
 
-uint64_t NowMs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000u + static_cast<uint64_t>(ts.tv_nsec) / 1000000u;
-}
-
 // Waits for `events` on fd until deadline_ms (CLOCK_MONOTONIC ms). False with *error on timeout.
 bool WaitFor(int fd, short events, uint64_t deadline_ms, const char* what, std::string* error) {
   for (;;) {
-    uint64_t now = NowMs();
+    uint64_t now = MonotonicMs();
     if (now >= deadline_ms) {
       *error = std::string("timed out waiting for ") + what;
       return false;
@@ -76,7 +71,7 @@ bool SendFrame(int conn, FrameType type, const std::string& text, const int* fds
   for (;;) {
     if (scm_rights::Send(conn, iov, text.empty() ? 1 : 2, fds, fd_count, MSG_NOSIGNAL) >= 0) return true;
     if (errno == EAGAIN) {
-      if (!WaitFor(conn, POLLOUT, NowMs() + 5000, "room on the handoff socket", error)) return false;
+      if (!WaitFor(conn, POLLOUT, MonotonicMs() + 5000, "room on the handoff socket", error)) return false;
       continue;
     }
     *error = ErrnoText("sendmsg on the handoff socket");
@@ -125,7 +120,7 @@ bool ExpectFrame(int conn, FrameType want, int timeout_ms, const char* what, std
   FrameHeader header;
   std::string text;
   std::vector<int> fds;
-  bool ok = ReceiveFrame(conn, NowMs() + static_cast<uint64_t>(timeout_ms), &header, &text, &fds, error);
+  bool ok = ReceiveFrame(conn, MonotonicMs() + static_cast<uint64_t>(timeout_ms), &header, &text, &fds, error);
   for (int fd : fds) close(fd);  // none expected
   if (!ok) {
     *error = std::string("no ") + what + ": " + *error;
@@ -228,7 +223,7 @@ bool SendHello(int conn, std::string* error) {
 }
 
 bool ReceiveEntries(int conn, int timeout_ms, std::vector<NamedFd>* entries, std::string* summary, std::string* error) {
-  const uint64_t deadline = NowMs() + static_cast<uint64_t>(timeout_ms);
+  const uint64_t deadline = MonotonicMs() + static_cast<uint64_t>(timeout_ms);
   for (;;) {
     FrameHeader header;
     std::string text;
@@ -263,7 +258,7 @@ bool ReceiveEntries(int conn, int timeout_ms, std::vector<NamedFd>* entries, std
 bool SendAck(int conn, std::string* error) { return SendFrame(conn, kAck, "", nullptr, 0, error); }
 
 bool WaitClosed(int conn, int timeout_ms) {
-  const uint64_t deadline = NowMs() + static_cast<uint64_t>(timeout_ms);
+  const uint64_t deadline = MonotonicMs() + static_cast<uint64_t>(timeout_ms);
   for (;;) {
     std::string error;
     if (!WaitFor(conn, POLLIN, deadline, "the end", &error)) return false;

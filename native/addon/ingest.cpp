@@ -14,6 +14,7 @@
 
 #include "notify_fd.hpp"
 #include "scm_rights.h"
+#include "unix_socket.h"
 
 namespace seccomp_agent {
 namespace {
@@ -49,49 +50,6 @@ Ingest::Ingest(int epoll_fd, EventQueue* queue, Options options)
     : epoll_fd_(epoll_fd), queue_(queue), options_(options), read_buf_(kReadChunk) {}
 
 Ingest::~Ingest() { CloseAll(); }
-
-int ListenUnixSocket(const std::string& path, unsigned mode, const char* what, std::string* error, int type) {
-  struct sockaddr_un addr;
-  memset(&addr, 0, sizeof addr);
-  addr.sun_family = AF_UNIX;
-  if (path.empty() || path.size() >= sizeof addr.sun_path) {
-    *error = std::string(what) + " path \"" + path + "\" is empty or longer than " +
-             std::to_string(sizeof addr.sun_path - 1) + " bytes";
-    return -1;
-  }
-  memcpy(addr.sun_path, path.data(), path.size());
-  struct stat st;
-  if (lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) {
-      *error = std::string(what) + " path " + path + " exists and is not a socket; not removing it";
-      return -1;
-    }
-    if (unlink(path.c_str()) != 0 && errno != ENOENT) {
-      *error = "cannot remove stale socket " + path + ": " + ErrnoText(errno);
-      return -1;
-    }
-  }
-  int fd = socket(AF_UNIX, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) {
-    *error = "socket(AF_UNIX): " + ErrnoText(errno);
-    return -1;
-  }
-  // chmod before listen(): until then a connect() is refused, so no one gets in under the umask's mode.
-  const char* step = nullptr;
-  if (bind(fd, reinterpret_cast<struct sockaddr*>(&addr), sizeof addr) != 0) {
-    step = "bind";
-  } else if (chmod(path.c_str(), mode) != 0) {
-    step = "chmod";
-  } else if (listen(fd, SOMAXCONN) != 0) {
-    step = "listen";
-  }
-  if (step != nullptr) {
-    *error = std::string(step) + " " + path + ": " + ErrnoText(errno);
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 int Ingest::Listen(const std::string& path, unsigned mode, std::string* error) {
   int fd = ListenUnixSocket(path, mode, "listener socket", error);
@@ -513,15 +471,6 @@ std::vector<int> Ingest::ListenerFds() {
   std::vector<int> fds;
   for (auto& listener : listeners_) fds.push_back(listener->fd);
   return fds;
-}
-
-std::string SocketPath(int fd) {
-  struct sockaddr_un addr;
-  memset(&addr, 0, sizeof addr);
-  socklen_t len = sizeof addr;
-  if (getsockname(fd, reinterpret_cast<struct sockaddr*>(&addr), &len) != 0 || addr.sun_family != AF_UNIX) return std::string();
-  if (len <= offsetof(struct sockaddr_un, sun_path) || addr.sun_path[0] == '\0') return std::string();
-  return std::string(addr.sun_path, strnlen(addr.sun_path, len - offsetof(struct sockaddr_un, sun_path)));
 }
 
 std::vector<std::string> Ingest::ListenerPaths() {

@@ -29,14 +29,6 @@
 
 namespace seccomp_agent {
 
-// JS thread. Creates a non-blocking Unix socket of `type` (stream unless said) at `path` (a stale socket file there is
-// removed first, anything else there is an error), binds it, chmods it to `mode` and listens.
-// Returns the fd, or -1 with *error set; `what` names the socket in messages.
-int ListenUnixSocket(const std::string& path, unsigned mode, const char* what, std::string* error,
-                     int type = SOCK_STREAM);
-// Any thread. The path a Unix socket is bound to (getsockname); "" when it has none or is abstract.
-std::string SocketPath(int fd);
-
 class Ingest {
  public:
   struct Options {

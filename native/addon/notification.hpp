@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "monotonic_clock.h"  // MonotonicNs, for received_ns
 #include "syscall_abi.h"
 
 namespace seccomp_agent {
@@ -22,13 +23,6 @@ struct Notification {
   uint64_t args[6] = {0, 0, 0, 0, 0, 0};  // i386: zero-extended 32-bit values
   uint64_t received_ns = 0;  // CLOCK_MONOTONIC when received (restored ones: when taken back); not journaled
 };
-
-// Any thread. CLOCK_MONOTONIC in ns.
-inline uint64_t MonotonicNs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // Any thread: the record of what NOTIF_RECV returned for container `handle`.
 inline Notification NotificationFromKernel(const struct seccomp_notif& n, uint32_t handle, uint64_t received_ns) {

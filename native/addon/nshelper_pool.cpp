@@ -1,5 +1,6 @@
 #include "nshelper_pool.hpp"
 
+#include "monotonic_clock.h"
 #include "namespace_link.h"
 #include "notify_fd.hpp"
 #include "seccomp_compat.h"
@@ -29,12 +30,6 @@ namespace {
 
 constexpr uint64_t kWakeId = 0;
 constexpr size_t kWindow = 8;  // requests sent ahead to one kept helper (it works serially)
-
-uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
 
 int PidfdOpen(pid_t pid) { return int(syscall(SYS_pidfd_open, pid, 0)); }
 
@@ -112,7 +107,7 @@ NsHelperPool::~NsHelperPool() { Stop(); }
 
 void NsHelperPool::Submit(NsHelperJob job) {
   Pending p;
-  p.submitted_ns = NowNs();
+  p.submitted_ns = MonotonicNs();
   p.job = std::move(job);
   stat_in_flight_++;
   {
@@ -173,7 +168,7 @@ NsHelperPoolStats NsHelperPool::Stats() const {
 void NsHelperPool::Run() {
   epoll_event events[32];
   while (!stopping_.load()) {
-    int n = epoll_wait(epoll_, events, 32, NextTimeoutMs(NowNs()));
+    int n = epoll_wait(epoll_, events, 32, NextTimeoutMs(MonotonicNs()));
     if (n < 0 && errno != EINTR) break;  // cannot happen with a valid epoll fd; stop cleanly
     // New requests go out before the answers of earlier ones are read: a container waits on the
     // first, the bookkeeping of the second (its event, its slot) waits on nobody. A helper that
@@ -199,7 +194,7 @@ void NsHelperPool::Run() {
     }
     if (stopping_.load()) break;
     ProcessForgotten();
-    CheckTimers(NowNs());
+    CheckTimers(MonotonicNs());
   }
   // Shutdown: every request gets ECANCELED, every helper is killed and reaped.
   {
@@ -334,7 +329,7 @@ NsHelperPool::Helper* NsHelperPool::Spawn(uint64_t key, int* err) {
   if (options_.replay_book != nullptr) {
     std::set<int> busy;
     for (const auto& entry : helpers_) busy.insert(entry.second->partition);
-    partition = options_.replay_book->Assign(key, busy, NowNs());
+    partition = options_.replay_book->Assign(key, busy, MonotonicNs());
     if (partition >= 0) book_fd = fcntl(options_.replay_book->fd(), F_DUPFD_CLOEXEC, replay_book::kBookFd + 1);
     if (book_fd < 0) partition = -1;
   }
@@ -384,7 +379,7 @@ NsHelperPool::Helper* NsHelperPool::Spawn(uint64_t key, int* err) {
   h->pid = pid;
   h->pidfd = pidfd;
   h->sock = sv[0];
-  h->last_used_ns = NowNs();
+  h->last_used_ns = MonotonicNs();
   epoll_event ev = {};
   ev.events = EPOLLIN;
   ev.data.u64 = h->id << 1;
@@ -438,7 +433,7 @@ void NsHelperPool::Pump(Helper* h) {
       w = sendmsg(h->sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     } while (w < 0 && errno == EINTR);
     if (w < 0) return;  // EAGAIN: next answer pumps again; EPIPE: the pidfd reports the exit
-    p.sent_ns = NowNs();
+    p.sent_ns = MonotonicNs();
     h->last_used_ns = p.sent_ns;
     h->in_flight.push_back(std::move(p));
     h->backlog.pop_front();
@@ -465,7 +460,7 @@ void NsHelperPool::OnReadable(Helper* h) {
     }
     Complete(h->in_flight.front(), r, 0);
     h->in_flight.pop_front();
-    h->last_used_ns = NowNs();
+    h->last_used_ns = MonotonicNs();
   }
   Pump(h);
   // A retired helper that has given its last answer gets EOF and exits.
@@ -552,7 +547,7 @@ void NsHelperPool::Complete(Pending& p, const nshelper::Response& response, int 
   if (p.retried) r.flags |= nshelper::kRetriedAfterHelperDeath;
   CloseFd(&p.job.notify_fd);
   stat_in_flight_--;
-  if (p.job.done) p.job.done(r, internal_err, NowNs() - p.submitted_ns);
+  if (p.job.done) p.job.done(r, internal_err, MonotonicNs() - p.submitted_ns);
   p.job.done = nullptr;
 }
 

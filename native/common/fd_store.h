@@ -22,6 +22,7 @@
 
 #include <memory>
 
+#include "command_line.h"  // ParseDecimal
 #include "scm_rights.h"
 #include <string>
 #include <vector>
@@ -173,7 +174,7 @@ class Notifier {
   static long long KeeperPidFromEnvironment() {
     long long pid = 0;
     const char* text = getenv("SECCOMP_KEEPER_PID");
-    if (text == nullptr || !ParseDecimalText(text, 4194304, &pid)) return 0;
+    if (text == nullptr || !command_line::ParseDecimal(text, 1, 4194304, &pid)) return 0;
     return pid;
   }
 
@@ -236,16 +237,6 @@ class Notifier {
 
  private:
   Notifier() = default;
-
-  static bool ParseDecimalText(const char* text, long long max, long long* out) {
-    if (text == nullptr || text[0] < '0' || text[0] > '9') return false;
-    errno = 0;
-    char* end = nullptr;
-    long long v = strtoll(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || v <= 0 || v > max) return false;
-    *out = v;
-    return true;
-  }
 
   // Under seccomp-keeper: the store must be a path socket named after the keeper's pid, in a
   // root-only directory, and the keeper our parent, watched through a pidfd.
@@ -320,16 +311,6 @@ struct ListenedFd {
 // SD_LISTEN_FDS_START: the first passed fd.
 constexpr int kListenFdsStart = 3;
 
-inline bool ParseDecimal(const char* text, long long max, long long* out) {
-  if (text == nullptr || text[0] < '0' || text[0] > '9') return false;
-  errno = 0;
-  char* end = nullptr;
-  long long v = strtoll(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || v < 0 || v > max) return false;
-  *out = v;
-  return true;
-}
-
 // Takes what systemd (or the keeper) passed: LISTEN_PID must equal getpid(), LISTEN_FDS fds from
 // 3, names from LISTEN_FDNAMES (colon-separated; "unknown" when missing). Sets FD_CLOEXEC on them
 // and unsets the three variables. Empty vector (no error) when nothing was passed or LISTEN_PID is another pid.
@@ -342,14 +323,14 @@ inline std::vector<ListenedFd> TakeListenFds(std::string* error) {
   std::string names_text = getenv("LISTEN_FDNAMES") != nullptr ? getenv("LISTEN_FDNAMES") : "";
   long long pid = 0, count = 0;
   bool ours = pid_text != nullptr && fds_text != nullptr;
-  if (ours && !ParseDecimal(pid_text, INT_MAX, &pid)) {
+  if (ours && !command_line::ParseDecimal(pid_text, 0, INT_MAX, &pid)) {
     *error = std::string("LISTEN_PID \"") + pid_text + "\" is not a pid";
     ours = false;
   }
   // Variables meant for another process (our parent, say) are dropped too, as sd_listen_fds does,
   // so they do not reach our own children.
   if (ours && pid != getpid()) ours = false;
-  if (ours && !ParseDecimal(fds_text, INT_MAX - kListenFdsStart, &count)) {
+  if (ours && !command_line::ParseDecimal(fds_text, 0, INT_MAX - kListenFdsStart, &count)) {
     *error = std::string("LISTEN_FDS \"") + fds_text + "\" is not a count";
     ours = false;
   }

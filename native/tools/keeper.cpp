@@ -25,7 +25,9 @@
 #include <string>
 #include <vector>
 
+#include "command_line.h"
 #include "fd_store.h"
+#include "monotonic_clock.h"
 #include "json_string.h"
 
 namespace {
@@ -54,12 +56,6 @@ const char kUsage[] =
 constexpr long long kQuickCrashMs = 10'000;
 constexpr long long kMaxRestartDelayMs = 5'000;
 
-long long MonotonicMs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000LL + ts.tv_nsec / 1'000'000;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Logs: one JSON line per event on stderr, shaped like the agent's pino logs.
 
@@ -75,9 +71,7 @@ struct Field {
 enum Level { kInfo = 30, kWarn = 40, kError = 50 };
 
 void Log(Level level, const std::string& msg, std::initializer_list<Field> fields = {}) {
-  timespec now;
-  clock_gettime(CLOCK_REALTIME, &now);
-  long long ms = now.tv_sec * 1000LL + now.tv_nsec / 1'000'000;
+  long long ms = static_cast<long long>(ClockNs(CLOCK_REALTIME) / 1'000'000);
   char host[256] = "";
   if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
   std::string line = "{\"level\":" + std::to_string(int(level)) + ",\"time\":" + std::to_string(ms) +
@@ -108,25 +102,21 @@ struct Options {
 };
 
 bool ParseCount(const std::string& flag, const std::string& text, long long min, long long max, long long* out) {
-  char* end = nullptr;
-  errno = 0;
-  long long v = strtoll(text.c_str(), &end, 10);
-  if (text.empty() || errno != 0 || *end != '\0' || v < min || v > max) {
+  if (!command_line::ParseDecimal(text.c_str(), min, max, out)) {
     fprintf(stderr, "seccomp-keeper: %s needs an integer from %lld to %lld, got \"%s\"\n", flag.c_str(), min, max,
             text.c_str());
     return false;
   }
-  *out = v;
   return true;
 }
 
 // Returns 0 to run, or the exit code (2 for bad usage, 0 after --help).
 int ParseOptions(int argc, char** argv, Options* options) {
-  int i = 1;
-  for (; i < argc; i++) {
-    std::string arg = argv[i];
+  command_line::Args args(argc, argv);
+  while (args.Next()) {
+    std::string arg = args.Arg();
     if (arg == "--") {
-      i++;
+      for (char** command = args.Rest(); *command != nullptr; command++) options->command.push_back(*command);
       break;
     }
     if (arg == "-h" || arg == "--help") {
@@ -140,11 +130,12 @@ int ParseOptions(int argc, char** argv, Options* options) {
       flag = arg.substr(0, eq);
       value = arg.substr(eq + 1);
     } else if (flag == "--restart-delay-ms" || flag == "--max-fds" || flag == "--socket-dir") {
-      if (i + 1 >= argc) {
+      const char* next = args.Value();
+      if (next == nullptr) {
         fprintf(stderr, "seccomp-keeper: %s needs a value\n%s", flag.c_str(), kUsage);
         return 2;
       }
-      value = argv[++i];
+      value = next;
     }
     if (flag == "--restart-delay-ms") {
       if (!ParseCount(flag, value, 0, 3'600'000, &options->restart_delay_ms)) return 2;
@@ -162,7 +153,6 @@ int ParseOptions(int argc, char** argv, Options* options) {
       return 2;
     }
   }
-  for (; i < argc; i++) options->command.push_back(argv[i]);
   if (options->command.empty()) {
     fprintf(stderr, "seccomp-keeper: no command given\n%s", kUsage);
     return 2;

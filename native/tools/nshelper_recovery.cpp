@@ -5,6 +5,8 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 
+#include "monotonic_clock.h"
+
 #ifndef STATX_MNT_ID_UNIQUE
 #define STATX_MNT_ID_UNIQUE 0x00004000U
 #endif
@@ -17,9 +19,7 @@ uint64_t Ns(const struct statx_timestamp& t) { return uint64_t(t.tv_sec) * 10000
 }  // namespace
 
 uint64_t CoarseRealtimeNs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+  return ClockNs(CLOCK_REALTIME_COARSE);
 }
 
 bool MadeSince(int dir, const char* name, uint64_t since_ns, uint64_t* dev, uint64_t* ino) {

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "command_line.h"
 #include "json_string.h"
 #include "seccomp_compat.h"
 #include "syscall_abi.h"
@@ -107,26 +108,18 @@ int LookupSyscall(const std::string& name) {
   return -1;
 }
 
-bool ParseCount(const char* text, long max, long* out) {
-  char* end = nullptr;
-  errno = 0;
-  long v = strtol(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || v < 0 || v > max) return false;
-  *out = v;
-  return true;
-}
-
 Options Parse(int argc, char** argv) {
   Options o;
-  int i = 1;
+  command_line::Args args(argc, argv);
   auto value = [&](const char* flag) -> const char* {
-    if (i + 1 >= argc) Usage(std::string(flag) + " needs a value");
-    return argv[++i];
+    const char* v = args.Value();
+    if (v == nullptr) Usage(std::string(flag) + " needs a value");
+    return v;
   };
-  for (; i < argc; i++) {
-    std::string arg = argv[i];
+  while (args.Next()) {
+    std::string arg = args.Arg();
     if (arg == "--") {
-      i++;
+      o.command = args.Rest();
       break;
     }
     if (arg == "-h" || arg == "--help") {
@@ -177,8 +170,8 @@ Options Parse(int argc, char** argv) {
       o.raw_message_file = value("--raw-message");
       o.has_raw_message = true;
     } else if (arg == "--send-fds") {
-      long n;
-      if (!ParseCount(value("--send-fds"), kScmMaxFd, &n)) Usage("--send-fds needs a number from 0 to 253");
+      long long n;
+      if (!command_line::ParseDecimal(value("--send-fds"), 0, kScmMaxFd, &n)) Usage("--send-fds needs a number from 0 to 253");
       o.send_fds = static_cast<int>(n);
     } else if (arg == "--send-pipe") {
       o.send_pipe = true;
@@ -187,15 +180,14 @@ Options Parse(int argc, char** argv) {
     } else if (arg == "--wait-killable") {
       o.wait_killable = true;
     } else if (arg == "--chunk") {
-      long n;
-      if (!ParseCount(value("--chunk"), 1L << 30, &n) || n == 0) Usage("--chunk needs a positive number");
+      long long n;
+      if (!command_line::ParseDecimal(value("--chunk"), 1, 1L << 30, &n)) Usage("--chunk needs a positive number");
       o.chunk = static_cast<size_t>(n);
     } else {
       Usage("unknown option \"" + arg + "\"");
     }
   }
-  if (i >= argc) Usage("no command given (put it after --)");
-  o.command = argv + i;
+  if (o.command == nullptr || o.command[0] == nullptr) Usage("no command given (put it after --)");
   if (o.socket_path.empty()) Usage("--socket is required");
   if (!o.no_filter && o.syscalls.empty()) Usage("--syscalls is required (or --no-filter)");
   if (o.syscalls.size() > kMaxSyscalls) Usage("at most " + std::to_string(kMaxSyscalls) + " syscalls");

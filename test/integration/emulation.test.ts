@@ -1,4 +1,4 @@
-// The emulated actions (native/addon/container_actions.*, native/tools/nshelper.cpp) against real
+// The emulated actions (native/addon/emulator.*, kill_freeze.*, native/tools/nshelper*.cpp) against real
 // targets: processes under seccomp-run's real filters, in their own mount (and pid) namespaces
 // and busybox roots, as uid 0 and 1000, in real v1 freezer and v2 cgroups of this hybrid host.
 // The test itself plays the engine: it receives each notification and asks the Emulator to act.

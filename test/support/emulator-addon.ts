@@ -3,7 +3,7 @@
 // emulation tests and bench/; the shipped addon (dataplane/native.ts) has none of it.
 import { loadBuiltAddon } from '../../dataplane/native';
 
-/** What an emulated action did (native/addon/container_actions.hpp ActionResult). */
+/** What an emulated action did (native/addon/action_result.hpp ActionResult). */
 export interface EmulatorActionResult {
   outcome: 'done' | 'stale' | 'refused' | 'failed';
   errno: number;

@@ -1,4 +1,4 @@
-// The JS face of the emulated actions (native/addon/container_actions.hpp) for tests and the
+// The JS face of the emulated actions (native/addon/emulator.hpp, kill_freeze.hpp) for tests and the
 // benchmark, in the test-only addon seccomp_emulator_addon.node (never shipped): class Emulator,
 // whose methods return Promises settled on the JS thread (benchMkdir is the bench's loop), plus
 // `emulatorTestSupport`, a few raw seccomp calls. The data plane never hands notify fds to JS:
@@ -26,7 +26,9 @@
 #include <string>
 #include <vector>
 
-#include "container_actions.hpp"
+#include "emulator.hpp"
+#include "kill_freeze.hpp"
+#include "monotonic_clock.h"
 #include "seccomp_compat.h"
 #include "target_memory.hpp"
 
@@ -151,12 +153,6 @@ std::string DefaultHelperPath() {
   std::string so = info.dli_fname;
   size_t slash = so.rfind('/');
   return (slash == std::string::npos ? std::string(".") : so.substr(0, slash)) + "/seccomp-nshelper";
-}
-
-uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
 // A whole path from the target (target_memory.hpp, the engine's reader): false when unreadable or
@@ -452,7 +448,7 @@ class EmulatorWrap : public Napi::ObjectWrap<EmulatorWrap> {
           if (errno == EINTR || errno == ENOENT) continue;
           break;
         }
-        uint64_t start = NowNs();
+        uint64_t start = MonotonicNs();
         bool is_mkdir = n.data.nr == SYS_mkdir, is_mkdirat = n.data.nr == SYS_mkdirat;
         std::string path;
         uint64_t id = n.id;
@@ -475,7 +471,7 @@ class EmulatorWrap : public Napi::ObjectWrap<EmulatorWrap> {
         emu->Mkdir(ref, args, true, [&done](const ActionResult& r) { done.set_value(r); });
         ActionResult r = result.get();
         if (!r.answered) failures++;
-        total.push_back(double(NowNs() - start) / 1e3);
+        total.push_back(double(MonotonicNs() - start) / 1e3);
         helper.push_back(double(r.helper_ns) / 1e3);
       }
       std::sort(total.begin(), total.end());
@@ -561,7 +557,7 @@ Napi::Value TestReceiveNotifyFd(const Napi::CallbackInfo& info) {
       self->Fail("no runtime connected to " + path + " in time");
       return;
     }
-    uint64_t deadline = NowNs() + uint64_t(timeout) * 1000000ull;
+    uint64_t deadline = MonotonicNs() + uint64_t(timeout) * 1000000ull;
     for (;;) {
       char buf[4096];
       alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 8)];
@@ -572,7 +568,7 @@ Napi::Value TestReceiveNotifyFd(const Napi::CallbackInfo& info) {
       msg.msg_control = control;
       msg.msg_controllen = sizeof(control);
       pollfd cp = {conn, POLLIN, 0};
-      int left = int((deadline - std::min(deadline, NowNs())) / 1000000ull);
+      int left = int((deadline - std::min(deadline, MonotonicNs())) / 1000000ull);
       if (poll(&cp, 1, left) != 1) {
         error = "the runtime did not close its connection in time";
         break;

@@ -156,21 +156,6 @@ struct Owners : PendingTable::Owners {
   }
 };
 
-// One pending target (an eventfd, not a notify fd: only deadlines matter) with one owner, for the
-// deadline cases.
-struct DeadlineFixture {
-  Owners owners;
-  PendingTarget target;
-  PendingOwner owner;
-  PendingTable table{&owners};
-  DeadlineFixture() {
-    target.fd = eventfd(0, EFD_CLOEXEC);
-    target.handle = 5;
-    owner.id = 9;
-  }
-  ~DeadlineFixture() { close(target.fd); }
-};
-
 Answer Continue() { return Answer(); }
 Answer Errno(int e) {
   Answer a;
@@ -194,6 +179,31 @@ Notification Fake(uint32_t handle, uint64_t id) {
   n.received_ns = MonotonicNs();
   return n;
 }
+
+// One pending target (an eventfd, not a notify fd: only deadlines matter) with one owner, for the
+// deadline cases: adds owned notifications due some ns after `now` and notes what expires.
+struct DeadlineFixture {
+  Owners owners;
+  PendingTarget target;
+  PendingOwner owner;
+  PendingTable table{&owners};
+  NotifyBuffers buffers;
+  const uint64_t now = MonotonicNs();
+  std::vector<uint64_t> expired;  // ids ExpireAt answered, in order
+  DeadlineFixture() {
+    target.fd = eventfd(0, EFD_CLOEXEC);
+    target.handle = 5;
+    owner.id = 9;
+  }
+  ~DeadlineFixture() { close(target.fd); }
+  // Notification `id` of the target, owned, due at now + `due_in`.
+  void Add(uint64_t id, uint64_t due_in) { table.Add(&target, &owner, Fake(5, id), now + due_in); }
+  // Answers what is due at now + `at` with `answer`.
+  void ExpireAt(uint64_t at, const Answer& answer) {
+    table.ExpireDue(now + at, answer, &buffers,
+                    [this](const PendingTable::Answered& a) { expired.push_back(a.entry.notification.id); });
+  }
+};
 
 void PendingTableCases() {
   Case("pending table: settle answers the real target, frees its journal slot, its target's and owner's counts", [] {
@@ -285,46 +295,35 @@ void PendingTableCases() {
   Case("pending table: deadlines answer what is due, skip what was answered, and make later decisions late", [] {
     DeadlineFixture f;
     PendingTable& table = f.table;
-    PendingTarget& t = f.target;
-    PendingOwner& owner = f.owner;
-    const uint64_t now = MonotonicNs();
-    table.Add(&t, &owner, Fake(5, 1), now + 10);
-    table.Add(&t, &owner, Fake(5, 2), now + 20);
-    table.Add(&t, &owner, Fake(5, 3), now + 1000000000000ull);
-    NotifyBuffers buffers;
-    table.Settle(5, 2, Continue(), Continue(), &buffers);  // answered before its deadline
-    EXPECT(table.NextDeadline() == now + 10);
-    std::vector<uint64_t> expired;
-    table.ExpireDue(now + 100, Errno(EPERM), &buffers,
-                    [&](const PendingTable::Answered& a) { expired.push_back(a.entry.notification.id); });
-    EXPECT(expired.size() == 1 && expired[0] == 1);
+    f.Add(1, 10);
+    f.Add(2, 20);
+    f.Add(3, 1000000000000ull);
+    table.Settle(5, 2, Continue(), Continue(), &f.buffers);  // answered before its deadline
+    EXPECT(table.NextDeadline() == f.now + 10);
+    f.ExpireAt(100, Errno(EPERM));
+    EXPECT(f.expired.size() == 1 && f.expired[0] == 1);
     EXPECT(table.AnsweredLate(5, 1) && !table.AnsweredLate(5, 2) && !table.AnsweredLate(5, 3));
-    EXPECT(table.size() == 1 && owner.owned == 1);
-    EXPECT(table.NextDeadline() == now + 1000000000000ull);
+    EXPECT(table.size() == 1 && f.owner.owned == 1);
+    EXPECT(table.NextDeadline() == f.now + 1000000000000ull);
   });
 
   Case("pending table: an extended deadline (a hold) is not answered at the old one, and is at the new one", [] {
     DeadlineFixture f;
     PendingTable& table = f.table;
-    PendingTarget& t = f.target;
-    PendingOwner& owner = f.owner;
-    const uint64_t now = MonotonicNs();
-    table.Add(&t, &owner, Fake(5, 1), now + 10);
-    table.Add(&t, &owner, Fake(5, 2), now + 10);
+    const uint64_t now = f.now;
+    f.Add(1, 10);
+    f.Add(2, 10);
     EXPECT(table.Extend(5, 1, now + 500));
     EXPECT(!table.Extend(5, 99, now + 500));  // not pending
     EXPECT(table.Extend(5, 2, now + 5));      // never earlier: stays at now + 10
-    NotifyBuffers buffers;
-    std::vector<uint64_t> expired;
-    auto report = [&](const PendingTable::Answered& a) { expired.push_back(a.entry.notification.id); };
-    table.ExpireDue(now + 100, Continue(), &buffers, report);
-    EXPECT(expired.size() == 1 && expired[0] == 2);
+    f.ExpireAt(100, Continue());
+    EXPECT(f.expired.size() == 1 && f.expired[0] == 2);
     EXPECT(table.size() == 1 && table.Find(5, 1) != nullptr);
     EXPECT(table.NextDeadline() == now + 500);  // its item came back at the later deadline
-    table.ExpireDue(now + 499, Continue(), &buffers, report);
-    EXPECT(expired.size() == 1);
-    table.ExpireDue(now + 500, Continue(), &buffers, report);
-    EXPECT(expired.size() == 2 && expired[1] == 1 && table.empty());
+    f.ExpireAt(499, Continue());
+    EXPECT(f.expired.size() == 1);
+    f.ExpireAt(500, Continue());
+    EXPECT(f.expired.size() == 2 && f.expired[1] == 1 && table.empty());
   });
 
   Case("pending table: a closed target's entries go without an answer; held ones go to the first owner", [] {
@@ -822,6 +821,16 @@ struct AnswerHandles {
   }
 };
 
+// A target started for `calls` getppid calls, its first notification in hand: what each answer case
+// begins with.
+struct NotifiedTarget {
+  Target target;
+  NotifyBuffers buffers;
+  Notification n;
+  const bool started;
+  explicit NotifiedTarget(int calls) : started(target.Start(calls) && target.Next(&buffers, &n, 1)) {}
+};
+
 void AnswerCases() {
   using nshelper::AnswerZero;
   using nshelper::Delivery;
@@ -834,10 +843,10 @@ void AnswerCases() {
     EXPECT(!ParseFdinfoReplaceable("pos:\t0\nmnt_id:\t28\n", &cloexec));
   });
   Case("answer: 0 through ADDFD+SEND is taken by the target (its call returns 0), and its fd 0 is as it was", [] {
-    Target target;
-    NotifyBuffers buffers;
-    Notification n;
-    EXPECT(target.Start(2) && target.Next(&buffers, &n, 1));
+    NotifiedTarget t(2);
+    EXPECT(t.started);
+    Target& target = t.target;
+    Notification& n = t.n;
     ino_t before = 0, after = 0;
     bool cloexec_before = true, cloexec_after = true;
     EXPECT(StdinOf(target.pid, &before, &cloexec_before));
@@ -846,32 +855,29 @@ void AnswerCases() {
     EXPECT(AnswerZero(target.notify_fd, n.id, handles.stdin_info.get(), handles.pidfd.get(), &err) == Delivery::kTaken);
     EXPECT(target.Result() == 0);
     // The child is in its second call now: its fd 0 is the same file, with the same flag.
-    EXPECT(target.Next(&buffers, &n, 1));
+    EXPECT(target.Next(&t.buffers, &n, 1));
     EXPECT(StdinOf(target.pid, &after, &cloexec_after));
     EXPECT(after == before && cloexec_after == cloexec_before);
     EXPECT(AnswerZero(target.notify_fd, n.id, handles.stdin_info.get(), handles.pidfd.get(), &err) == Delivery::kTaken);
     EXPECT(target.Result() == 0);
   });
   Case("answer: without the target's fd 0 (no fdinfo, no pidfd) the answer is a plain NOTIF_SEND: sent, delivery unknown", [] {
-    Target target;
-    NotifyBuffers buffers;
-    Notification n;
-    EXPECT(target.Start(1) && target.Next(&buffers, &n, 1));
+    NotifiedTarget t(1);
+    EXPECT(t.started);
     int err = 0;
-    EXPECT(AnswerZero(target.notify_fd, n.id, -1, -1, &err) == Delivery::kSent);
-    EXPECT(target.Result() == 0);
+    EXPECT(AnswerZero(t.target.notify_fd, t.n.id, -1, -1, &err) == Delivery::kSent);
+    EXPECT(t.target.Result() == 0);
   });
   Case("answer: a target gone from its wait (killed) is told apart: dropped, not taken", [] {
-    Target target;
-    NotifyBuffers buffers;
-    Notification n;
-    EXPECT(target.Start(1) && target.Next(&buffers, &n, 1));
+    NotifiedTarget t(1);
+    EXPECT(t.started);
+    Target& target = t.target;
     const AnswerHandles handles(target.pid);
     kill(target.pid, SIGKILL);
     waitpid(target.pid, nullptr, 0);
     target.pid = -1;
     int err = 0;
-    EXPECT(AnswerZero(target.notify_fd, n.id, handles.stdin_info.get(), handles.pidfd.get(), &err) == Delivery::kDropped);
+    EXPECT(AnswerZero(target.notify_fd, t.n.id, handles.stdin_info.get(), handles.pidfd.get(), &err) == Delivery::kDropped);
     EXPECT(err == ENOENT);
   });
 }

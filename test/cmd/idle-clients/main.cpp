@@ -22,23 +22,16 @@
 #include <string>
 #include <vector>
 
+#include "command_line.h"
+
 namespace {
 
 struct Options {
   std::string socket;
-  long processes = 1;
-  long connections = 1;
-  long uid = -1;
+  long long processes = 1;
+  long long connections = 1;
+  long long uid = -1;
 };
-
-bool ParseLong(const char* text, long min, long max, long* out) {
-  char* end = nullptr;
-  errno = 0;
-  long v = strtol(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || v < min || v > max) return false;
-  *out = v;
-  return true;
-}
 
 int Usage() {
   fprintf(stderr, "usage: seccomp-idle-clients --socket PATH [--processes K] [--connections N] [--uid U]\n");
@@ -78,15 +71,15 @@ int Usage() {
 
 int main(int argc, char** argv) {
   Options options;
-  for (int i = 1; i < argc; i++) {
-    std::string arg = argv[i];
-    if (i + 1 >= argc) return Usage();
-    const char* value = argv[++i];
+  command_line::Args args(argc, argv);
+  while (args.Next()) {
+    const char* value = args.Value();
+    if (value == nullptr) return Usage();
     bool ok = true;
-    if (arg == "--socket") options.socket = value;
-    else if (arg == "--processes") ok = ParseLong(value, 1, 10000, &options.processes);
-    else if (arg == "--connections") ok = ParseLong(value, 1, 1000000, &options.connections);
-    else if (arg == "--uid") ok = ParseLong(value, 0, 0x7fffffff, &options.uid);
+    if (args.Is("--socket")) options.socket = value;
+    else if (args.Is("--processes")) ok = command_line::ParseDecimal(value, 1, 10000, &options.processes);
+    else if (args.Is("--connections")) ok = command_line::ParseDecimal(value, 1, 1000000, &options.connections);
+    else if (args.Is("--uid")) ok = command_line::ParseDecimal(value, 0, 0x7fffffff, &options.uid);
     else ok = false;
     if (!ok) return Usage();
   }

@@ -27,6 +27,9 @@
 
 #include <atomic>
 
+#include "command_line.h"
+#include "monotonic_clock.h"
+
 namespace {
 
 // Log-linear buckets: exact below 128 ns, then 64 sub-buckets per power of two (error < 0.8%).
@@ -78,12 +81,6 @@ std::atomic<int> g_phase{kWarmup};
 Config g_config;
 char g_prefix[PATH_MAX - 32];
 
-uint64_t NowNs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 void* RunThread(void* arg) {
   ThreadState* state = static_cast<ThreadState*>(arg);
   char path[PATH_MAX];
@@ -92,10 +89,10 @@ void* RunThread(void* arg) {
   for (;;) {
     const int phase = g_phase.load(std::memory_order_relaxed);
     if (phase == kStop) break;
-    const uint64_t start = NowNs();
+    const uint64_t start = MonotonicNs();
     // Raw syscalls: no libc wrapper may cache or skip them.
     const long rc = use_mkdir ? syscall(SYS_mkdir, path, 0755) : syscall(SYS_getppid);
-    const uint64_t elapsed = NowNs() - start;
+    const uint64_t elapsed = MonotonicNs() - start;
     // getppid never fails; mkdir of the thread's own directory gives 0 once, then EEXIST.
     if (rc < 0 && !(use_mkdir && errno == EEXIST)) {
       if (state->errors++ == 0) state->first_errno = errno;
@@ -121,9 +118,9 @@ void SleepNs(uint64_t ns) {
 // The main thread: waits `ns` or until SIGTERM/SIGINT (blocked in every thread, see main), whichever
 // comes first. True when a signal ended the wait.
 bool WaitNsOrSignal(uint64_t ns, const sigset_t* stop_signals) {
-  const uint64_t until = NowNs() + ns;
+  const uint64_t until = MonotonicNs() + ns;
   for (;;) {
-    const uint64_t now = NowNs();
+    const uint64_t now = MonotonicNs();
     if (now >= until) return false;
     struct timespec left;
     left.tv_sec = static_cast<time_t>((until - now) / 1000000000ULL);
@@ -144,30 +141,29 @@ bool WaitNsOrSignal(uint64_t ns, const sigset_t* stop_signals) {
 }
 
 bool ParseArgs(int argc, char** argv, Config* config) {
-  for (int i = 1; i < argc; i++) {
-    const char* arg = argv[i];
-    const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
-    char* end = nullptr;
-    if (strcmp(arg, "--idle") == 0) {
+  command_line::Args args(argc, argv);
+  while (args.Next()) {
+    if (args.Is("--idle")) {
       config->idle = true;
       continue;
     }
+    const char* value = args.Value();
     if (value == nullptr) Usage("missing value or unknown flag");
-    i++;
-    if (strcmp(arg, "--threads") == 0) {
-      const long threads = strtol(value, &end, 10);
-      if (*end != '\0' || threads < 1 || threads > 1024) Usage("--threads must be 1 to 1024");
-      config->threads = static_cast<int>(threads);
-    } else if (strcmp(arg, "--seconds") == 0) {
+    char* end = nullptr;
+    long long number = 0;
+    if (args.Is("--threads")) {
+      if (!command_line::ParseDecimal(value, 1, 1024, &number)) Usage("--threads must be 1 to 1024");
+      config->threads = static_cast<int>(number);
+    } else if (args.Is("--seconds")) {
       config->seconds = strtod(value, &end);
       if (*end != '\0' || !(config->seconds > 0) || config->seconds > 3600) Usage("--seconds must be > 0");
-    } else if (strcmp(arg, "--warmup-ms") == 0) {
-      config->warmup_ms = strtol(value, &end, 10);
-      if (*end != '\0' || config->warmup_ms < 0) Usage("--warmup-ms must be >= 0");
-    } else if (strcmp(arg, "--syscall") == 0) {
+    } else if (args.Is("--warmup-ms")) {
+      if (!command_line::ParseDecimal(value, 0, LONG_MAX, &number)) Usage("--warmup-ms must be >= 0");
+      config->warmup_ms = static_cast<long>(number);
+    } else if (args.Is("--syscall")) {
       if (strcmp(value, "mkdir") == 0) config->mkdir = true;
       else if (strcmp(value, "getppid") != 0) Usage("--syscall must be getppid or mkdir");
-    } else if (strcmp(arg, "--path-prefix") == 0) {
+    } else if (args.Is("--path-prefix")) {
       config->path_prefix = value;
     } else {
       Usage("unknown flag");
@@ -224,7 +220,7 @@ int main(int argc, char** argv) {
   }
 
   g_phase.store(g_config.warmup_ms > 0 ? kWarmup : kMeasure);
-  uint64_t measure_start = NowNs();
+  uint64_t measure_start = MonotonicNs();
   for (int i = 0; i < n; i++) {
     states[i].index = i;
     const int rc = pthread_create(&states[i].thread, nullptr, RunThread, &states[i]);
@@ -235,17 +231,15 @@ int main(int argc, char** argv) {
   }
   if (g_config.warmup_ms > 0) {
     SleepNs(static_cast<uint64_t>(g_config.warmup_ms) * 1000000ULL);
-    measure_start = NowNs();
+    measure_start = MonotonicNs();
     g_phase.store(kMeasure);
   }
   WaitNsOrSignal(static_cast<uint64_t>(g_config.seconds * 1e9), &stop_signals);
   g_phase.store(kStop);
-  const uint64_t measure_end = NowNs();
+  const uint64_t measure_end = MonotonicNs();
 
   // A thread stuck in a notification nobody answers would hang us forever: give up loudly.
-  struct timespec deadline;
-  clock_gettime(CLOCK_REALTIME, &deadline);
-  deadline.tv_sec += 10;
+  const struct timespec deadline = RealtimeDeadline(10000);
   for (int i = 0; i < n; i++) {
     const int rc = pthread_timedjoin_np(states[i].thread, nullptr, &deadline);
     if (rc != 0) {

@@ -43,6 +43,9 @@
 #include <atomic>
 #include <new>
 
+#include "command_line.h"
+#include "monotonic_clock.h"
+
 namespace {
 
 constexpr int kMaxErrno = 4095;  // the kernel's error range: -4095..-1
@@ -82,12 +85,6 @@ struct Totals {
 std::atomic<bool> g_stop{false};
 std::atomic<long> g_expected_ppid{0};
 Config g_config;  // set once in main, before the threads start
-
-uint64_t NowNs(clockid_t clock) {
-  struct timespec ts;
-  clock_gettime(clock, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // The real parent, from /proc/self/stat field 4: getppid itself is the intercepted call.
 // No allocation: it also runs inside the loop when an answer looks wrong.
@@ -153,12 +150,12 @@ void* RunThread(void* arg) {
   const long index = s - g_states;
   while (!g_stop.load(std::memory_order_relaxed)) {
     if (mkdir_mode) snprintf(path, sizeof path, "%s/t%ld-%llu", g_config.mkdir_dir, index, static_cast<unsigned long long>(n++));
-    const uint64_t start = NowNs(CLOCK_MONOTONIC);
+    const uint64_t start = MonotonicNs();
     s->call_start_ns.store(start, std::memory_order_release);
     // The raw syscall: libc may not cache or skip it.
     const long rc = mkdir_mode ? syscall(SYS_mkdir, path, 0755) : syscall(SYS_getppid);
     const int err = errno;
-    const uint64_t elapsed = NowNs(CLOCK_MONOTONIC) - start;
+    const uint64_t elapsed = MonotonicNs() - start;
     s->call_start_ns.store(0, std::memory_order_release);
 
     if (mkdir_mode) {
@@ -245,8 +242,8 @@ void PrintWindow(ThreadState* states, int n, Totals* totals) {
     if (start != 0 && (oldest_start == 0 || start < oldest_start)) oldest_start = start;
   }
   // Read the clock after the starts, so an age is never negative.
-  const uint64_t mono = NowNs(CLOCK_MONOTONIC);
-  const uint64_t real = NowNs(CLOCK_REALTIME);
+  const uint64_t mono = MonotonicNs();
+  const uint64_t real = ClockNs(CLOCK_REALTIME);
   const uint64_t oldest_ns = oldest_start != 0 && mono > oldest_start ? mono - oldest_start : 0;
 
   totals->calls += calls;
@@ -294,52 +291,50 @@ const char kUsage[] =
     "Exits 0, or 3 when a thread is still blocked in its syscall; 2 on a bad flag.\n";
 
 long ParseLong(const char* flag, const char* value, long min, long max) {
-  char* end = nullptr;
-  errno = 0;
-  const long v = strtol(value, &end, 10);
-  if (errno != 0 || end == value || *end != '\0' || v < min || v > max) {
+  long long v = 0;
+  if (!command_line::ParseDecimal(value, min, max, &v)) {
     fprintf(stderr, "seccomp-soak-workload: %s must be an integer from %ld to %ld, got '%s'\n%s",
             flag, min, max, value, kUsage);
     exit(2);
   }
-  return v;
+  return static_cast<long>(v);
 }
 
 void ParseArgs(int argc, char** argv, Config* config) {
-  for (int i = 1; i < argc; i++) {
-    const char* arg = argv[i];
-    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+  command_line::Args args(argc, argv);
+  while (args.Next()) {
+    const char* arg = args.Arg();
+    if (args.Is("--help") || args.Is("-h")) {
       fputs(kUsage, stdout);
       exit(0);
     }
-    if (strcmp(arg, "--stop-on-stdin-eof") == 0) {
+    if (args.Is("--stop-on-stdin-eof")) {
       config->stop_on_stdin_eof = true;
       continue;
     }
-    const bool known = strcmp(arg, "--threads") == 0 || strcmp(arg, "--interval-ms") == 0 ||
-                       strcmp(arg, "--join-timeout-ms") == 0 || strcmp(arg, "--mkdir") == 0 ||
-                       strcmp(arg, "--expect-suffix") == 0 || strcmp(arg, "--expect-errno") == 0 ||
-                       strcmp(arg, "--pause-us") == 0;
+    const bool known = args.Is("--threads") || args.Is("--interval-ms") || args.Is("--join-timeout-ms") ||
+                       args.Is("--mkdir") || args.Is("--expect-suffix") || args.Is("--expect-errno") ||
+                       args.Is("--pause-us");
     if (!known) {
       fprintf(stderr, "seccomp-soak-workload: unknown flag '%s'\n%s", arg, kUsage);
       exit(2);
     }
-    if (i + 1 >= argc) {
+    const char* value = args.Value();
+    if (value == nullptr) {
       fprintf(stderr, "seccomp-soak-workload: %s needs a value\n%s", arg, kUsage);
       exit(2);
     }
-    const char* value = argv[++i];
-    if (strcmp(arg, "--threads") == 0) {
+    if (args.Is("--threads")) {
       config->threads = static_cast<int>(ParseLong(arg, value, 1, 1024));
-    } else if (strcmp(arg, "--mkdir") == 0) {
+    } else if (args.Is("--mkdir")) {
       config->mkdir_dir = value;
-    } else if (strcmp(arg, "--expect-suffix") == 0) {
+    } else if (args.Is("--expect-suffix")) {
       config->expect_suffix = value;
-    } else if (strcmp(arg, "--expect-errno") == 0) {
+    } else if (args.Is("--expect-errno")) {
       config->expect_errno = ParseLong(arg, value, 1, kMaxErrno);
-    } else if (strcmp(arg, "--pause-us") == 0) {
+    } else if (args.Is("--pause-us")) {
       config->pause_us = ParseLong(arg, value, 0, 1000000);
-    } else if (strcmp(arg, "--interval-ms") == 0) {
+    } else if (args.Is("--interval-ms")) {
       config->interval_ms = ParseLong(arg, value, 1, 3600000);
     } else {
       config->join_timeout_ms = ParseLong(arg, value, 0, 3600000);
@@ -355,9 +350,9 @@ int WaitForStop(const Config& config, int signal_fd, ThreadState* states, Totals
   fds[1] = {STDIN_FILENO, POLLIN, 0};
   const nfds_t nfds = config.stop_on_stdin_eof ? 2 : 1;
   const uint64_t interval_ns = static_cast<uint64_t>(config.interval_ms) * 1000000ULL;
-  uint64_t next_tick = NowNs(CLOCK_MONOTONIC) + interval_ns;
+  uint64_t next_tick = MonotonicNs() + interval_ns;
   for (;;) {
-    uint64_t now = NowNs(CLOCK_MONOTONIC);
+    uint64_t now = MonotonicNs();
     if (now >= next_tick) {
       PrintWindow(states, config.threads, totals);
       // Late (a stopped process, a slow pipe): skip the missed ticks rather than print a burst.
@@ -458,14 +453,7 @@ int main(int argc, char** argv) {
   g_stop.store(true, std::memory_order_relaxed);
 
   // One deadline for all: a thread blocked in a call nobody answers must not hold us forever.
-  struct timespec deadline;
-  clock_gettime(CLOCK_REALTIME, &deadline);
-  deadline.tv_sec += config.join_timeout_ms / 1000;
-  deadline.tv_nsec += (config.join_timeout_ms % 1000) * 1000000L;
-  if (deadline.tv_nsec >= 1000000000L) {
-    deadline.tv_sec++;
-    deadline.tv_nsec -= 1000000000L;
-  }
+  const struct timespec deadline = RealtimeDeadline(config.join_timeout_ms);
   int stuck = 0;
   for (int i = 0; i < n; i++) {
     int rc;

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "seccomp_compat.h"
+#include "unix_socket.h"
 
 namespace {
 
@@ -213,29 +214,11 @@ void Answer(Source* notify) {
   g_stats.answered++;
 }
 
+// The listening socket, made as the data plane makes its own (native/common/unix_socket.h).
 int Listen(const char* path) {
-  struct sockaddr_un addr;
-  memset(&addr, 0, sizeof addr);
-  addr.sun_family = AF_UNIX;
-  if (strlen(path) >= sizeof addr.sun_path) {
-    fprintf(stderr, "seccomp-bench-responder: socket path too long: %s\n", path);
-    return -1;
-  }
-  strcpy(addr.sun_path, path);
-  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    fprintf(stderr, "seccomp-bench-responder: socket: %s\n", strerror(errno));
-    return -1;
-  }
-  if (unlink(path) != 0 && errno != ENOENT) {
-    fprintf(stderr, "seccomp-bench-responder: unlink %s: %s\n", path, strerror(errno));
-  }
-  if (bind(fd, reinterpret_cast<struct sockaddr*>(&addr), sizeof addr) != 0 || chmod(path, 0600) != 0 ||
-      listen(fd, 4096) != 0) {
-    fprintf(stderr, "seccomp-bench-responder: listen on %s: %s\n", path, strerror(errno));
-    close(fd);
-    return -1;
-  }
+  std::string error;
+  const int fd = seccomp_agent::ListenUnixSocket(path, 0600, "listener socket", &error);
+  if (fd < 0) fprintf(stderr, "seccomp-bench-responder: %s\n", error.c_str());
   return fd;
 }
 
