@@ -580,7 +580,39 @@ test('Dockerfile: builds on node:20-bookworm with npm ci, runs on node:20-bookwo
   for (const item of new Set(needed)) assert.ok(copied.includes(item), `build stage copies ${item}`);
   const ignore = read('deploy/Dockerfile.dockerignore').split('\n');
   for (const item of copied) {
-    assert.ok(ignore.includes(`!${item}`) || ignore.includes(`!${item}/**`), `Dockerfile.dockerignore lets ${item} into the context`);
+    assert.ok(ignore.some((line) => line === `!${item}` || line.startsWith(`!${item}/`)), `Dockerfile.dockerignore lets ${item} (or files under it) into the context`);
+  }
+});
+
+/** Whether deploy/Dockerfile.dockerignore lets `file` into the build context (the last matching line decides). */
+function dockerignoreLets(file: string): boolean {
+  let lets = true;
+  for (const raw of read('deploy/Dockerfile.dockerignore').split('\n')) {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#')) continue;
+    const negated = line.startsWith('!');
+    const pattern = negated ? line.slice(1) : line;
+    const regex = new RegExp(`^${pattern.split('**').map((part) => part.split('*').map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('[^/]*')).join('.*')}(/.*)?$`);
+    if (regex.test(file)) lets = negated;
+  }
+  return lets;
+}
+
+test('Dockerfile: every file node-gyp compiles (the test and bench programs too, since npm ci builds every target) reaches the build stage, and no TypeScript beside them', () => {
+  const copied = copySources(dockerStages()[0]);
+  const gyp = JSON.parse(read('binding.gyp')) as { targets: Array<{ target_name: string; sources?: string[] }> };
+  const sources = gyp.targets.flatMap((t) => (t.sources ?? []).map((source) => {
+    const listed = /^<!@\(ls -1 (\S+)\)$/.exec(source); // a directory listing: its files
+    return listed ? path.posix.dirname(listed[1]) : source;
+  }));
+  assert.ok(sources.length > 10, `binding.gyp's sources: ${sources.join(', ')}`);
+  for (const source of sources) {
+    assert.ok(copied.some((item) => source === item || source.startsWith(`${item}/`)), `the build stage copies ${source} (copies ${copied.join(', ')})`);
+    if (source.endsWith('.cpp')) assert.ok(dockerignoreLets(source), `Dockerfile.dockerignore lets ${source} into the context`);
+  }
+  // tsc compiles tsconfig's include: a test program's TypeScript would import test/support, which the image lacks.
+  for (const file of ['test/cmd/test-control-plane/main.ts', 'test/support/processes.ts', 'bench/run.ts']) {
+    assert.ok(!dockerignoreLets(file), `Dockerfile.dockerignore keeps ${file} out`);
   }
 });
 
