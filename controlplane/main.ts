@@ -22,6 +22,7 @@ import { PolicyEngine } from './policy-engine';
 import { ExecHolds } from './exec-hold';
 import { FALCO_LIMITS, FalcoPublisher } from './falco-publisher';
 import { MiddlewareWatch, requestDurationHistogram } from './middleware-watch';
+import { MKDIR_SUFFIX_FEATURE } from '../common/mkdir-suffix-feature';
 import { POLICY_FEATURE } from '../common/policy-feature';
 import { CONTROLPLANE_FEATURES, skewWarning } from './hello-features';
 import { PolicyPusher } from './policy-pusher';
@@ -30,6 +31,7 @@ import { PolicySet } from './policy-set';
 import { PolicySources } from './policy-sources';
 import { nodeReports, PolicyStatusWriter } from './policy-status';
 import { ResourcePolicy } from './resource-policy';
+import type { DataplaneForms } from './rule-matcher';
 import { ProfileLintLog } from './profile-lint-log';
 import { createDataPlaneClient, getStatus } from '../common/dataplane-client';
 
@@ -83,6 +85,8 @@ async function main(): Promise<void> {
   // The policy resources (SeccompNotifyPolicy, ClusterSeccompNotifyPolicy): answer before listenerMetadata.
   const policySet = new PolicySet(options.celCostLimit, log);
   let sources: PolicySources | null = null;
+  // What the attached data plane takes beyond the oldest decisions: set from each Welcome.
+  const forms: DataplaneForms = { mkdirSuffix: false };
   const resources = new ResourcePolicy(
     policySet,
     {
@@ -90,6 +94,7 @@ async function main(): Promise<void> {
       namespaceLabels: (name) => sources?.namespaceLabels(name),
     },
     log,
+    forms,
   );
   if (pods) {
     const bump = () => {
@@ -111,7 +116,7 @@ async function main(): Promise<void> {
   const lint = (container: Container) => void lintLog.check(container).catch((err: Error) => log.debug({ err }, 'profile lint failed'));
   let link: DataPlaneLink | null = null;
   const holds = new ExecHolds((n, ms) => link?.hold(n, ms) ?? false, log);
-  const policy = new PolicyEngine(registry, options.unresolvedAction, log, resources, holds);
+  const policy = new PolicyEngine(registry, options.unresolvedAction, log, resources, holds, forms);
   link = new DataPlaneLink(
     {
       grpcSocket: options.grpcSocket, controlSocket: controlSocketPath(options.controlSocket, options.grpcSocket), name: 'seccomp-controlplane', features: CONTROLPLANE_FEATURES,
@@ -156,6 +161,7 @@ async function main(): Promise<void> {
   // Before the snapshot that follows it: an older data plane gets decisions only, as before.
   link.on('welcome', (welcome: Welcome) => {
     pusher!.enabled = options.fastPath && welcome.features.includes(POLICY_FEATURE);
+    forms.mkdirSuffix = welcome.features.includes(MKDIR_SUFFIX_FEATURE);
     const skew = skewWarning(CONTROLPLANE_FEATURES, welcome.features, welcome.dataplaneVersion);
     if (skew !== null) log.warn({ dataplaneVersion: welcome.dataplaneVersion, features: welcome.features }, skew);
   });

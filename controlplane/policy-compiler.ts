@@ -118,6 +118,13 @@ export function labelsOf(entry: ContainerEntry): Record<string, string> {
   return labels;
 }
 
+const UNRESOLVED_MKDIR = new WeakSet<Rule>();
+
+/** The rule stands for a MKDIR_TMPL not applied (identity unknown, or refused): its answers are counted apart ("unresolved"). */
+export function answersUnresolvedMkdir(rule: Rule): boolean {
+  return UNRESOLVED_MKDIR.has(rule);
+}
+
 /** The rules of one container's listenerMetadata, in the order they are tried. */
 export function listenerMetadataRules(entry: ContainerEntry, unresolved: FallbackAction): Rule[] {
   const rules: Rule[] = [];
@@ -135,7 +142,9 @@ export function listenerMetadataRules(entry: ContainerEntry, unresolved: Fallbac
   if (plan.kind === 'suffix') {
     rules.push(rule(MKDIR_SYSCALLS, { $case: 'mkdir', mkdir: { suffix: Buffer.from(plan.suffix) } }, 'listenerMetadata MKDIR_TMPL'));
   } else if (plan.kind === 'unresolved' || plan.kind === 'refused') {
-    rules.push(rule(MKDIR_SYSCALLS, unresolvedAction(unresolved), `listenerMetadata MKDIR_TMPL, not applied (${plan.kind}): --unresolved-action`));
+    const notApplied = rule(MKDIR_SYSCALLS, unresolvedAction(unresolved), `listenerMetadata MKDIR_TMPL, not applied (${plan.kind}): --unresolved-action`);
+    UNRESOLVED_MKDIR.add(notApplied);
+    rules.push(notApplied);
   }
   const mount = entry.policy.mount;
   if (mount) rules.push(...mountRules(mount.filesystems, mount.needCapAdmin, (fstype) => `listenerMetadata mount of ${fstype}`));

@@ -5,12 +5,12 @@
 // lives in the rule table and, serialized, in the fd store ("p<handle>"), so it survives a
 // control plane crash, a handoff and a data plane crash.
 #include <fcntl.h>
-#include <limits.h>
 #include <unistd.h>
 
 #include "engine.hpp"
 #include "engine_names.hpp"
 #include "path_args.h"
+#include "suffixed_path.hpp"
 
 namespace seccomp_agent {
 namespace {
@@ -25,33 +25,6 @@ const PathView* PathAt(const PathView* views, size_t count, int index) {
     if (views[i].index == index) return &views[i];
   }
   return nullptr;
-}
-
-// The path mkdir gets from a suffix rule: `suffix` appended to the last component, trailing
-// slashes dropped. 0, or the errno the kernel's own mkdir would give for this path.
-int SuffixedPath(const PathView* path, const std::string& suffix, std::string* out) {
-  if (path == nullptr) return EFAULT;
-  if (path->truncated) return ENAMETOOLONG;
-  std::string p(path->data, path->length);
-  if (p.empty()) return ENOENT;
-  size_t end = p.find_last_not_of('/');
-  // "/", "x/.", "x/..": not a new name, so no suffix; mkdir of the path as given gets the
-  // kernel's own answer (EEXIST, or ENOENT/ENOTDIR from the walk), as the control plane does.
-  if (end == std::string::npos) {
-    *out = std::move(p);
-    return 0;
-  }
-  p.resize(end + 1);
-  size_t slash = p.rfind('/');
-  const std::string last = slash == std::string::npos ? p : p.substr(slash + 1);
-  if (last == "." || last == "..") {
-    *out = std::string(path->data, path->length);
-    return 0;
-  }
-  p += suffix;
-  if (p.size() >= PATH_MAX) return ENAMETOOLONG;
-  *out = std::move(p);
-  return 0;
 }
 
 Answer ErrorAnswer(int err) {
