@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "suffixed_path.hpp"
+#include "rule_arguments.hpp"
 
 namespace seccomp_agent {
 namespace {

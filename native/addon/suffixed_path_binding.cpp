@@ -1,6 +1,6 @@
 #include "suffixed_path_binding.hpp"
 
-#include "suffixed_path.hpp"
+#include "rule_arguments.hpp"
 
 namespace seccomp_agent {
 namespace {
