@@ -23,7 +23,9 @@ export interface DataplaneForms {
 /** The forms every data plane takes. */
 export const OLDEST_FORMS: Readonly<DataplaneForms> = Object.freeze({ mkdirSuffix: false });
 
+const EFAULT = 14;
 const EINVAL = 22;
+const ENAMETOOLONG = 36;
 /** mount(source, target, fstype, flags, data): where its arguments are. */
 const MOUNT = { source: 0, target: 1, fstype: 2, flags: 3, data: 4 } as const;
 const NO_BYTES = Buffer.alloc(0);
@@ -106,15 +108,24 @@ export function mkdirDecision(n: Notification, suffix: Uint8Array, forms: Datapl
 
 /**
  * An emulated mount as the caller asked: source, target, fstype and data as bytes (the strings
- * beside them only their lossy reading, for older data planes); a truncated data argument is
- * EINVAL (a cut option string is not what the caller meant).
+ * beside them only their lossy reading, for older data planes), or the errno the data plane's
+ * rules answer at once (native/addon/rule_arguments.hpp MountFromPaths): no target or type read
+ * EFAULT, a truncated target ENAMETOOLONG, a truncated source, type or data EINVAL (a cut option
+ * string is not what the caller meant).
  */
 export function mountDecision(n: Notification, requireCapSysAdmin: boolean): Action {
+  const sourceArg = stringArg(n, MOUNT.source);
+  const targetArg = stringArg(n, MOUNT.target);
+  const fstypeArg = stringArg(n, MOUNT.fstype);
   const dataArg = stringArg(n, MOUNT.data);
-  if (dataArg?.truncated) return { $case: 'error', error: { errno: EINVAL } };
-  const source = bytesOf(stringArg(n, MOUNT.source));
-  const target = bytesOf(stringArg(n, MOUNT.target));
-  const fstype = bytesOf(stringArg(n, MOUNT.fstype));
+  const refused = !targetArg || !fstypeArg ? EFAULT
+    : targetArg.truncated ? ENAMETOOLONG
+    : sourceArg?.truncated || fstypeArg.truncated || dataArg?.truncated ? EINVAL
+    : 0;
+  if (refused !== 0) return { $case: 'error', error: { errno: refused } };
+  const source = bytesOf(sourceArg);
+  const target = bytesOf(targetArg);
+  const fstype = bytesOf(fstypeArg);
   const data = bytesOf(dataArg);
   return {
     $case: 'mount',
