@@ -22,9 +22,8 @@ import { PolicyEngine } from './policy-engine';
 import { ExecHolds } from './exec-hold';
 import { FALCO_LIMITS, FalcoPublisher } from './falco-publisher';
 import { MiddlewareWatch, requestDurationHistogram } from './middleware-watch';
-import { MKDIR_SUFFIX_FEATURE } from '../common/mkdir-suffix-feature';
 import { POLICY_FEATURE } from '../common/policy-feature';
-import { CONTROLPLANE_FEATURES, skewWarning } from './hello-features';
+import { CONTROLPLANE_FEATURES, dataplaneForms, skewWarning } from './hello-features';
 import { PolicyPusher } from './policy-pusher';
 import { resourceRules } from './policy-compiler';
 import { PolicySet } from './policy-set';
@@ -86,7 +85,7 @@ async function main(): Promise<void> {
   const policySet = new PolicySet(options.celCostLimit, log);
   let sources: PolicySources | null = null;
   // What the attached data plane takes beyond the oldest decisions: set from each Welcome.
-  const forms: DataplaneForms = { mkdirSuffix: false };
+  const forms: DataplaneForms = dataplaneForms([]);
   const resources = new ResourcePolicy(
     policySet,
     {
@@ -161,7 +160,7 @@ async function main(): Promise<void> {
   // Before the snapshot that follows it: an older data plane gets decisions only, as before.
   link.on('welcome', (welcome: Welcome) => {
     pusher!.enabled = options.fastPath && welcome.features.includes(POLICY_FEATURE);
-    forms.mkdirSuffix = welcome.features.includes(MKDIR_SUFFIX_FEATURE);
+    Object.assign(forms, dataplaneForms(welcome.features));
     const skew = skewWarning(CONTROLPLANE_FEATURES, welcome.features, welcome.dataplaneVersion);
     if (skew !== null) log.warn({ dataplaneVersion: welcome.dataplaneVersion, features: welcome.features }, skew);
   });

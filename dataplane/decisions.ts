@@ -3,7 +3,6 @@
 import { answerKindOf } from '../common/answer-labels';
 import { AnswerKind, type Decision, type MkdirSuffix } from '../proto/gen/seccompagent/v1/dataplane';
 import { EMULATION_FEATURES, emulationNamed, type PathCallName } from '../common/emulations';
-import { MKDIR_SUFFIX_FEATURE } from '../common/mkdir-suffix-feature';
 import { POLICY_FEATURE } from '../common/policy-feature';
 import type { AnsweredEvent, NativeDecision, SuffixedPath } from './native';
 
@@ -12,7 +11,7 @@ const SIGKILL = 9;
 
 /** Features this data plane offers to control planes (Welcome.features). */
 export const DATAPLANE_FEATURES = [
-  'decision.continue', 'decision.error', 'decision.value', ...EMULATION_FEATURES, POLICY_FEATURE, MKDIR_SUFFIX_FEATURE,
+  'decision.continue', 'decision.error', 'decision.value', ...EMULATION_FEATURES, POLICY_FEATURE,
 ];
 
 /** A path-like field: its `*_bytes` field exactly when set, else its (older, lossy) string field as UTF-8. */
