@@ -4,6 +4,7 @@
 // longer depends on whether this process is up. Pure: same entry, same rules, same version.
 import { createHash } from 'node:crypto';
 import type { FallbackAction } from '../common/default-action';
+import { emulationNamed } from '../common/emulations';
 import { ContainerPolicy, type Rule, type RuleAction } from '../proto/gen/seccompagent/v1/policy';
 import { handleToProto } from '../common/container-handle';
 import type { ContainerEntry } from './container-registry';
@@ -11,6 +12,7 @@ import { sidecarDelayApplies } from './exec-hold';
 import { parseMkdirTemplate, renderMkdirTemplate } from './mkdir-template';
 import { policyRef } from './policy-objects';
 import type { NativeRuleSpec } from './resource-policy';
+import { MOUNT_ARGS } from './rule-matcher';
 
 /** Label keys the control plane writes (opaque to the data plane). */
 export const LABEL = {
@@ -21,9 +23,8 @@ export const LABEL = {
   resolution: 'resolution',
 } as const;
 
-const MKDIR_SYSCALLS = ['mkdir', 'mkdirat'];
-/** mount(source, target, fstype, ...): the filesystem type is argument 2. */
-const MOUNT_FSTYPE_ARG = 2;
+/** The syscalls the mkdir emulation answers (common/emulations.ts, the native table's twin). */
+const MKDIR_SYSCALLS = [...emulationNamed('mkdir')!.syscalls];
 
 function rule(syscalls: string[], action: RuleAction['action'], origin: string, paths: Rule['paths'] = []): Rule {
   return { syscalls, args: [], paths, action: { action }, origin };
@@ -37,7 +38,7 @@ function unresolvedAction(action: FallbackAction): RuleAction['action'] {
 function mountRules(filesystems: readonly string[], requireCapSysAdmin: boolean, origin: (fstype: string) => string): Rule[] {
   return filesystems.map((fstype) =>
     rule(['mount'], { $case: 'mount', mount: { requireCapSysAdmin } }, origin(fstype), [
-      { index: MOUNT_FSTYPE_ARG, op: 1 /* PATH_OP_EQUAL */, value: Buffer.from(fstype) },
+      { index: MOUNT_ARGS.fstype, op: 1 /* PATH_OP_EQUAL */, value: Buffer.from(fstype) },
     ]),
   );
 }

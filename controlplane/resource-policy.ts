@@ -20,7 +20,7 @@ import { renderMkdirTemplate } from './mkdir-template';
 import type { CompiledPolicy, CompiledRule, RuleAction } from './resource-compiler';
 import { policyKey, policyLabel, policyRef, type PolicyScope } from './policy-objects';
 import type { PolicySet, PolicySubject, Selection } from './policy-set';
-import { bytesOf, mkdirDecision, mountDecision, OLDEST_FORMS, stringArg, type DataplaneForms } from './rule-matcher';
+import { bytesOf, mkdirDecision, MOUNT_ARGS, mountDecision, OLDEST_FORMS, stringArg, type DataplaneForms } from './rule-matcher';
 import { fallbackMkdirPath } from './mkdir-path';
 import type { ContainerHandle } from '../common/container-handle';
 
@@ -64,8 +64,6 @@ export interface NativeRuleSpec {
   readonly audit: boolean;
 }
 
-/** mount(source, target, fstype, ...): the filesystem type is argument 2. */
-const MOUNT_FSTYPE_ARG = 2;
 
 /** What Enforce gives, as words for logs and seccompctl explain: "errno EPERM", "mkdir /tmp/a-x". */
 export function describeAction(action: Action | null | undefined): string {
@@ -270,7 +268,7 @@ export class ResourcePolicy {
       case 'mount': {
         if (!n) return null;
         // As its compiled rule matches: the filesystem type, as bytes, is one the rule allows.
-        const fstype = bytesOf(stringArg(n, MOUNT_FSTYPE_ARG));
+        const fstype = bytesOf(stringArg(n, MOUNT_ARGS.fstype));
         if (!action.filesystems.some((name) => fstype.equals(Buffer.from(name, 'utf8')))) return null;
         return mountDecision(n, action.requireCapSysAdmin);
       }

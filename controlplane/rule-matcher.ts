@@ -26,8 +26,8 @@ export const OLDEST_FORMS: Readonly<DataplaneForms> = Object.freeze({ mkdirSuffi
 const EFAULT = 14;
 const EINVAL = 22;
 const ENAMETOOLONG = 36;
-/** mount(source, target, fstype, flags, data): where its arguments are. */
-const MOUNT = { source: 0, target: 1, fstype: 2, flags: 3, data: 4 } as const;
+/** mount(source, target, fstype, flags, data): where its arguments are, in every ABI. */
+export const MOUNT_ARGS = { source: 0, target: 1, fstype: 2, flags: 3, data: 4 } as const;
 const NO_BYTES = Buffer.alloc(0);
 
 /** The string argument at `index` as the data plane read it (the first one, as the native matcher takes). */
@@ -114,10 +114,10 @@ export function mkdirDecision(n: Notification, suffix: Uint8Array, forms: Datapl
  * string is not what the caller meant).
  */
 export function mountDecision(n: Notification, requireCapSysAdmin: boolean): Action {
-  const sourceArg = stringArg(n, MOUNT.source);
-  const targetArg = stringArg(n, MOUNT.target);
-  const fstypeArg = stringArg(n, MOUNT.fstype);
-  const dataArg = stringArg(n, MOUNT.data);
+  const sourceArg = stringArg(n, MOUNT_ARGS.source);
+  const targetArg = stringArg(n, MOUNT_ARGS.target);
+  const fstypeArg = stringArg(n, MOUNT_ARGS.fstype);
+  const dataArg = stringArg(n, MOUNT_ARGS.data);
   const refused = !targetArg || !fstypeArg ? EFAULT
     : targetArg.truncated ? ENAMETOOLONG
     : sourceArg?.truncated || fstypeArg.truncated || dataArg?.truncated ? EINVAL
@@ -133,7 +133,7 @@ export function mountDecision(n: Notification, requireCapSysAdmin: boolean): Act
       source: source.toString('utf8'),
       target: target.toString('utf8'),
       fstype: fstype.toString('utf8'),
-      flags: n.args[MOUNT.flags] ?? 0n,
+      flags: n.args[MOUNT_ARGS.flags] ?? 0n,
       data: data.toString('utf8'),
       requireCapSysAdmin,
       sourceBytes: source,
