@@ -1,7 +1,7 @@
 // The fallback for data planes older than MKDIR_SUFFIX_FEATURE (common/mkdir-suffix-feature.ts):
 // the path an emulated mkdir under a suffix creates, built here because such a data plane takes
 // only the whole path. A data plane that lists the feature gets the caller's path and the suffix
-// and builds it with the SuffixedPath its own rules use (native/addon/suffixed_path.hpp): that is
+// and builds it with the SuffixedPath its own rules use (native/addon/rule_arguments.hpp): that is
 // the one meaning. This twin is held to it case by case: test/testdata/rule-cases.json is run by
 // both (rule-matcher.test.ts, test/cmd/native-tests), so they cannot drift. Delete this file when
 // data planes without the feature are no longer supported (docs/upgrades.md).

@@ -477,7 +477,7 @@ export interface NativeAddon {
   /** The native emulation table (native/addon/emulation_table.cpp), one row per emulated action, in kind order. */
   emulations(): NativeEmulation[];
   /**
-   * The engine's own SuffixedPath (native/addon/suffixed_path.hpp), for a mkdir decision that
+   * The engine's own SuffixedPath (native/addon/rule_arguments.hpp), for a mkdir decision that
    * names a suffix: the path to create, the errno the caller gets at once, or why the suffix is
    * refused. `path` null: the caller's path was not read.
    */
