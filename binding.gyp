@@ -130,6 +130,7 @@
         "native/addon/event_encoder.cpp",
         "native/addon/rule_table.cpp",
         "native/addon/rule_set.cpp",
+        "native/addon/rule_arguments.cpp",
         "native/addon/policy_wire.cpp",
         "native/addon/journal.cpp",
         "native/addon/handoff_formats.cpp",

@@ -15,6 +15,8 @@ export interface Emulation {
   readonly feature: string;
   /** The syscalls it answers, by name (each ABI's call of that name: x86_64, i386, x32); none: any notification. */
   readonly syscalls: readonly string[];
+  /** Where each of those syscalls keeps its arguments (-1: none); the control plane reads a mkdir's path and mode here. */
+  readonly calls: readonly EmulatedCall[];
   /** Who performs it in the data plane. */
   readonly executor: 'helper-pool' | 'action-worker';
   /**
@@ -26,11 +28,20 @@ export interface Emulation {
   readonly answerKind: AnswerKind;
 }
 
+/** One syscall an emulation answers, with its arguments' positions (native EmulatedCall). */
+export interface EmulatedCall {
+  readonly syscall: string;
+  readonly dirfd: number;
+  readonly path: number;
+  readonly mode: number;
+}
+
 export const EMULATIONS = Object.freeze([
-  { kind: 1, name: 'mkdir', title: 'mkdir', feature: 'decision.mkdir', syscalls: ['mkdir', 'mkdirat'], executor: 'helper-pool', shape: 'path', answerKind: AnswerKind.ANSWER_KIND_MKDIR },
-  { kind: 2, name: 'mount', title: 'mount', feature: 'decision.mount', syscalls: ['mount'], executor: 'helper-pool', shape: 'mount', answerKind: AnswerKind.ANSWER_KIND_MOUNT },
-  { kind: 3, name: 'kill', title: 'kill-container', feature: 'decision.kill', syscalls: [], executor: 'action-worker', shape: 'kill', answerKind: AnswerKind.ANSWER_KIND_KILL },
-  { kind: 4, name: 'freeze', title: 'freeze-container', feature: 'decision.freeze', syscalls: [], executor: 'action-worker', shape: 'freeze', answerKind: AnswerKind.ANSWER_KIND_FREEZE },
+  { kind: 1, name: 'mkdir', title: 'mkdir', feature: 'decision.mkdir', syscalls: ['mkdir', 'mkdirat'],
+    calls: [{ syscall: 'mkdir', dirfd: -1, path: 0, mode: 1 }, { syscall: 'mkdirat', dirfd: 0, path: 1, mode: 2 }], executor: 'helper-pool', shape: 'path', answerKind: AnswerKind.ANSWER_KIND_MKDIR },
+  { kind: 2, name: 'mount', title: 'mount', feature: 'decision.mount', syscalls: ['mount'], calls: [{ syscall: 'mount', dirfd: -1, path: 1, mode: -1 }], executor: 'helper-pool', shape: 'mount', answerKind: AnswerKind.ANSWER_KIND_MOUNT },
+  { kind: 3, name: 'kill', title: 'kill-container', feature: 'decision.kill', syscalls: [], calls: [], executor: 'action-worker', shape: 'kill', answerKind: AnswerKind.ANSWER_KIND_KILL },
+  { kind: 4, name: 'freeze', title: 'freeze-container', feature: 'decision.freeze', syscalls: [], calls: [], executor: 'action-worker', shape: 'freeze', answerKind: AnswerKind.ANSWER_KIND_FREEZE },
 ] as const satisfies readonly Emulation[]);
 
 /** The name of an emulated action ('mkdir' | 'mount' | 'kill' | 'freeze'). */
@@ -52,4 +63,9 @@ export function emulationNamed(name: string): Emulation | undefined {
 /** Whether `name` is an emulated action's. */
 export function isEmulationName(name: string): name is EmulationName {
   return BY_NAME.has(name);
+}
+
+/** Where emulation `name` finds the arguments of `syscall`; undefined when it does not answer it. */
+export function emulatedCall(name: EmulationName, syscall: string): EmulatedCall | undefined {
+  return BY_NAME.get(name)?.calls.find((c) => c.syscall === syscall);
 }

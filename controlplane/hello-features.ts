@@ -3,7 +3,9 @@
 // refused there (the default action answers instead), and without policy.v1 nothing answers from
 // compiled policy while no control plane is attached. Said once per attach, as a warning.
 import { EMULATION_FEATURES } from '../common/emulations';
+import { MKDIR_SUFFIX_FEATURE } from '../common/mkdir-suffix-feature';
 import { POLICY_FEATURE } from '../common/policy-feature';
+import type { DataplaneForms } from './rule-matcher';
 
 /** Decisions this control plane may send, and compiled policy (Hello.features). */
 export const CONTROLPLANE_FEATURES = ['decision.continue', 'decision.error', ...EMULATION_FEATURES, POLICY_FEATURE];
@@ -19,4 +21,12 @@ export function skewWarning(ours: readonly string[], welcome: readonly string[],
   const other = missing.filter((f) => !f.startsWith('decision.') && f !== POLICY_FEATURE);
   if (other.length > 0) consequences.push(`${other.join(', ')} unused`);
   return `data plane ${dataplaneVersion || '(no version)'} does not speak ${missing.join(', ')}: ${consequences.join('; ')}. Run both planes within one minor release of each other (docs/upgrades.md)`;
+}
+
+/**
+ * The decision forms a data plane takes, from its Welcome.features: one without
+ * MKDIR_SUFFIX_FEATURE gets a mkdir under a suffix as the whole path (nothing is lost, no warning).
+ */
+export function dataplaneForms(welcome: readonly string[]): DataplaneForms {
+  return { mkdirSuffix: welcome.includes(MKDIR_SUFFIX_FEATURE) };
 }

@@ -23,13 +23,14 @@ import { ExecHolds } from './exec-hold';
 import { FALCO_LIMITS, FalcoPublisher } from './falco-publisher';
 import { MiddlewareWatch, requestDurationHistogram } from './middleware-watch';
 import { POLICY_FEATURE } from '../common/policy-feature';
-import { CONTROLPLANE_FEATURES, skewWarning } from './hello-features';
+import { CONTROLPLANE_FEATURES, dataplaneForms, skewWarning } from './hello-features';
 import { PolicyPusher } from './policy-pusher';
 import { resourceRules } from './policy-compiler';
 import { PolicySet } from './policy-set';
 import { PolicySources } from './policy-sources';
 import { nodeReports, PolicyStatusWriter } from './policy-status';
 import { ResourcePolicy } from './resource-policy';
+import type { DataplaneForms } from './rule-matcher';
 import { ProfileLintLog } from './profile-lint-log';
 import { createDataPlaneClient, getStatus } from '../common/dataplane-client';
 
@@ -83,6 +84,8 @@ async function main(): Promise<void> {
   // The policy resources (SeccompNotifyPolicy, ClusterSeccompNotifyPolicy): answer before listenerMetadata.
   const policySet = new PolicySet(options.celCostLimit, log);
   let sources: PolicySources | null = null;
+  // What the attached data plane takes beyond the oldest decisions: set from each Welcome.
+  const forms: DataplaneForms = dataplaneForms([]);
   const resources = new ResourcePolicy(
     policySet,
     {
@@ -90,6 +93,7 @@ async function main(): Promise<void> {
       namespaceLabels: (name) => sources?.namespaceLabels(name),
     },
     log,
+    forms,
   );
   if (pods) {
     const bump = () => {
@@ -111,7 +115,7 @@ async function main(): Promise<void> {
   const lint = (container: Container) => void lintLog.check(container).catch((err: Error) => log.debug({ err }, 'profile lint failed'));
   let link: DataPlaneLink | null = null;
   const holds = new ExecHolds((n, ms) => link?.hold(n, ms) ?? false, log);
-  const policy = new PolicyEngine(registry, options.unresolvedAction, log, resources, holds);
+  const policy = new PolicyEngine(registry, options.unresolvedAction, log, resources, holds, forms);
   link = new DataPlaneLink(
     {
       grpcSocket: options.grpcSocket, controlSocket: controlSocketPath(options.controlSocket, options.grpcSocket), name: 'seccomp-controlplane', features: CONTROLPLANE_FEATURES,
@@ -156,6 +160,7 @@ async function main(): Promise<void> {
   // Before the snapshot that follows it: an older data plane gets decisions only, as before.
   link.on('welcome', (welcome: Welcome) => {
     pusher!.enabled = options.fastPath && welcome.features.includes(POLICY_FEATURE);
+    Object.assign(forms, dataplaneForms(welcome.features));
     const skew = skewWarning(CONTROLPLANE_FEATURES, welcome.features, welcome.dataplaneVersion);
     if (skew !== null) log.warn({ dataplaneVersion: welcome.dataplaneVersion, features: welcome.features }, skew);
   });

@@ -1,7 +1,12 @@
-// Where an emulated mkdir under MKDIR_TMPL goes: the path the container gave with the suffix
-// appended to its last component, byte for byte. Paths are bytes, not text: nothing here decodes
-// them, so two distinct names (`bad\xff\xfe`, `bad\xff\xfd`) never become one.
-import type { Decision, Notification } from '../proto/gen/seccompagent/v1/dataplane';
+// The fallback for data planes older than MKDIR_SUFFIX_FEATURE (common/mkdir-suffix-feature.ts):
+// the path an emulated mkdir under a suffix creates, built here because such a data plane takes
+// only the whole path. A data plane that lists the feature gets the caller's path and the suffix
+// and builds it with the SuffixedPath its own rules use (native/addon/rule_arguments.hpp): that is
+// the one meaning. This twin is held to it case by case: test/testdata/rule-cases.json is run by
+// both (rule-matcher.test.ts, test/cmd/native-tests), so they cannot drift. Delete this file when
+// data planes without the feature are no longer supported (docs/upgrades.md).
+// Paths are bytes, not text: nothing here decodes them, so two distinct names (`bad\xff\xfe`,
+// `bad\xff\xfd`) never become one.
 
 /** Emulate mkdir of `path`, or answer `errno` at once. */
 export type MkdirTarget = { readonly path: Buffer } | { readonly errno: number };
@@ -9,6 +14,9 @@ export type MkdirTarget = { readonly path: Buffer } | { readonly errno: number }
 const SLASH = 0x2f;
 const DOT = 0x2e;
 const ENOENT = 2;
+const EFAULT = 14;
+const ENAMETOOLONG = 36;
+const PATH_MAX = 4096;
 
 /** The last component of `path` with trailing slashes dropped, as [start, end) offsets. */
 function lastComponent(path: Uint8Array): { start: number; end: number } {
@@ -39,26 +47,13 @@ export function mkdirTarget(path: Uint8Array, suffix: Uint8Array): MkdirTarget {
   return { path: Buffer.concat([path.subarray(0, end), suffix]) };
 }
 
-const ENAMETOOLONG = 36;
-const EFAULT = 14;
-/** Where mkdir and mkdirat keep their path and mode. */
-const MKDIR_ARGS: Record<string, { path: number; mode: number }> = {
-  mkdir: { path: 0, mode: 1 },
-  mkdirat: { path: 1, mode: 2 },
-};
-
 /**
- * The decision for a mkdir/mkdirat under a suffix rule: emulated with the suffixed path, or an
- * errno at once (a path not read: EFAULT; truncated: ENAMETOOLONG; empty: ENOENT). null for other
- * syscalls. Shared by listenerMetadata's MKDIR_TMPL and the policy resources' mkdir action.
+ * SuffixedPath's twin for the caller's path argument as read: not read (null) EFAULT, truncated
+ * ENAMETOOLONG, and PATH_MAX long with the suffix ENAMETOOLONG too, as the kernel would say.
  */
-export function suffixedMkdir(n: Notification, suffix: string): Decision['action'] | null {
-  const at = MKDIR_ARGS[n.syscall];
-  if (!at) return null;
-  const path = n.stringArgs.find((s) => s.index === at.path);
-  if (!path || path.truncated) return { $case: 'error', error: { errno: path ? ENAMETOOLONG : EFAULT } };
-  const target = mkdirTarget(path.raw ?? Buffer.from(path.value, 'utf8'), Buffer.from(suffix, 'utf8'));
-  if ('errno' in target) return { $case: 'error', error: { errno: target.errno } };
-  const mode = Number((n.args[at.mode] ?? 0o777n) & 0o7777n);
-  return { $case: 'mkdir', mkdir: { path: target.path.toString('utf8'), mode, pathBytes: target.path } };
+export function fallbackMkdirPath(path: Uint8Array | null, truncated: boolean, suffix: Uint8Array): MkdirTarget {
+  if (path === null) return { errno: EFAULT };
+  if (truncated) return { errno: ENAMETOOLONG };
+  const target = mkdirTarget(path, suffix);
+  return 'path' in target && target.path.length >= PATH_MAX ? { errno: ENAMETOOLONG } : target;
 }

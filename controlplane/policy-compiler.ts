@@ -4,6 +4,7 @@
 // longer depends on whether this process is up. Pure: same entry, same rules, same version.
 import { createHash } from 'node:crypto';
 import type { FallbackAction } from '../common/default-action';
+import { emulationNamed } from '../common/emulations';
 import { ContainerPolicy, type Rule, type RuleAction } from '../proto/gen/seccompagent/v1/policy';
 import { handleToProto } from '../common/container-handle';
 import type { ContainerEntry } from './container-registry';
@@ -11,6 +12,7 @@ import { sidecarDelayApplies } from './exec-hold';
 import { parseMkdirTemplate, renderMkdirTemplate } from './mkdir-template';
 import { policyRef } from './policy-objects';
 import type { NativeRuleSpec } from './resource-policy';
+import { MOUNT_ARGS } from './rule-matcher';
 
 /** Label keys the control plane writes (opaque to the data plane). */
 export const LABEL = {
@@ -21,9 +23,8 @@ export const LABEL = {
   resolution: 'resolution',
 } as const;
 
-const MKDIR_SYSCALLS = ['mkdir', 'mkdirat'];
-/** mount(source, target, fstype, ...): the filesystem type is argument 2. */
-const MOUNT_FSTYPE_ARG = 2;
+/** The syscalls the mkdir emulation answers (common/emulations.ts, the native table's twin). */
+const MKDIR_SYSCALLS = [...emulationNamed('mkdir')!.syscalls];
 
 function rule(syscalls: string[], action: RuleAction['action'], origin: string, paths: Rule['paths'] = []): Rule {
   return { syscalls, args: [], paths, action: { action }, origin };
@@ -37,7 +38,7 @@ function unresolvedAction(action: FallbackAction): RuleAction['action'] {
 function mountRules(filesystems: readonly string[], requireCapSysAdmin: boolean, origin: (fstype: string) => string): Rule[] {
   return filesystems.map((fstype) =>
     rule(['mount'], { $case: 'mount', mount: { requireCapSysAdmin } }, origin(fstype), [
-      { index: MOUNT_FSTYPE_ARG, op: 1 /* PATH_OP_EQUAL */, value: Buffer.from(fstype) },
+      { index: MOUNT_ARGS.fstype, op: 1 /* PATH_OP_EQUAL */, value: Buffer.from(fstype) },
     ]),
   );
 }
@@ -118,6 +119,13 @@ export function labelsOf(entry: ContainerEntry): Record<string, string> {
   return labels;
 }
 
+const UNRESOLVED_MKDIR = new WeakSet<Rule>();
+
+/** The rule stands for a MKDIR_TMPL not applied (identity unknown, or refused): its answers are counted apart ("unresolved"). */
+export function answersUnresolvedMkdir(rule: Rule): boolean {
+  return UNRESOLVED_MKDIR.has(rule);
+}
+
 /** The rules of one container's listenerMetadata, in the order they are tried. */
 export function listenerMetadataRules(entry: ContainerEntry, unresolved: FallbackAction): Rule[] {
   const rules: Rule[] = [];
@@ -135,7 +143,9 @@ export function listenerMetadataRules(entry: ContainerEntry, unresolved: Fallbac
   if (plan.kind === 'suffix') {
     rules.push(rule(MKDIR_SYSCALLS, { $case: 'mkdir', mkdir: { suffix: Buffer.from(plan.suffix) } }, 'listenerMetadata MKDIR_TMPL'));
   } else if (plan.kind === 'unresolved' || plan.kind === 'refused') {
-    rules.push(rule(MKDIR_SYSCALLS, unresolvedAction(unresolved), `listenerMetadata MKDIR_TMPL, not applied (${plan.kind}): --unresolved-action`));
+    const notApplied = rule(MKDIR_SYSCALLS, unresolvedAction(unresolved), `listenerMetadata MKDIR_TMPL, not applied (${plan.kind}): --unresolved-action`);
+    UNRESOLVED_MKDIR.add(notApplied);
+    rules.push(notApplied);
   }
   const mount = entry.policy.mount;
   if (mount) rules.push(...mountRules(mount.filesystems, mount.needCapAdmin, (fstype) => `listenerMetadata mount of ${fstype}`));

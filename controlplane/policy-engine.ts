@@ -1,36 +1,29 @@
-// Decides each notification from the container's listenerMetadata policy and its pod identity:
-// mkdir with MKDIR_TMPL is emulated with the suffix, allowed mounts are emulated, DEFAULT_ACTION
-// kills or freezes, everything else continues. Synchronous: a Map lookup and byte work only.
+// Decides each notification the data plane asks about: the policy resources first
+// (resource-policy.ts), then the container's listenerMetadata, by matching the rules compiled from
+// it (policy-compiler.ts), the very rules the data plane answers from natively (rule-matcher.ts):
+// one meaning, whichever plane decides. What only the control plane can do stays here: pod
+// identity (the registry), holds of EXEC_PATTERN and SIDECARS (exec-hold.ts, the ask rules),
+// counts and logging. Synchronous: a Map lookup, a rule walk and byte work only.
 // Paths are bytes: decisions carry the exact bytes the container gave (`*_bytes` fields), and the
 // string fields beside them only their lossy UTF-8 reading, for data planes older than those.
 import { handleFromProto } from '../common/container-handle';
 import type { FallbackAction } from '../common/default-action';
 import type { Logger } from '../common/logger';
 import type { Decision, Notification, PolicyFinding } from '../proto/gen/seccompagent/v1/dataplane';
+import type { Rule } from '../proto/gen/seccompagent/v1/policy';
 import type { ContainerEntry, ContainerRegistry } from './container-registry';
 import type { ExecHolds } from './exec-hold';
-import { suffixedMkdir } from './mkdir-path';
+import { answersUnresolvedMkdir, listenerMetadataRules } from './policy-compiler';
+import { matchRule, OLDEST_FORMS, ruleDecision, type Action, type DataplaneForms } from './rule-matcher';
 
 /** Decision counts by action, for metrics. */
-export type DecisionKind = 'continue' | 'error' | 'mkdir' | 'mount' | 'kill' | 'freeze' | 'unresolved';
+export type DecisionKind = 'continue' | 'error' | 'value' | 'mkdir' | 'mount' | 'kill' | 'freeze' | 'unresolved';
 
-const MKDIR_ARGS: Record<string, { path: number; mode: number }> = {
-  mkdir: { path: 0, mode: 1 },
-  mkdirat: { path: 1, mode: 2 },
-};
-const EINVAL = 22;
-const NO_BYTES = Buffer.alloc(0);
-
-type StringArg = Notification['stringArgs'][number];
-
-function stringArg(n: Notification, index: number): StringArg | null {
-  return n.stringArgs.find((s) => s.index === index) ?? null;
-}
-
-/** The argument's exact bytes; from a data plane older than `raw`, its text as UTF-8. */
-function bytesOf(arg: StringArg | null): Buffer {
-  if (!arg) return NO_BYTES;
-  return arg.raw ?? Buffer.from(arg.value, 'utf8');
+/** An entry's listenerMetadata rules, compiled for its identity and mkdir plan as they were. */
+interface CompiledFor {
+  readonly identity: ContainerEntry['identity'];
+  readonly mkdir: ContainerEntry['mkdir'];
+  readonly rules: readonly Rule[];
 }
 
 export class PolicyEngine {
@@ -44,7 +37,12 @@ export class PolicyEngine {
     private readonly resources?: { decide(entry: ContainerEntry, n: Notification, findings?: PolicyFinding[], deadline?: number): Decision['action'] | null },
     /** EXEC_PATTERN and SIDECARS (exec-hold.ts): an execve that waits is answered later. */
     private readonly holds?: Pick<ExecHolds, 'decide'>,
+    /** What the attached data plane takes (main.ts sets it from each Welcome; the resources share it). */
+    private readonly forms: Readonly<DataplaneForms> = OLDEST_FORMS,
   ) {}
+
+  /** Each entry's compiled listenerMetadata rules, until its identity or mkdir plan changes. */
+  private readonly compiled = new WeakMap<ContainerEntry, CompiledFor>();
 
   private count(kind: DecisionKind): void {
     this.counts.set(kind, (this.counts.get(kind) ?? 0) + 1);
@@ -66,95 +64,46 @@ export class PolicyEngine {
     if (!entry) return { handle: n.handle, id: n.id, action: this.continueUnknown(n), findings };
     const answered = this.resources?.decide(entry, n, findings, deadline);
     if (answered) return { handle: n.handle, id: n.id, action: answered, findings };
-    if (!holding && n.syscall === 'execve' && (entry.policy.exec || entry.policy.sidecars)) {
-      this.count('continue');
-      return { handle: n.handle, id: n.id, action: { $case: 'continue', continue: {} }, findings };
+    const action = this.listenerMetadataAction(entry, n, holding);
+    return action instanceof Promise ? action.then((a) => ({ handle: n.handle, id: n.id, action: a, findings })) : { handle: n.handle, id: n.id, action, findings };
+  }
+
+  /**
+   * The first of the container's listenerMetadata rules that matches answers, as on the data
+   * plane. Its ask rules (EXEC_PATTERN, SIDECARS) are the holds': answering, an execve may wait;
+   * deciding now, or when no hold is taken, the next rule answers (the other execves continue).
+   */
+  private listenerMetadataAction(entry: ContainerEntry, n: Notification, holding: boolean): Action | Promise<Action> {
+    const rules = this.rulesOf(entry);
+    for (let index = matchRule(rules, n); index >= 0; index = matchRule(rules, n, index + 1)) {
+      const rule = rules[index];
+      if (rule.action?.action?.$case === 'ask') {
+        const held = holding ? this.holds?.decide(entry, n) : null;
+        if (!held) continue;
+        this.count('continue');
+        return held;
+      }
+      const action = ruleDecision(rule, n, this.forms);
+      if (!action) continue;
+      this.count(answersUnresolvedMkdir(rule) ? 'unresolved' : action.$case);
+      return action;
     }
-    const held = holding ? this.holds?.decide(entry, n) : null;
-    if (held) {
-      this.count('continue');
-      return held instanceof Promise ? held.then((action) => ({ handle: n.handle, id: n.id, action, findings })) : { handle: n.handle, id: n.id, action: held, findings };
-    }
-    return { handle: n.handle, id: n.id, action: this.actionFor(entry, n), findings };
+    // Not reached: compiled listenerMetadata ends with a rule for every syscall.
+    this.count('continue');
+    return { $case: 'continue', continue: {} };
+  }
+
+  private rulesOf(entry: ContainerEntry): readonly Rule[] {
+    const cached = this.compiled.get(entry);
+    if (cached && cached.identity === entry.identity && cached.mkdir === entry.mkdir) return cached.rules;
+    const rules = listenerMetadataRules(entry, this.unresolvedAction);
+    this.compiled.set(entry, { identity: entry.identity, mkdir: entry.mkdir, rules });
+    return rules;
   }
 
   private continueUnknown(n: Notification): Decision['action'] {
     this.log.debug({ handle: Number(n.handle), id: String(n.id), syscall: n.syscall }, 'notification for a container the control plane does not know yet: continue');
     this.count('continue');
     return { $case: 'continue', continue: {} };
-  }
-
-  private actionFor(entry: ContainerEntry, n: Notification): Decision['action'] {
-    const mkdirArgs = MKDIR_ARGS[n.syscall];
-    if (mkdirArgs) {
-      const action = this.mkdirAction(entry, n);
-      if (action) return action;
-    }
-    if (n.syscall === 'mount' && entry.policy.mount) {
-      const fstype = bytesOf(stringArg(n, 2));
-      if (entry.policy.mount.filesystems.some((name) => fstype.equals(Buffer.from(name, 'utf8')))) {
-        // Mount data (argument 4): empty when absent; a truncated one is not what the caller meant.
-        const dataArg = stringArg(n, 4);
-        if (dataArg?.truncated) {
-          this.count('error');
-          return { $case: 'error', error: { errno: EINVAL } };
-        }
-        const source = bytesOf(stringArg(n, 0));
-        const target = bytesOf(stringArg(n, 1));
-        const data = bytesOf(dataArg);
-        this.count('mount');
-        return {
-          $case: 'mount',
-          mount: {
-            source: source.toString('utf8'),
-            target: target.toString('utf8'),
-            fstype: fstype.toString('utf8'),
-            flags: n.args[3] ?? 0n,
-            data: data.toString('utf8'),
-            requireCapSysAdmin: entry.policy.mount.needCapAdmin,
-            sourceBytes: source,
-            targetBytes: target,
-            fstypeBytes: fstype,
-            dataBytes: data,
-          },
-        };
-      }
-    }
-    return this.fallback(entry);
-  }
-
-  /** null when the policy has no mkdir rule for this container. */
-  private mkdirAction(entry: ContainerEntry, n: Notification): Decision['action'] | null {
-    const plan = entry.mkdir;
-    switch (plan.kind) {
-      case 'none':
-        return null;
-      case 'unresolved':
-      case 'refused':
-        this.count('unresolved');
-        return this.unresolvedAction.kind === 'continue'
-          ? { $case: 'continue', continue: {} }
-          : { $case: 'error', error: { errno: this.unresolvedAction.errno } };
-      case 'suffix': {
-        const action = suffixedMkdir(n, plan.suffix)!;
-        this.count(action.$case === 'mkdir' ? 'mkdir' : 'error');
-        return action;
-      }
-    }
-  }
-
-  /** What a syscall without a rule of its own gets: DEFAULT_ACTION, else continue. */
-  private fallback(entry: ContainerEntry): Decision['action'] {
-    switch (entry.policy.defaultAction) {
-      case 'kill-container':
-        this.count('kill');
-        return { $case: 'kill', kill: { signal: 0 } };
-      case 'freeze-container':
-        this.count('freeze');
-        return { $case: 'freeze', freeze: { errno: 0 } };
-      default:
-        this.count('continue');
-        return { $case: 'continue', continue: {} };
-    }
   }
 }

@@ -18,7 +18,7 @@ export type RuleAction =
   | { readonly kind: 'mount'; readonly filesystems: readonly string[]; readonly requireCapSysAdmin: boolean }
   | { readonly kind: 'log' };
 
-const ACTIONS = ['allow', 'errno', 'kill', 'freeze', 'mkdir', 'mount', 'log'] as const;
+export const ACTIONS = ['allow', 'errno', 'kill', 'freeze', 'mkdir', 'mount', 'log'] as const;
 
 /**
  * What a rule does when its `when` cannot be evaluated in time (over its evaluation budget, or the

@@ -20,7 +20,8 @@ import { renderMkdirTemplate } from './mkdir-template';
 import type { CompiledPolicy, CompiledRule, RuleAction } from './resource-compiler';
 import { policyKey, policyLabel, policyRef, type PolicyScope } from './policy-objects';
 import type { PolicySet, PolicySubject, Selection } from './policy-set';
-import { suffixedMkdir } from './mkdir-path';
+import { bytesOf, mkdirDecision, MOUNT_ARGS, mountDecision, OLDEST_FORMS, stringArg, type DataplaneForms } from './rule-matcher';
+import { fallbackMkdirPath } from './mkdir-path';
 import type { ContainerHandle } from '../common/container-handle';
 
 type Action = NonNullable<Decision['action']>;
@@ -63,9 +64,6 @@ export interface NativeRuleSpec {
   readonly audit: boolean;
 }
 
-const MKDIR_ARGS: Record<string, { path: number; mode: number }> = { mkdir: { path: 0, mode: 1 }, mkdirat: { path: 1, mode: 2 } };
-const EINVAL = 22;
-const MOUNT_DATA_ARG = 4;
 
 /** What Enforce gives, as words for logs and seccompctl explain: "errno EPERM", "mkdir /tmp/a-x". */
 export function describeAction(action: Action | null | undefined): string {
@@ -79,12 +77,20 @@ export function describeAction(action: Action | null | undefined): string {
     case 'freeze':
       return 'freeze the container';
     case 'mkdir':
-      return `mkdir ${action.mkdir.path} (emulated)`;
+      return `mkdir ${mkdirPathOf(action.mkdir)} (emulated)`;
     case 'mount':
       return `mount ${action.mount.fstype} on ${action.mount.target} (emulated)`;
     default:
       return 'none';
   }
+}
+
+/** The path a mkdir decision creates, for people: one that names a suffix is read as the data plane will build it. */
+function mkdirPathOf(mkdir: Extract<Action, { $case: 'mkdir' }>['mkdir']): string {
+  const s = mkdir.suffixed;
+  if (!s) return mkdir.path;
+  const target = fallbackMkdirPath(s.path ?? null, s.truncated, s.suffix);
+  return 'path' in target ? target.path.toString('utf8') : `${Buffer.from(s.path ?? []).toString('utf8')} (refused: errno ${errnoName(target.errno)})`;
 }
 
 interface CachedSelection {
@@ -112,6 +118,8 @@ export class ResourcePolicy {
     private readonly set: PolicySet,
     private readonly sources: IdentitySources,
     private readonly log: Logger,
+    /** What the attached data plane takes (main.ts sets it from each Welcome; shared with the policy engine). */
+    private readonly forms: Readonly<DataplaneForms> = OLDEST_FORMS,
   ) {}
 
   /**
@@ -246,9 +254,8 @@ export class ResourcePolicy {
       case 'freeze':
         return { $case: 'freeze', freeze: { errno: 0 } };
       case 'mkdir': {
-        const at = n ? MKDIR_ARGS[n.syscall] : undefined;
         const identity = entry.identity;
-        if (!n || !at || !identity) return null;
+        if (!n || !identity) return null;
         let suffix: string;
         try {
           suffix = renderMkdirTemplate(action.suffix, identity);
@@ -256,19 +263,14 @@ export class ResourcePolicy {
           // {{.Container}} not known yet, or an unsafe suffix: the rule does not answer.
           return null;
         }
-        return suffixedMkdir(n, suffix) ?? null;
+        return mkdirDecision(n, Buffer.from(suffix, 'utf8'), this.forms);
       }
       case 'mount': {
         if (!n) return null;
-        const arg = (i: number) => n.stringArgs.find((s) => s.index === i);
-        const fstype = arg(2)?.value ?? '';
-        if (!action.filesystems.includes(fstype)) return null;
-        const data = arg(MOUNT_DATA_ARG);
-        if (data?.truncated) return { $case: 'error', error: { errno: EINVAL } };
-        return {
-          $case: 'mount',
-          mount: { source: arg(0)?.value ?? '', target: arg(1)?.value ?? '', fstype, flags: n.args[3] ?? 0n, data: data?.value ?? '', requireCapSysAdmin: action.requireCapSysAdmin },
-        };
+        // As its compiled rule matches: the filesystem type, as bytes, is one the rule allows.
+        const fstype = bytesOf(stringArg(n, MOUNT_ARGS.fstype));
+        if (!action.filesystems.some((name) => fstype.equals(Buffer.from(name, 'utf8')))) return null;
+        return mountDecision(n, action.requireCapSysAdmin);
       }
     }
   }

@@ -10,7 +10,7 @@ import type { ContainerTable } from './container-table';
 import type { MutableCounters } from './counters';
 import type { DataPlaneConfig } from './dataplane';
 import { outcomeOf, toNativeDecision } from './decisions';
-import type { NativeEngine, RespondResult } from './native';
+import type { NativeEngine, RespondResult, SuffixedPath } from './native';
 import type { SessionRegistry } from './session-registry';
 import type { WatchHub } from './watch-hub';
 
@@ -26,6 +26,8 @@ export class DecisionApplier {
     private readonly ledger: AnswerLedger,
     private readonly sessions: SessionRegistry,
     private readonly hub: WatchHub,
+    /** The addon's suffixedPath: builds a mkdir decision's path from its suffix (MKDIR_SUFFIX_FEATURE). */
+    private readonly suffixedPath: SuffixedPath,
   ) {}
 
   onDecisions(session: AttachSession, decisions: Decision[]): void {
@@ -80,7 +82,7 @@ export class DecisionApplier {
     const handle = handleFromProto(decision.handle);
     const containerId = this.containers.containerIdOf(handle);
     const syscall = this.ledger.syscallOf(handle, decision.id);
-    const nativeDecision = toNativeDecision(decision, this.containers.initPidOf(handle));
+    const nativeDecision = toNativeDecision(decision, this.containers.initPidOf(handle), this.suffixedPath);
     if (typeof nativeDecision === 'string') {
       // Answer with the default now (only if this session owns it) rather than leave it to the deadline.
       const result = this.engine.respond(handle, decision.id, this.config.defaultAction, session.number);

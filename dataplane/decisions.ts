@@ -1,10 +1,10 @@
 // Translation between the API's decisions and answers and the native engine's: which actions the
 // data plane offers, how each is checked, and what an answer reports.
 import { answerKindOf } from '../common/answer-labels';
-import { AnswerKind, type Decision } from '../proto/gen/seccompagent/v1/dataplane';
+import { AnswerKind, type Decision, type MkdirSuffix } from '../proto/gen/seccompagent/v1/dataplane';
 import { EMULATION_FEATURES, emulationNamed, type PathCallName } from '../common/emulations';
 import { POLICY_FEATURE } from '../common/policy-feature';
-import type { AnsweredEvent, NativeDecision } from './native';
+import type { AnsweredEvent, NativeDecision, SuffixedPath } from './native';
 
 const EPERM = 1;
 const SIGKILL = 9;
@@ -25,16 +25,25 @@ function validErrno(errno: number): boolean {
 
 /**
  * The native form of a decision, or the reason it cannot be applied. `initPid` is the
- * container's init as the runtime reported it (for kill).
+ * container's init as the runtime reported it (for kill). `suffixedPath` (the addon's) builds
+ * the path of a mkdir that names a suffix (MKDIR_SUFFIX_FEATURE); a refusal it gives (EFAULT,
+ * ENAMETOOLONG, ENOENT) is the caller's answer, as when the engine's own rules decide.
  */
-export function toNativeDecision(decision: Decision, initPid: number): NativeDecision | string {
+export function toNativeDecision(decision: Decision, initPid: number, suffixedPath?: SuffixedPath): NativeDecision | string {
   const action = decision.action;
   if (action === undefined) return 'the decision has no action';
   const row = emulationNamed(action.$case);
   if (row?.shape === 'path') {
     // mkdir, and every emulation of its shape (common/emulations.ts): a path and a mode.
-    const m = (action as unknown as Record<string, { path: string; pathBytes?: Uint8Array; mode: number }>)[action.$case];
-    const path = exactBytes(m.pathBytes, m.path);
+    const m = (action as unknown as Record<string, { path: string; pathBytes?: Uint8Array; mode: number; suffixed?: MkdirSuffix }>)[action.$case];
+    let path = exactBytes(m.pathBytes, m.path);
+    if (m.suffixed) {
+      if (!suffixedPath) return `${row.name} with a suffix is not applied here`;
+      const built = suffixedPath(m.suffixed.path ?? null, m.suffixed.truncated, m.suffixed.suffix);
+      if ('invalid' in built) return built.invalid;
+      if ('errno' in built) return { kind: 'error', errno: built.errno };
+      path = built.path;
+    }
     if (path.length === 0 || path.includes(0)) return `${row.name} needs a path without NUL bytes`;
     return { kind: row.name as PathCallName, path, mode: m.mode & 0o7777 };
   }

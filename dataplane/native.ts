@@ -476,7 +476,16 @@ export interface NativeAddon {
   probeKernel(): { syncWakeUp: boolean; detail: string };
   /** The native emulation table (native/addon/emulation_table.cpp), one row per emulated action, in kind order. */
   emulations(): NativeEmulation[];
+  /**
+   * The engine's own SuffixedPath (native/addon/rule_arguments.hpp), for a mkdir decision that
+   * names a suffix: the path to create, the errno the caller gets at once, or why the suffix is
+   * refused. `path` null: the caller's path was not read.
+   */
+  suffixedPath: SuffixedPath;
 }
+
+/** addon.suffixedPath's shape (dataplane/decisions.ts takes it as a parameter, so it is tested without the addon). */
+export type SuffixedPath = (path: Uint8Array | null, truncated: boolean, suffix: Uint8Array) => { path: Buffer } | { errno: number } | { invalid: string };
 
 /** A row of the native emulation table, as emulations() gives it (common/emulations.ts is its twin). */
 export interface NativeEmulation {
@@ -487,6 +496,8 @@ export interface NativeEmulation {
   /** policy.proto RuleAction's field number. */
   ruleAction: number;
   syscalls: string[];
+  /** Each syscall's argument positions (-1: none). */
+  calls: Array<{ syscall: string; dirfd: number; path: number; mode: number }>;
   executor: 'helper-pool' | 'action-worker';
   /** nshelper::Op (native/common/nshelper_protocol.h); 0 for the action worker. */
   helperOp: number;

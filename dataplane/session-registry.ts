@@ -5,6 +5,7 @@ import { CHANNEL_FEATURE } from '../common/decision-channel';
 import { defaultActionToProto, formatDefaultAction } from '../common/default-action';
 import { durationFromMs } from '../common/duration';
 import { HOLD_FEATURE } from '../common/hold-feature';
+import { MKDIR_SUFFIX_FEATURE } from '../common/mkdir-suffix-feature';
 import type { Logger } from '../common/logger';
 import { VERSION } from '../common/version';
 import type { AttachSession } from './attach-session';
@@ -71,7 +72,7 @@ export class SessionRegistry {
       dataplaneVersion: VERSION,
       decisionTimeout: durationFromMs(this.config.decisionTimeoutMs),
       defaultAction: defaultActionToProto(this.config.defaultAction),
-      features: [...DATAPLANE_FEATURES, CHANNEL_FEATURE, HOLD_FEATURE],
+      features: [...DATAPLANE_FEATURES, CHANNEL_FEATURE, HOLD_FEATURE, MKDIR_SUFFIX_FEATURE],
       decisionChannel: channel ? { socketPath: this.config.channelSocket, token } : undefined,
     });
     session.sendSnapshot(this.containers.list());

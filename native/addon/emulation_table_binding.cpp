@@ -5,7 +5,7 @@
 namespace seccomp_agent {
 namespace {
 
-// JS thread. [{kind, name, title, feature, ruleAction, syscalls, executor, helperOp}] in kind order.
+// JS thread. [{kind, name, title, feature, ruleAction, syscalls, calls, executor, helperOp}] in kind order.
 Napi::Value Emulations(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Napi::Array rows = Napi::Array::New(env, kEmulationCount);
@@ -26,6 +26,18 @@ Napi::Value Emulations(const Napi::CallbackInfo& info) {
       start = end + 1;
     }
     o.Set("syscalls", syscalls);
+    // Where each syscall's arguments are (-1: none), so common/emulations.ts's twin is held to them.
+    Napi::Array calls = Napi::Array::New(env);
+    for (const EmulatedCall& call : row.calls) {
+      if (call.nr < 0) continue;
+      Napi::Object c = Napi::Object::New(env);
+      c.Set("syscall", syscalls.Get(calls.Length()));  // the names above are the calls' in order
+      c.Set("dirfd", Napi::Number::New(env, call.dirfd));
+      c.Set("path", Napi::Number::New(env, call.path));
+      c.Set("mode", Napi::Number::New(env, call.mode));
+      calls.Set(calls.Length(), c);
+    }
+    o.Set("calls", calls);
     o.Set("executor", Napi::String::New(env, row.executor == EmulationExecutor::kHelperPool ? "helper-pool" : "action-worker"));
     o.Set("helperOp", Napi::Number::New(env, row.helper_op));
     rows.Set(static_cast<uint32_t>(i), o);

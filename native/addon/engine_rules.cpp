@@ -5,54 +5,17 @@
 // lives in the rule table and, serialized, in the fd store ("p<handle>"), so it survives a
 // control plane crash, a handoff and a data plane crash.
 #include <fcntl.h>
-#include <limits.h>
 #include <unistd.h>
 
 #include "engine.hpp"
 #include "engine_names.hpp"
 #include "path_args.h"
+#include "rule_arguments.hpp"
 
 namespace seccomp_agent {
 namespace {
 
 constexpr int kFailureErrno = EPERM;  // an executor that cannot run (as engine_emulation.cpp)
-
-// Mount's arguments (mount(2), the same positions in i386 and x32): source, target, fstype, flags, data.
-constexpr int kMountSource = 0, kMountTarget = 1, kMountFstype = 2, kMountFlags = 3, kMountData = 4;
-
-const PathView* PathAt(const PathView* views, size_t count, int index) {
-  for (size_t i = 0; i < count; ++i) {
-    if (views[i].index == index) return &views[i];
-  }
-  return nullptr;
-}
-
-// The path mkdir gets from a suffix rule: `suffix` appended to the last component, trailing
-// slashes dropped. 0, or the errno the kernel's own mkdir would give for this path.
-int SuffixedPath(const PathView* path, const std::string& suffix, std::string* out) {
-  if (path == nullptr) return EFAULT;
-  if (path->truncated) return ENAMETOOLONG;
-  std::string p(path->data, path->length);
-  if (p.empty()) return ENOENT;
-  size_t end = p.find_last_not_of('/');
-  // "/", "x/.", "x/..": not a new name, so no suffix; mkdir of the path as given gets the
-  // kernel's own answer (EEXIST, or ENOENT/ENOTDIR from the walk), as the control plane does.
-  if (end == std::string::npos) {
-    *out = std::move(p);
-    return 0;
-  }
-  p.resize(end + 1);
-  size_t slash = p.rfind('/');
-  const std::string last = slash == std::string::npos ? p : p.substr(slash + 1);
-  if (last == "." || last == "..") {
-    *out = std::string(path->data, path->length);
-    return 0;
-  }
-  p += suffix;
-  if (p.size() >= PATH_MAX) return ENAMETOOLONG;
-  *out = std::move(p);
-  return 0;
-}
 
 Answer ErrorAnswer(int err) {
   Answer a;
@@ -253,26 +216,9 @@ void Engine::DispatchRuleEmulationLocked(Container* container, const Notificatio
       decision.mkdir.mode = call != nullptr && call->mode >= 0 ? static_cast<uint32_t>(n.args[call->mode] & 07777) : 0;
       break;
     }
-    case EmulationShape::kMount: {
-      MountArgs& mount = decision.mount;
-      const PathView* source = PathAt(views, count, kMountSource);
-      const PathView* target = PathAt(views, count, kMountTarget);
-      const PathView* fstype = PathAt(views, count, kMountFstype);
-      const PathView* data = PathAt(views, count, kMountData);
-      if (target == nullptr || fstype == nullptr) refused = EFAULT;
-      else if (target->truncated) refused = ENAMETOOLONG;
-      // A cut option string could widen the mount: refused rather than cut.
-      else if ((source && source->truncated) || fstype->truncated || (data && data->truncated)) refused = EINVAL;
-      else {
-        if (source) mount.source.assign(source->data, source->length);
-        mount.target.assign(target->data, target->length);
-        mount.fstype.assign(fstype->data, fstype->length);
-        if (data) mount.data.assign(data->data, data->length);
-        mount.flags = n.args[kMountFlags];
-        mount.require_cap_sys_admin = rule.require_cap_sys_admin;
-      }
+    case EmulationShape::kMount:
+      refused = MountFromPaths(views, count, n.args, rule.require_cap_sys_admin, &decision.mount);
       break;
-    }
     case EmulationShape::kKill:
       decision.kill.init_pid = container->init_pid.load(std::memory_order_relaxed);
       decision.error = 0;  // the caller is killed; a caller in another pid namespace is not answered

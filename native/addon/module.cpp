@@ -7,6 +7,7 @@
 #include "fd_store_binding.hpp"
 #include "handoff_binding.hpp"
 #include "kernel_probe_binding.hpp"
+#include "suffixed_path_binding.hpp"
 
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   RegisterEmulationTable(env, exports);
@@ -14,6 +15,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   RegisterFdStore(env, exports);
   RegisterHandoff(env, exports);
   RegisterKernelProbe(env, exports);
+  RegisterSuffixedPath(env, exports);
   return exports;
 }
 

@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "rule_arguments.hpp"
+
 namespace seccomp_agent {
 namespace {
 
@@ -204,9 +206,7 @@ bool CheckRule(const Rule& rule, int index, PolicyNack* nack) {
     }
   }
   if (payload == RulePayload::kSuffix) {
-    const std::string& s = rule.suffix;
-    if (s.empty() || s.size() > 255 || s.find('/') != std::string::npos || s.find('\0') != std::string::npos ||
-        s.find_first_not_of('.') == std::string::npos) {
+    if (!ValidSuffix(rule.suffix)) {
       return Refuse(nack, index, "bad-suffix", std::string("a ") + row->name + " suffix is a plain name part: 1 to 255 bytes, no '/', no NUL, not only dots");
     }
   }

@@ -9,10 +9,10 @@ import { EMULATION_FEATURES, EMULATIONS, emulationNamed } from '../../common/emu
 import { DATAPLANE_FEATURES } from '../../dataplane/decisions';
 import { loadNative } from '../../dataplane/native';
 
-test('emulations: the TypeScript twin has exactly the native table\'s rows (kind, name, title, feature, syscalls, executor)', () => {
+test('emulations: the TypeScript twin has exactly the native table\'s rows (kind, name, title, feature, syscalls and their argument positions, executor)', () => {
   const native = loadNative().emulations();
-  const twin = EMULATIONS.map(({ kind, name, title, feature, syscalls, executor }) => ({ kind, name, title, feature, syscalls: [...syscalls], executor }));
-  const table = native.map(({ kind, name, title, feature, syscalls, executor }) => ({ kind, name, title, feature, syscalls, executor }));
+  const twin = EMULATIONS.map(({ kind, name, title, feature, syscalls, calls, executor }) => ({ kind, name, title, feature, syscalls: [...syscalls], calls: calls.map((c) => ({ ...c })), executor }));
+  const table = native.map(({ kind, name, title, feature, syscalls, calls, executor }) => ({ kind, name, title, feature, syscalls, calls, executor }));
   assert.deepEqual(twin, table);
 });
 

@@ -11,7 +11,7 @@ const ADDON = {
   Engine: true, syscallNames: true, syscallTables: true, openFdCount: true, AUDIT_ARCH_X86_64: true, AUDIT_ARCH_I386: true, sdNotify: true, fdStoreStore: true,
   fdStoreRemove: true, takeListenFds: true, handoffConnect: true, handoffReceive: true, handoffAck: true,
   handoffWaitClosed: true, closeFd: true, probeKernel: true, watchProcessExit: true, unwatchProcess: true,
-  latencyBucketsNs: true, eventLayout: true, emulations: true,
+  latencyBucketsNs: true, eventLayout: true, emulations: true, suffixedPath: true,
 } satisfies Record<keyof NativeAddon, true>;
 
 const TEST_ADDON = { Emulator: true, emulatorTestSupport: true } satisfies Record<keyof EmulatorAddon, true>;

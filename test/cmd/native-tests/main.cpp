@@ -23,6 +23,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <limits.h>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -44,6 +46,8 @@
 #include "pending_table.hpp"
 #include "rule_table.hpp"
 #include "rule_set.hpp"
+#include "rule_arguments.hpp"
+#include "json_value.hpp"
 #include <linux/audit.h>
 #include "scm_rights.h"
 #include "seccomp_compat.h"
@@ -583,6 +587,166 @@ void RuleTableCases() {
   });
 }
 
+// test/testdata/rule-cases.json: compiled rules and what each notification gets from them. The
+// control plane's matcher runs the same file (test/unit/rule-cases.test.ts), so the two cannot
+// drift. The file is found beside the build: build/Release/../../test/testdata.
+std::string RuleCasesPath() {
+  char exe[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  std::string dir = n > 0 ? std::string(exe, static_cast<size_t>(n)) : std::string("build/Release/x");
+  dir.resize(dir.rfind('/'));
+  return dir + "/../../test/testdata/rule-cases.json";
+}
+
+// A rule of the file as policy.proto's wire format, for the policy parser the engine uses.
+Wire RuleWireOf(const json_value::Value& r) {
+  Wire w;
+  for (const json_value::Value& name : r["syscalls"].items) w.Bytes(1, name.text);
+  static const char* const kArgOps[] = {"", "eq", "ne", "lt", "le", "gt", "ge", "masked-eq"};
+  for (const json_value::Value& a : r["args"].items) {
+    uint64_t op = 0;
+    for (uint64_t i = 1; i < 8; ++i) if (a["op"].text == kArgOps[i]) op = i;
+    w.Message(2, Wire().Varint(1, a["index"].U64()).Varint(2, op).Varint(3, a["value"].U64()).Varint(4, a["valueTwo"].U64()));
+  }
+  for (const json_value::Value& m : r["paths"].items) {
+    w.Message(3, Wire().Varint(1, m["index"].U64()).Varint(2, m["op"].text == "prefix" ? 2 : 1).Bytes(3, m["value"].text));
+  }
+  const json_value::Value& a = r["action"];
+  Wire action;
+  if (a.Has("continue")) action = Action(1);
+  else if (a.Has("error")) action = Action(2, Wire().Varint(1, a["error"]["errno"].U64()));
+  else if (a.Has("value")) action = Action(3, Wire().Varint(1, a["value"]["value"].U64()));
+  else if (a.Has("mkdir")) action = Action(4, Wire().Bytes(1, a["mkdir"]["suffix"].text));
+  else if (a.Has("mount")) action = Action(5, Wire().Varint(1, a["mount"]["requireCapSysAdmin"].boolean ? 1 : 0));
+  else if (a.Has("kill")) action = Action(6);
+  else if (a.Has("freeze")) action = Action(7, Wire().Varint(1, a["freeze"]["errno"].U64()));
+  else if (a.Has("ask")) action = Action(8);
+  return w.Message(4, action);
+}
+
+std::string Shown(const std::string& bytes) {
+  if (bytes.size() > 64) return Shown(bytes.substr(0, 24)) + "...(" + std::to_string(bytes.size()) + " bytes)";
+  std::string out;
+  for (unsigned char c : bytes) {
+    char hex[8];
+    snprintf(hex, sizeof hex, "\\x%02x", c);
+    out += c >= 0x20 && c < 0x7f ? std::string(1, static_cast<char>(c)) : std::string(hex);
+  }
+  return out;
+}
+
+// The answer the file expects, in the words AnswerWords gives.
+std::string ExpectedWords(const json_value::Value& answer) {
+  if (answer.kind == json_value::Value::kString) return answer.text;
+  if (answer.Has("error")) return "error " + std::to_string(answer["error"].I64());
+  if (answer.Has("value")) return "value " + std::to_string(answer["value"].I64());
+  if (answer.Has("freeze")) return "freeze " + std::to_string(answer["freeze"].I64());
+  if (answer.Has("mkdir")) return "mkdir " + Shown(answer["mkdir"].text) + " mode " + std::to_string(answer["mode"].U64());
+  if (answer.Has("mount")) return std::string("mount cap ") + (answer["mount"]["requireCapSysAdmin"].boolean ? "1" : "0");
+  return "none";
+}
+
+// What `rule` gives the call, as the engine answers it (engine_rules.cpp): at once, or the
+// emulation with its arguments (rule_arguments.hpp: a mkdir's path built by SuffixedPath, a
+// mount's arguments), or the errno those give at once.
+std::string AnswerWords(const Rule& rule, const MatchInput& in) {
+  switch (rule.kind) {
+    case RuleKind::kContinue: return "continue";
+    case RuleKind::kError: return "error " + std::to_string(rule.value);
+    case RuleKind::kValue: return "value " + std::to_string(rule.value);
+    case RuleKind::kAsk: return "ask";
+    case RuleKind::kEmulate: break;
+  }
+  const EmulationRow* row = EmulationOf(rule.emulated);
+  if (row == nullptr) return "no emulation";
+  switch (row->shape) {
+    case EmulationShape::kPathCall: {
+      const EmulatedCall* call = EmulatedCallOf(*row, CanonicalNr(in.arch, static_cast<uint32_t>(in.nr)));
+      const PathView* path = call != nullptr ? PathAt(in.paths, in.path_count, call->path) : nullptr;
+      std::string out;
+      const int err = SuffixedPath(path, rule.suffix, &out);
+      if (err != 0) return "error " + std::to_string(err);
+      return "mkdir " + Shown(out) + " mode " + std::to_string(call != nullptr && call->mode >= 0 ? in.args[call->mode] & 07777 : 0);
+    }
+    case EmulationShape::kMount: {
+      MountArgs mount;
+      const int err = MountFromPaths(in.paths, in.path_count, in.args, rule.require_cap_sys_admin, &mount);
+      if (err != 0) return "error " + std::to_string(err);
+      return std::string("mount cap ") + (mount.require_cap_sys_admin ? "1" : "0");
+    }
+    case EmulationShape::kKill: return "kill";
+    case EmulationShape::kFreeze: return "freeze " + std::to_string(rule.value);
+  }
+  return "?";
+}
+
+void RuleCaseFileCases() {
+  std::string text;
+  FILE* f = fopen(RuleCasesPath().c_str(), "rb");
+  if (f != nullptr) {
+    char buf[8192];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+    fclose(f);
+  }
+  json_value::Value doc;
+  json_value::Parser parser(text);
+  const bool parsed = f != nullptr && parser.Parse(&doc);
+  Case("rule cases: test/testdata/rule-cases.json is read", [&] {
+    if (f == nullptr) g_problems.push_back("cannot open " + RuleCasesPath());
+    else if (!parsed) g_problems.push_back("rule-cases.json: " + parser.error());
+    EXPECT(doc["policies"].items.size() >= 10);
+  });
+  for (const json_value::Value& policy : doc["policies"].items) {
+    const std::string name = "rule cases: " + policy["name"].text;
+    Case(name.c_str(), [&] {
+      std::vector<Wire> rules;
+      for (const json_value::Value& r : policy["rules"].items) rules.push_back(RuleWireOf(r));
+      RuleTable table;
+      const PolicyVerdict verdict = ApplyWire(table, 1, PolicyOf(1, "cases", rules));
+      if (!verdict.ack) {
+        g_problems.push_back("refused: rule " + std::to_string(verdict.nack.rule_index) + " " + verdict.nack.reason + ": " + verdict.nack.detail);
+        return;
+      }
+      const RuleSet& set = table.RulesFor(1)->set;
+      int number = 0;
+      for (const json_value::Value& call : policy["calls"].items) {
+        ++number;
+        const std::string& abi_name = call["abi"].text;
+        const Abi abi = abi_name == "i386" ? Abi::kI386 : abi_name == "x32" ? Abi::kX32 : Abi::kX8664;
+        uint64_t args[6] = {0, 0, 0, 0, 0, 0};
+        for (size_t i = 0; i < call["args"].items.size() && i < 6; ++i) args[i] = call["args"].items[i].U64();
+        std::vector<std::string> bytes;
+        for (const json_value::Value& p : call["paths"].items) {
+          std::string b;
+          for (uint64_t k = 0; k < p["repeat"].U64(1); ++k) b += p["value"].text;
+          bytes.push_back(b);
+        }
+        PathView views[6];
+        size_t count = 0;
+        for (size_t i = 0; i < bytes.size() && i < 6; ++i, ++count) {
+          const json_value::Value& p = call["paths"].items[i];
+          views[i] = PathView{static_cast<uint8_t>(p["index"].U64()), bytes[i].data(), static_cast<uint32_t>(bytes[i].size()), p["truncated"].boolean};
+        }
+        const int64_t nr = SyscallNrIn(abi, call["syscall"].text.c_str());
+        const MatchInput in{abi == Abi::kI386 ? AUDIT_ARCH_I386 : AUDIT_ARCH_X86_64, static_cast<int32_t>(nr), args, views, count};
+        const int index = MatchRule(set, in);
+        const int64_t expected = call["rule"].I64(-1);
+        const std::string what = "call " + std::to_string(number) + " (" + call["syscall"].text + (call.Has("note") ? ": " + call["note"].text : "") + ")";
+        if (nr < 0) g_problems.push_back(what + ": no such syscall in " + (abi_name.empty() ? "x86_64" : abi_name));
+        if (index != expected) {
+          g_problems.push_back(what + ": rule " + std::to_string(index) + ", expected " + std::to_string(expected));
+          continue;
+        }
+        if (index < 0) continue;
+        const std::string got = AnswerWords(set.rules[static_cast<size_t>(index)], in);
+        const std::string want = ExpectedWords(call["answer"]);
+        if (got != want) g_problems.push_back(what + ": " + got + ", expected " + want);
+      }
+    });
+  }
+}
+
 void BoundaryCases() {
   Case("json boundary: complete at the top-level close, braces in strings and escapes do not count", [] {
     JsonBoundary a;
@@ -1076,6 +1240,7 @@ int main(int argc, char** argv) {
   DecisionCheckCases();
   EmulationTableCases();
   RuleTableCases();
+  RuleCaseFileCases();
   BoundaryCases();
   CgroupPathCases();
   TallyCases();
