@@ -11,7 +11,7 @@
 
 #include <string>
 
-#include "container_actions.hpp"
+#include "emulator.hpp"  // MountArgs
 #include "rule_set.hpp"
 
 namespace seccomp_agent {
