@@ -1,6 +1,6 @@
 // What `seccompctl explain CONTAINER SYSCALL [ARGS]` names, read the same way by both answers to
 // it: the data plane's rules (ExplainRule) and the control plane's resource policies (ctl-server).
-import { AgentError } from '../../common/errors';
+import { AgentError } from './errors';
 
 /** Who a container is, as far as explain needs it. */
 export interface NamedContainer {

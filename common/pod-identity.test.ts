@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { identityFromAnnotations } from './identity';
+import { identityFromAnnotations } from './pod-identity';
 
 const CONTAINERD = {
   'io.kubernetes.cri.container-type': 'container',

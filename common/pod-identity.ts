@@ -60,7 +60,7 @@ export function identityFromAnnotations(annotations: Readonly<Record<string, str
 
 /**
  * The identity a control plane resolved from the cgroup and pushed with the container's policy
- * (policy-compiler.ts labels); null when the labels hold none. Annotation identities are read
+ * (controlplane/policy/compiler.ts labels); null when the labels hold none. Annotation identities are read
  * from the annotations again, so only cgroup ones come back this way.
  */
 export function identityFromLabels(labels: Readonly<Record<string, string>> | undefined): PodIdentity | null {

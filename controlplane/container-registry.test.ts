@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import { test } from 'node:test';
-import type { CgroupPodRef } from './cgroup-pod-uid';
+import type { CgroupPodRef } from './kube/cgroup-pod-uid';
 import { ContainerRegistry, type ContainerInfo } from './container-registry';
-import type { CachedPod, PodCacheEvents, PodCacheState } from './pod-cache';
+import type { CachedPod, PodCacheEvents, PodCacheState } from './kube/pod-cache';
 import { captureLogger } from '../test/support/log-capture';
 
 

@@ -11,11 +11,11 @@
 import type { ContainerHandle } from '../common/container-handle';
 import { AgentError } from '../common/errors';
 import type { Logger } from '../common/logger';
-import { readCgroupPod, type CgroupPodRef } from './cgroup-pod-uid';
-import { identityFromAnnotations, identityFromLabels, type PodIdentity } from './identity';
-import { parseListenerMetadata, type ListenerPolicy } from './listener-metadata';
-import { renderMkdirTemplate } from './mkdir-template';
-import type { CachedPod, PodCacheEvents, PodCacheState } from './pod-cache';
+import { readCgroupPod, type CgroupPodRef } from './kube/cgroup-pod-uid';
+import { identityFromAnnotations, identityFromLabels, type PodIdentity } from '../common/pod-identity';
+import { parseListenerMetadata, type ListenerPolicy } from '../common/profile/listener-metadata';
+import { renderMkdirTemplate } from '../common/profile/mkdir-template';
+import type { CachedPod, PodCacheEvents, PodCacheState } from './kube/pod-cache';
 
 /** A container as the data plane describes it (snapshot, container_added). */
 export interface ContainerInfo {

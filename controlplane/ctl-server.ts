@@ -12,11 +12,11 @@ import { AgentError } from '../common/errors';
 import type { Logger } from '../common/logger';
 import type { Notification } from '../proto/gen/seccompagent/v1/dataplane';
 import type { ContainerEntry, ContainerRegistry } from './container-registry';
-import { matchContainer, parseExplainArgs } from './ctl/explain-query';
-import { policyRef } from './policy-objects';
-import type { PolicySet } from './policy-set';
-import { readyOf, type NodeReport } from './policy-status';
-import { describeAction, type ResourcePolicy } from './resource-policy';
+import { matchContainer, parseExplainArgs } from '../common/explain-query';
+import { policyRef } from './policy/resources/objects';
+import type { PolicySet } from './policy/resources/set';
+import { readyOf, type NodeReport } from './policy/resources/status';
+import { describeAction, type ResourcePolicy } from './policy/resources/decision';
 
 /** One row of `seccompctl policies`. */
 export interface PolicyRow {

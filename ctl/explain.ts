@@ -2,16 +2,16 @@
 // first (ExplainRule: its own matcher on the rules as pushed, the ones that answer whether a control
 // plane is up or not); when that rule is "ask", or no rule answers, the control plane's
 // resource-policy explanation (ctl-server.ts) says what it decides.
-import { emulationNamed } from '../../common/emulations';
-import { errnoName } from '../../common/errors';
-import type { Abi } from '../../common/syscall-abi';
-import { AgentError } from '../../common/errors';
-import { listContainers } from '../../common/dataplane-client';
-import { type Container, type DataPlaneClient, ExplainRuleResponse } from '../../proto/gen/seccompagent/v1/dataplane';
-import { ArgOp, PathOp, type Rule } from '../../proto/gen/seccompagent/v1/policy';
-import type { Explanation } from '../ctl-server';
-import { identityFromAnnotations } from '../identity';
-import { matchContainer, parseExplainArgs, type NamedContainer } from './explain-query';
+import { emulationNamed } from '../common/emulations';
+import { errnoName } from '../common/errors';
+import type { Abi } from '../common/syscall-abi';
+import { AgentError } from '../common/errors';
+import { listContainers } from '../common/dataplane-client';
+import { type Container, type DataPlaneClient, ExplainRuleResponse } from '../proto/gen/seccompagent/v1/dataplane';
+import { ArgOp, PathOp, type Rule } from '../proto/gen/seccompagent/v1/policy';
+import type { Explanation } from '../controlplane/ctl-server';
+import { identityFromAnnotations } from '../common/pod-identity';
+import { matchContainer, parseExplainArgs, type NamedContainer } from '../common/explain-query';
 import { formatLabels, quoteBytes } from './format';
 import { formatExplanation, getJson } from './policies';
 

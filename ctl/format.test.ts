@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Event } from '../../proto/gen/seccompagent/v1/dataplane';
+import type { Event } from '../proto/gen/seccompagent/v1/dataplane';
 import { formatEvent, quoteBytes } from './format';
 
 const latin1 = (s: string) => Buffer.from(s, 'latin1');

@@ -1,9 +1,9 @@
 // Human-readable views of the data plane's answers for seccompctl.
-import { answeredByLabel, answerKindName, ANSWERED_BY_LABELS } from '../../common/answer-labels';
-import { defaultActionFromProto, formatDefaultAction } from '../../common/default-action';
-import { errnoName } from '../../common/errors';
-import { abiOf } from '../../common/syscall-abi';
-import { durationToMs } from '../../common/duration';
+import { answeredByLabel, answerKindName, ANSWERED_BY_LABELS } from '../common/answer-labels';
+import { defaultActionFromProto, formatDefaultAction } from '../common/default-action';
+import { errnoName } from '../common/errors';
+import { abiOf } from '../common/syscall-abi';
+import { durationToMs } from '../common/duration';
 import {
   AnswerKind,
   type Container,
@@ -12,7 +12,7 @@ import {
   FdStoreState,
   NotificationWait,
   type GetStatusResponse,
-} from '../../proto/gen/seccompagent/v1/dataplane';
+} from '../proto/gen/seccompagent/v1/dataplane';
 
 const PRINTABLE = /^[\p{L}\p{M}\p{N}\p{P}\p{S} ]$/u;
 const SHORT_ESCAPES: Record<number, string> = { 7: '\\a', 8: '\\b', 9: '\\t', 10: '\\n', 11: '\\v', 12: '\\f', 13: '\\r', 34: '\\"', 92: '\\\\' };

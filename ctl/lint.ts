@@ -1,9 +1,9 @@
 // seccompctl lint PROFILE...: the linter's findings for people (a block per profile) and scripts
 // (--json); exit 1 when any finding is an error. Reads files only: no data plane needed.
 import * as fs from 'node:fs';
-import { AgentError } from '../../common/errors';
-import { readProfileDocuments } from '../profile-document';
-import { lintProfile, type LintFinding, type LintRuntime } from '../profile-lint';
+import { AgentError } from '../common/errors';
+import { readProfileDocuments } from '../common/profile/document';
+import { lintProfile, type LintFinding, type LintRuntime } from '../common/profile/lint';
 
 export interface LintReport {
   profiles: Array<{ name: string; findings: LintFinding[] }>;

@@ -2,14 +2,14 @@
 // event view) and scripts (--json).
 import * as grpc from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
-import { createDataPlaneClient, getStatus, listContainers } from '../../common/dataplane-client';
-import { AgentError } from '../../common/errors';
-import { helpText, parseCommandLine } from '../../common/options';
-import { controlSocketPath } from '../../common/shared-options';
+import { createDataPlaneClient, getStatus, listContainers } from '../common/dataplane-client';
+import { AgentError } from '../common/errors';
+import { helpText, parseCommandLine } from '../common/options';
+import { controlSocketPath } from '../common/shared-options';
 import { CTL_OPTIONS } from './options';
-import { Event, GetStatusResponse, ListContainersResponse } from '../../proto/gen/seccompagent/v1/dataplane';
+import { Event, GetStatusResponse, ListContainersResponse } from '../proto/gen/seccompagent/v1/dataplane';
 import { formatContainers, formatEvent, formatStatus } from './format';
-import type { PolicyRow } from '../ctl-server';
+import type { PolicyRow } from '../controlplane/ctl-server';
 import { explainCommand } from './explain';
 import { formatLintReport, lintFiles } from './lint';
 import { ctlSocketPath, formatPolicies, getJson } from './policies';

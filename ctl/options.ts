@@ -1,8 +1,8 @@
 // seccompctl's options: flag, environment variable, default and meaning side by side.
-import { parseBoolean, parseString, type OptionTable } from '../../common/options';
-import { AgentError } from '../../common/errors';
-import { parseAbi, type Abi } from '../../common/syscall-abi';
-import type { LintRuntime } from '../profile-lint';
+import { parseBoolean, parseString, type OptionTable } from '../common/options';
+import { AgentError } from '../common/errors';
+import { parseAbi, type Abi } from '../common/syscall-abi';
+import type { LintRuntime } from '../common/profile/lint';
 
 function parseArch(text: string): Abi {
   const abi = parseAbi(text);
@@ -15,7 +15,7 @@ function parseRuntime(text: string, flag: string): LintRuntime | null {
   if (text === 'runc' || text === 'crun') return text;
   throw new AgentError('EBAD_OPTION', `--${flag}: "${text}" is not runc or crun`);
 }
-import { SHARED_OPTIONS } from '../../common/shared-options';
+import { SHARED_OPTIONS } from '../common/shared-options';
 
 // Every command observes, so all of them use the observer socket (--grpc-socket), which the
 // socket's group may be given; only `health --control` asks the control socket (the one a control

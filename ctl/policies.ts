@@ -2,8 +2,8 @@
 // (controlplane/ctl-server.ts), shown as a table or a few lines, or --json.
 import * as http from 'node:http';
 import * as path from 'node:path';
-import { AgentError } from '../../common/errors';
-import type { Explanation, PolicyRow } from '../ctl-server';
+import { AgentError } from '../common/errors';
+import type { Explanation, PolicyRow } from '../controlplane/ctl-server';
 import { table } from './format';
 
 /** --ctl-socket, or controlplane.sock beside the data plane's gRPC socket (as the control plane defaults it). */

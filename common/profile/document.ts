@@ -2,8 +2,8 @@
 // kubelet's Localhost profiles, containerd and Podman read it), a runtime config.json (its
 // linux.seccomp), or Security Profiles Operator SeccompProfile objects (YAML, one or more documents).
 import { parseAllDocuments } from 'yaml';
-import { AgentError } from '../common/errors';
-import type { SeccompSection } from './profile-lint';
+import { AgentError } from '../errors';
+import type { SeccompSection } from './lint';
 
 export interface ProfileDocument {
   /** "FILE", or "FILE: SeccompProfile NAMESPACE/NAME" for an SPO object. */

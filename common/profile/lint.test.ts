@@ -2,29 +2,12 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
-import { SHIPPED_LISTENER_SOCKETS, SPO_LISTENER_PATH, SPO_LISTENER_PATH_PATTERN } from '../common/shared-options';
-import { ROOT } from '../test/support/paths';
-import { captureLogger } from '../test/support/log-capture';
-import { readProfileDocuments } from './profile-document';
-import { LINT_RULES, lintProfile, RUNTIME_NOTIFY_LIMITS, type LintFinding, type SeccompSection } from './profile-lint';
-import { ProfileLintLog } from './profile-lint-log';
+import { SHIPPED_LISTENER_SOCKETS, SPO_LISTENER_PATH, SPO_LISTENER_PATH_PATTERN } from '../shared-options';
+import { ROOT } from '../../test/support/paths';
+import { readProfileDocuments } from './document';
+import { LINT_RULES, lintProfile, RUNTIME_NOTIFY_LIMITS, type LintFinding, type SeccompSection } from './lint';
+import { CLEAN_LINT_SOCKET as SOCKET, cleanLintProfile as profile, lintRules as rules } from '../../test/support/seccomp-profile';
 
-const SOCKET = SHIPPED_LISTENER_SOCKETS[0];
-/** A clean profile: notify mkdir and mkdirat, x86_64 only, io_uring denied, no emulation key. */
-function profile(over: Partial<SeccompSection> = {}): SeccompSection {
-  return {
-    defaultAction: 'SCMP_ACT_ALLOW',
-    architectures: ['SCMP_ARCH_X86_64'],
-    listenerPath: SOCKET,
-    listenerMetadata: '',
-    syscalls: [
-      { names: ['mkdir', 'mkdirat'], action: 'SCMP_ACT_NOTIFY' },
-      { names: ['io_uring_setup', 'io_uring_enter', 'io_uring_register'], action: 'SCMP_ACT_ERRNO' },
-    ],
-    ...over,
-  };
-}
-const rules = (findings: LintFinding[]) => findings.map((f) => `${f.severity} ${f.rule}`);
 const only = (findings: LintFinding[], rule: string) => findings.filter((f) => f.rule === rule);
 
 test('lint: a clean profile has no finding; every finding has a severity, a known rule, why and fix', () => {
@@ -159,38 +142,4 @@ test('profile documents: OCI JSON, config.json, and SPO SeccompProfile YAML (sev
   assert.deepEqual(readProfileDocuments(yaml, 'p.yaml').map((d) => [d.name, d.spo]), [['p.yaml: SeccompProfile n/a', true], ['p.yaml: SeccompProfile default/b', true]]);
   assert.throws(() => readProfileDocuments('{"a":', 'bad.json'), { code: 'EPROFILE' });
   assert.throws(() => readProfileDocuments('kind: Pod\n', 'pod.yaml'), { code: 'EPROFILE' });
-});
-
-test('control plane lint log: once per distinct profile, not per container; metadata only when the profile cannot be read', async () => {
-  const { logger, lines } = captureLogger();
-  const profiles: Record<string, SeccompSection | string> = {
-    '/b/1': profile({ listenerMetadata: 'MKDIR_TMLP=-x' }),
-    '/b/2': profile({ listenerMetadata: 'MKDIR_TMLP=-x' }),
-    '/b/3': profile({ listenerMetadata: 'MKDIR_TMLP=-x', architectures: ['SCMP_ARCH_X86_64', 'SCMP_ARCH_X86'] }),
-  };
-  let asked = 0;
-  const lintLog = new ProfileLintLog(logger, async () => {
-    asked++;
-    return [SOCKET];
-  }, async (bundle) => profiles[bundle] ?? `cannot read ${bundle}/config.json`);
-  const first = await lintLog.check({ containerId: 'c1', bundle: '/b/1', metadata: 'MKDIR_TMLP=-x' });
-  assert.deepEqual(rules(first), ['warning metadata-key']);
-  // Same profile, another container (and an exec of it): nothing logged again.
-  assert.deepEqual(await lintLog.check({ containerId: 'c2', bundle: '/b/2', metadata: 'MKDIR_TMLP=-x' }), []);
-  assert.deepEqual(await lintLog.check({ containerId: 'c1', bundle: '/b/1', metadata: 'MKDIR_TMLP=-x' }), []);
-  // Another profile: logged.
-  assert.deepEqual(rules(await lintLog.check({ containerId: 'c3', bundle: '/b/3', metadata: 'MKDIR_TMLP=-x' })).sort(), ['info compat-arch', 'warning metadata-key']);
-  // Unreadable profile: the metadata's own rules only (no listenerPath or syscall rule can be judged).
-  assert.deepEqual(rules(await lintLog.check({ containerId: 'c4', bundle: '.', metadata: 'MOUNT_PORC=true' })), ['warning metadata-key']);
-  const logged = lines.filter((l) => /^profile lint, /.test(l.msg));
-  assert.equal(logged.length, 4);
-  assert.deepEqual(logged.map((l) => l.container), ['c1', 'c3', 'c3', 'c4']);
-  assert.match(logged[0].msg, /did you mean MKDIR_TMPL\?.*logged once per profile/);
-  assert.equal(logged[3].checked, 'listenerMetadata');
-  assert.equal(asked, 3, 'the served paths are asked once per new profile');
-  // A data plane that cannot be asked: the listener path is not judged (the fallback is not the shipped paths).
-  const quiet = new ProfileLintLog(logger, async () => {
-    throw new Error('unavailable');
-  }, async () => profile({ listenerPath: '/tmp/elsewhere.sock' }));
-  assert.deepEqual(await quiet.check({ containerId: 'c5', bundle: '/b/5', metadata: '' }), []);
 });

@@ -2,8 +2,8 @@
 // Profiles Operator SeccompProfile) will hang, break or quietly weaken the containers that use it
 // with this agent. One module for `seccompctl lint` and for the control plane, which logs the
 // same findings once per distinct profile when a container arrives (profile-lint-log.ts).
-import { nearestWord } from '../common/options';
-import { SHIPPED_LISTENER_SOCKETS, SPO_LISTENER_PATH, SPO_LISTENER_PATH_PATTERN } from '../common/shared-options';
+import { nearestWord } from '../options';
+import { SHIPPED_LISTENER_SOCKETS, SPO_LISTENER_PATH, SPO_LISTENER_PATH_PATTERN } from '../shared-options';
 import { KNOWN_KEYS, parseListenerMetadata, type PolicyWarning } from './listener-metadata';
 
 export type Severity = 'error' | 'warning' | 'info';

@@ -11,7 +11,7 @@
 // whole with one EPOLICY_TOO_LARGE warning, checked before anything is split; below them there is
 // at most one warning per key (a repeated key or line is counted, not repeated) and values are
 // shortened in messages, so nothing a profile says costs more than a few hundred lines of work.
-import type { AgentError } from '../common/errors';
+import type { AgentError } from '../errors';
 import { parseGoDuration } from './go-duration';
 import { parseMkdirTemplate, type MkdirTemplate } from './mkdir-template';
 

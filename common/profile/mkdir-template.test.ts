@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { AgentError } from '../common/errors';
+import { AgentError } from '../errors';
 import { checkNameSuffix, parseMkdirTemplate, renderMkdirTemplate } from './mkdir-template';
 
 const POD = { namespace: 'shop', pod: 'web-1', container: 'nginx' };

@@ -2,7 +2,7 @@
 // creates, written as a Go text/template over the pod identity ("-{{.Namespace}}-{{.Pod}}").
 // Only field references are supported (with Go's "{{- " and " -}}" trim markers); the output must
 // be a plain name suffix, so a template can never send a mkdir to another directory.
-import { AgentError } from '../common/errors';
+import { AgentError } from '../errors';
 
 export type TemplateField = 'Namespace' | 'Pod' | 'Container';
 

@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { test } from 'node:test';
-import { AgentError } from '../common/errors';
+import { AgentError } from '../../common/errors';
 import { podFromCgroupFile, podFromCgroupPath, readCgroupPod } from './cgroup-pod-uid';
 
 const UID = '1b2c3d4e-5f60-4a7b-8c9d-0e1f2a3b4c5d';

@@ -6,7 +6,7 @@
 //             kubepods-besteffort-pod1b2c3d4e_5f60_4a7b_8c9d_0e1f2a3b4c5d.slice/cri-containerd-<id>.scope
 // Static pods use their 32-hex config hash as the UID in the path.
 import * as fs from 'node:fs';
-import { AgentError } from '../common/errors';
+import { AgentError } from '../../common/errors';
 
 export interface CgroupPodRef {
   /** Pod UID as the API shows it (dashes, lower case), or the 32-hex hash of a static pod. */

@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { test } from 'node:test';
-import { AgentError } from '../common/errors';
+import { AgentError } from '../../common/errors';
 import { CHECKPOINT_FILE, readCheckpoint, writeCheckpoint, type CheckpointContent } from './checkpoint';
 
 const content: CheckpointContent = {

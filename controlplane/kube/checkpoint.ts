@@ -8,9 +8,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { AgentError } from '../common/errors';
+import { AgentError } from '../../common/errors';
 import type { CachedPod } from './pod-cache';
-import type { CachedNamespace, PolicyObject } from './policy-objects';
+import type { CachedNamespace, PolicyObject } from '../policy/resources/objects';
 
 export const CHECKPOINT_FILE = 'controlplane-checkpoint.json';
 const FORMAT = 'seccomp-agent.controlplane-checkpoint/v1';

@@ -12,8 +12,8 @@
 // credentials, TLS, the typed list calls and the watch stream.
 import { EventEmitter } from 'node:events';
 import type * as k8s from '@kubernetes/client-node';
-import { AgentError } from '../common/errors';
-import type { Logger } from '../common/logger';
+import { AgentError } from '../../common/errors';
+import type { Logger } from '../../common/logger';
 
 export type InformerState = 'connecting' | 'synced' | 'unreachable';
 

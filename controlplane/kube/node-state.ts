@@ -2,13 +2,13 @@
 // read once at start into the caches, and written again (debounced, asynchronously) once every
 // informer has synced and whenever their content changes. A checkpoint is used only for the same
 // node and the same API server URL (one from another cluster or test never answers here).
-import { AgentError } from '../common/errors';
-import type { Logger } from '../common/logger';
+import { AgentError } from '../../common/errors';
+import type { Logger } from '../../common/logger';
 import { readCheckpoint, writeCheckpoint, type CheckpointContent } from './checkpoint';
-import { DebouncedTask } from './debounced-task';
+import { DebouncedTask } from '../debounced-task';
 import type { PodCache } from './pod-cache';
-import type { PolicySet } from './policy-set';
-import type { PolicySources } from './policy-sources';
+import type { PolicySet } from '../policy/resources/set';
+import type { PolicySources } from '../policy/resources/sources';
 
 const WRITE_DELAY_MS = 500;
 

@@ -4,7 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import pino from 'pino';
-import { AgentError } from '../common/errors';
+import { AgentError } from '../../common/errors';
 import { cachedPodFrom, describeKubeError, PodCache, type PodCacheOptions } from './pod-cache';
 
 const silent = pino({ level: 'silent' });

@@ -3,8 +3,8 @@
 // namespace/name for the labels a policy selects on. The notification path only ever calls
 // lookup() or byName(), Map reads; the list/watch loop is the one of informer.ts.
 import { EventEmitter } from 'node:events';
-import { AgentError } from '../common/errors';
-import type { Logger } from '../common/logger';
+import { AgentError } from '../../common/errors';
+import type { Logger } from '../../common/logger';
 import { connectKube, describeKubeError, Informer, type InformerKind, type InformerState, type KubeConnection, type KubeObject } from './informer';
 
 export { describeKubeError };

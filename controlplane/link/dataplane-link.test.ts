@@ -6,8 +6,8 @@ import * as grpc from '@grpc/grpc-js';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { CHANNEL_FEATURE, FRAME_HEADER } from '../common/decision-channel';
-import { VERSION } from '../common/version';
+import { CHANNEL_FEATURE, FRAME_HEADER } from '../../common/decision-channel';
+import { VERSION } from '../../common/version';
 import {
   AttachResponse,
   Container,
@@ -16,11 +16,11 @@ import {
   type AttachRequest,
   type Decision,
   type Hello,
-} from '../proto/gen/seccompagent/v1/dataplane';
-import { captureLogger } from '../test/support/log-capture';
-import { scratchDir } from '../test/support/scratch';
-import { sleep, waitUntil } from '../test/support/wait';
-import type { ContainerHandle } from '../common/container-handle';
+} from '../../proto/gen/seccompagent/v1/dataplane';
+import { captureLogger } from '../../test/support/log-capture';
+import { scratchDir } from '../../test/support/scratch';
+import { sleep, waitUntil } from '../../test/support/wait';
+import type { ContainerHandle } from '../../common/container-handle';
 import { DataPlaneLink, type LinkState, type PolicyHandlers } from './dataplane-link';
 
 type AttachCall = grpc.ServerDuplexStream<AttachRequest, AttachResponse>;

@@ -4,13 +4,13 @@
 import * as grpc from '@grpc/grpc-js';
 import { EventEmitter } from 'node:events';
 import * as net from 'node:net';
-import { handleFromProto, type ContainerHandle } from '../common/container-handle';
-import { CHANNEL_FEATURE, ChannelDecisionKind, encodeDecisions, encodeHello, FrameReader, MAX_FRAME, type ChannelDecision } from '../common/decision-channel';
-import { createDataPlaneClient } from '../common/dataplane-client';
-import { durationFromMs } from '../common/duration';
-import { HOLD_FEATURE } from '../common/hold-feature';
-import type { Logger } from '../common/logger';
-import { VERSION } from '../common/version';
+import { handleFromProto, type ContainerHandle } from '../../common/container-handle';
+import { CHANNEL_FEATURE, ChannelDecisionKind, encodeDecisions, encodeHello, FrameReader, MAX_FRAME, type ChannelDecision } from '../../common/decision-channel';
+import { createDataPlaneClient } from '../../common/dataplane-client';
+import { durationFromMs } from '../../common/duration';
+import { HOLD_FEATURE } from '../../common/hold-feature';
+import type { Logger } from '../../common/logger';
+import { VERSION } from '../../common/version';
 import { performance } from 'node:perf_hooks';
 import { FairQueue } from './fair-queue';
 import type {
@@ -22,8 +22,8 @@ import type {
   Decision,
   Notification,
   Welcome,
-} from '../proto/gen/seccompagent/v1/dataplane';
-import type { ContainerPolicy, PolicyAck } from '../proto/gen/seccompagent/v1/policy';
+} from '../../proto/gen/seccompagent/v1/dataplane';
+import type { ContainerPolicy, PolicyAck } from '../../proto/gen/seccompagent/v1/policy';
 
 export interface PolicyHandlers {
   /** True when the container of this handle is known (its container_added arrived). */

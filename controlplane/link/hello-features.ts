@@ -2,8 +2,8 @@
 // release (docs/upgrades.md, "Attach"): the Welcome lists the features the data plane speaks; a decision kind it does not list would be
 // refused there (the default action answers instead), and without policy.v1 nothing answers from
 // compiled policy while no control plane is attached. Said once per attach, as a warning.
-import { EMULATION_FEATURES } from '../common/emulations';
-import { POLICY_FEATURE } from '../common/policy-feature';
+import { EMULATION_FEATURES } from '../../common/emulations';
+import { POLICY_FEATURE } from '../../common/policy-feature';
 
 /** Decisions this control plane may send, and compiled policy (Hello.features). */
 export const CONTROLPLANE_FEATURES = ['decision.continue', 'decision.error', ...EMULATION_FEATURES, POLICY_FEATURE];

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { captureLogger } from '../test/support/log-capture';
-import { ContainerRegistry, type ContainerInfo } from './container-registry';
-import { compileContainerPolicy, LABEL } from './policy-compiler';
+import { captureLogger } from '../../test/support/log-capture';
+import { ContainerRegistry, type ContainerInfo } from '../container-registry';
+import { compileContainerPolicy, LABEL } from './compiler';
 
 const CONTAINERD = {
   'io.kubernetes.cri.sandbox-namespace': 'shop',
@@ -60,10 +60,10 @@ test('policy compiler: labels carry the identity; the version is a digest of rul
 });
 
 test('policy compiler: resource rules without when compile to native answers in precedence order; when, Audit, log and an unknown mkdir suffix stay ask rules', async () => {
-  const { resourceRules } = await import('./policy-compiler');
+  const { resourceRules } = await import('./compiler');
   const entry = entryFor('');
   const policy = (name: string, scope: 'namespaced' | 'cluster' = 'namespaced') => ({ scope, namespace: scope === 'namespaced' ? 'shop' : '', name, generation: 1 });
-  const spec = (name: string, rule: string, syscalls: string[], action: import('./resource-policy').NativeRuleSpec['action'], audit = false, scope: 'namespaced' | 'cluster' = 'namespaced') =>
+  const spec = (name: string, rule: string, syscalls: string[], action: import('./resources/decision').NativeRuleSpec['action'], audit = false, scope: 'namespaced' | 'cluster' = 'namespaced') =>
     ({ policy: policy(name, scope), rule: { index: 0, name: rule }, syscalls, action, audit });
   const rules = resourceRules([
     spec('ns', 'w', ['mkdir'], { kind: 'ask' }),

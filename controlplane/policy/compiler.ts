@@ -3,14 +3,14 @@
 // policy.proto). The data plane keeps them with the container, so the answer a container gets no
 // longer depends on whether this process is up. Pure: same entry, same rules, same version.
 import { createHash } from 'node:crypto';
-import type { FallbackAction } from '../common/default-action';
-import { ContainerPolicy, type Rule, type RuleAction } from '../proto/gen/seccompagent/v1/policy';
-import { handleToProto } from '../common/container-handle';
-import type { ContainerEntry } from './container-registry';
-import { sidecarDelayApplies } from './exec-hold';
-import { parseMkdirTemplate, renderMkdirTemplate } from './mkdir-template';
-import { policyRef } from './policy-objects';
-import type { NativeRuleSpec } from './resource-policy';
+import type { FallbackAction } from '../../common/default-action';
+import { ContainerPolicy, type Rule, type RuleAction } from '../../proto/gen/seccompagent/v1/policy';
+import { handleToProto } from '../../common/container-handle';
+import type { ContainerEntry } from '../container-registry';
+import { sidecarDelayApplies } from './listener-metadata/exec-hold';
+import { parseMkdirTemplate, renderMkdirTemplate } from '../../common/profile/mkdir-template';
+import { policyRef } from './resources/objects';
+import type { NativeRuleSpec } from './resources/decision';
 
 /** Label keys the control plane writes (opaque to the data plane). */
 export const LABEL = {

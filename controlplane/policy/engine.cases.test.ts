@@ -2,10 +2,10 @@
 // runtime's annotations): what each notification gets, and what it counts.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Notification } from '../proto/gen/seccompagent/v1/dataplane';
-import { captureLogger } from '../test/support/log-capture';
-import { ContainerRegistry } from './container-registry';
-import { PolicyEngine } from './policy-engine';
+import { Notification } from '../../proto/gen/seccompagent/v1/dataplane';
+import { captureLogger } from '../../test/support/log-capture';
+import { ContainerRegistry } from '../container-registry';
+import { PolicyEngine } from './engine';
 
 const EPERM = 1;
 const EFAULT = 14;

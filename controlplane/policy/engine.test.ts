@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Decision, Notification } from '../proto/gen/seccompagent/v1/dataplane';
-import { captureLogger } from '../test/support/log-capture';
-import { ContainerRegistry } from './container-registry';
-import { PolicyEngine } from './policy-engine';
+import type { Decision, Notification } from '../../proto/gen/seccompagent/v1/dataplane';
+import { captureLogger } from '../../test/support/log-capture';
+import { ContainerRegistry } from '../container-registry';
+import { PolicyEngine } from './engine';
 
 const ANNOTATIONS = { 'io.kubernetes.cri.sandbox-namespace': 'ns', 'io.kubernetes.cri.sandbox-name': 'pod' };
 const ENOENT = 2;

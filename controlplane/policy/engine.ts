@@ -3,13 +3,13 @@
 // kills or freezes, everything else continues. Synchronous: a Map lookup and byte work only.
 // Paths are bytes: decisions carry the exact bytes the container gave (`*_bytes` fields), and the
 // string fields beside them only their lossy UTF-8 reading, for data planes older than those.
-import { handleFromProto } from '../common/container-handle';
-import type { FallbackAction } from '../common/default-action';
-import type { Logger } from '../common/logger';
-import type { Decision, Notification, PolicyFinding } from '../proto/gen/seccompagent/v1/dataplane';
-import type { ContainerEntry, ContainerRegistry } from './container-registry';
-import type { ExecHolds } from './exec-hold';
-import { suffixedMkdir } from './mkdir-path';
+import { handleFromProto } from '../../common/container-handle';
+import type { FallbackAction } from '../../common/default-action';
+import type { Logger } from '../../common/logger';
+import type { Decision, Notification, PolicyFinding } from '../../proto/gen/seccompagent/v1/dataplane';
+import type { ContainerEntry, ContainerRegistry } from '../container-registry';
+import type { ExecHolds } from './listener-metadata/exec-hold';
+import { suffixedMkdir } from './listener-metadata/mkdir-path';
 
 /** Decision counts by action, for metrics. */
 export type DecisionKind = 'continue' | 'error' | 'mkdir' | 'mount' | 'kill' | 'freeze' | 'unresolved';

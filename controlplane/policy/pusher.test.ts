@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pino from 'pino';
-import { PolicyPusher } from './policy-pusher';
+import { PolicyPusher } from './pusher';
 
 function capture() {
   const lines: Array<{ level: number; msg: string }> = [];

@@ -2,14 +2,14 @@
 // registry entry, pushes only what the data plane does not hold already (by version: its
 // snapshot says what it holds, ACKs say what it took), and says what a NACK refused. Whatever is
 // pushed, the data plane answers from it natively and keeps it when this process goes away.
-import type { ContainerHandle } from '../common/container-handle';
-import { handleFromProto } from '../common/container-handle';
-import type { FallbackAction } from '../common/default-action';
-import type { Logger } from '../common/logger';
-import type { Container } from '../proto/gen/seccompagent/v1/dataplane';
-import type { ContainerPolicy, PolicyAck, Rule } from '../proto/gen/seccompagent/v1/policy';
-import type { ContainerEntry, ContainerRegistry } from './container-registry';
-import { compileContainerPolicy } from './policy-compiler';
+import type { ContainerHandle } from '../../common/container-handle';
+import { handleFromProto } from '../../common/container-handle';
+import type { FallbackAction } from '../../common/default-action';
+import type { Logger } from '../../common/logger';
+import type { Container } from '../../proto/gen/seccompagent/v1/dataplane';
+import type { ContainerPolicy, PolicyAck, Rule } from '../../proto/gen/seccompagent/v1/policy';
+import type { ContainerEntry, ContainerRegistry } from '../container-registry';
+import { compileContainerPolicy } from './compiler';
 
 export interface PolicyPusherOptions {
   registry: Pick<ContainerRegistry, 'get' | 'values'>;

@@ -7,7 +7,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { ContainerRegistry } from '../../controlplane/container-registry';
-import { PodCache, type PodCacheOptions } from '../../controlplane/pod-cache';
+import { PodCache, type PodCacheOptions } from '../../controlplane/kube/pod-cache';
 import { FakeKubeApiServer } from '../cmd/fake-kube-apiserver/server';
 import { captureLogger, type LogLine } from '../support/log-capture';
 import { sleep, waitUntil } from '../support/wait';

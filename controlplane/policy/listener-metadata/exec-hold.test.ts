@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pino from 'pino';
-import type { Notification } from '../proto/gen/seccompagent/v1/dataplane';
-import type { ContainerEntry } from './container-registry';
+import type { Notification } from '../../../proto/gen/seccompagent/v1/dataplane';
+import type { ContainerEntry } from '../../container-registry';
 import { ExecHolds, MAX_HELD, MAX_HELD_PER_CONTAINER, msSinceStart, processStartTicks, sidecarDelayApplies } from './exec-hold';
-import { parseListenerMetadata } from './listener-metadata';
+import { parseListenerMetadata } from '../../../common/profile/listener-metadata';
 
 const silent = pino({ level: 'silent' });
 /** Every caller lives, started at tick 1. */

@@ -12,9 +12,9 @@
 // deadline to the end of the wait plus its usual timeout. If this process dies meanwhile, its
 // session's notifications get the default at once (docs/policy.md: "Holds").
 import { readFile } from 'node:fs/promises';
-import type { Logger } from '../common/logger';
-import type { Decision, Notification } from '../proto/gen/seccompagent/v1/dataplane';
-import type { ContainerEntry } from './container-registry';
+import type { Logger } from '../../../common/logger';
+import type { Decision, Notification } from '../../../proto/gen/seccompagent/v1/dataplane';
+import type { ContainerEntry } from '../../container-registry';
 
 type Action = NonNullable<Decision['action']>;
 

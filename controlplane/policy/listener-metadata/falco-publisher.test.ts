@@ -6,10 +6,11 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import * as path from 'node:path';
 import { test } from 'node:test';
-import { SeccompAgentFalcoService, type PublishEventRequest } from '../proto/gen/seccompagentfalco/seccomp-agent';
-import { captureLogger } from '../test/support/log-capture';
-import { scratchDir } from '../test/support/scratch';
-import { waitUntil } from '../test/support/wait';
+import { SeccompAgentFalcoService, type PublishEventRequest } from '../../../proto/gen/seccompagentfalco/seccomp-agent';
+import { captureLogger } from '../../../test/support/log-capture';
+import { ROOT } from '../../../test/support/paths';
+import { scratchDir } from '../../../test/support/scratch';
+import { waitUntil } from '../../../test/support/wait';
 import { FALCO_LIMITS, FalcoPublisher } from './falco-publisher';
 
 const event = (id: number): PublishEventRequest => ({ id: BigInt(id), pid: 7n, syscall: 'mkdir', k8s: { namespace: 'shop', pod: 'web-1', container: 'app', pid: 1n, pidFilter: 1n } });
@@ -58,7 +59,7 @@ test('falco publisher: a plugin answering 4 MB per event is refused from the ans
 
 test('falco publisher: events are sent while the event loop that published them is blocked (the client lives in a worker thread)', async (t) => {
   const socket = path.join(scratchDir(t), 'falco.sock');
-  const root = path.resolve(__dirname, '..', '..');
+  const root = ROOT;
   // The plugin in another process, so that blocking this thread blocks only the publisher's caller.
   const plugin = spawn(process.execPath, ['-e', `
     const grpc = require('@grpc/grpc-js');

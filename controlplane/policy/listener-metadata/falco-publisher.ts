@@ -8,8 +8,8 @@
 // {reason}; one log line per burst of drops).
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { Logger } from '../common/logger';
-import type { PublishEventRequest } from '../proto/gen/seccompagentfalco/seccomp-agent';
+import type { Logger } from '../../../common/logger';
+import type { PublishEventRequest } from '../../../proto/gen/seccompagentfalco/seccomp-agent';
 import type { FalcoTally } from './falco-worker';
 
 export interface FalcoPublisherLimits {

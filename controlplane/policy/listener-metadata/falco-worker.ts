@@ -5,7 +5,7 @@
 // calls in flight in number. What happened is told back in tallies, not per event.
 import * as grpc from '@grpc/grpc-js';
 import { parentPort, workerData } from 'node:worker_threads';
-import { SeccompAgentFalcoClient, type PublishEventRequest } from '../proto/gen/seccompagentfalco/seccomp-agent';
+import { SeccompAgentFalcoClient, type PublishEventRequest } from '../../../proto/gen/seccompagentfalco/seccomp-agent';
 import type { FalcoPublisherLimits } from './falco-publisher';
 
 /** The worker's report: events the plugin took, and events it failed (with the first reason). */

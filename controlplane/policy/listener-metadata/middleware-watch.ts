@@ -7,12 +7,12 @@
 // of their syscalls, the cost MIDDLEWARE is meant to observe, not add (docs/policy.md).
 import type * as grpc from '@grpc/grpc-js';
 import { Histogram } from 'prom-client';
-import { handleFromProto, type ContainerHandle } from '../common/container-handle';
-import { createDataPlaneClient } from '../common/dataplane-client';
-import { durationToMs } from '../common/duration';
-import type { Logger } from '../common/logger';
-import type { DataPlaneClient, Event } from '../proto/gen/seccompagent/v1/dataplane';
-import type { ContainerEntry } from './container-registry';
+import { handleFromProto, type ContainerHandle } from '../../../common/container-handle';
+import { createDataPlaneClient } from '../../../common/dataplane-client';
+import { durationToMs } from '../../../common/duration';
+import type { Logger } from '../../../common/logger';
+import type { DataPlaneClient, Event } from '../../../proto/gen/seccompagent/v1/dataplane';
+import type { ContainerEntry } from '../../container-registry';
 import type { FalcoPublisher } from './falco-publisher';
 
 /** kinvolk/seccompagent's MIDDLEWARE=prometheus histogram (its name, labels and buckets). */

@@ -1,7 +1,7 @@
 // Where an emulated mkdir under MKDIR_TMPL goes: the path the container gave with the suffix
 // appended to its last component, byte for byte. Paths are bytes, not text: nothing here decodes
 // them, so two distinct names (`bad\xff\xfe`, `bad\xff\xfd`) never become one.
-import type { Decision, Notification } from '../proto/gen/seccompagent/v1/dataplane';
+import type { Decision, Notification } from '../../../proto/gen/seccompagent/v1/dataplane';
 
 /** Emulate mkdir of `path`, or answer `errno` at once. */
 export type MkdirTarget = { readonly path: Buffer } | { readonly errno: number };

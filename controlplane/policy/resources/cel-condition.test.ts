@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { AgentError } from '../common/errors';
+import { AgentError } from '../../../common/errors';
 import { activation, compileCondition, DEFAULT_CEL_COST_LIMIT, LIMITS, type ConditionInput } from './cel-condition';
 
 const input: ConditionInput = {

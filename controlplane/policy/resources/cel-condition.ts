@@ -24,11 +24,11 @@
 // pattern must be a string constant, compiled once at admission. At run time every `matches` is
 // metered against what is left of its evaluation's budget (the estimate) before it runs: an
 // evaluation that would exceed it stops with a budget error (ECEL_BUDGET), which the rule's
-// failurePolicy answers (resource-policy.ts), as it does a decision whose deadline has passed.
+// failurePolicy answers (decision.ts), as it does a decision whose deadline has passed.
 import { RE2JS } from '@bufbuild/re2';
 import { celEnv, CelScalar, celUint, isCelError, listType, mapType, parse, plan, type CelEnv, type CelInput } from '@bufbuild/cel';
 import { strings } from '@bufbuild/cel/ext';
-import { AgentError } from '../common/errors';
+import { AgentError } from '../../../common/errors';
 
 /** The default --cel-cost-limit: per evaluation, a notification's worth of work. */
 export const DEFAULT_CEL_COST_LIMIT = 100_000;
@@ -281,7 +281,7 @@ function estimate(expr: Expr, scope: ReadonlyMap<string, Bound>): Estimate {
 
 /**
  * The pod part of the inputs, as CEL sees it and checked against the bounds, once per pod object:
- * the caller (resource-policy.ts) keeps one object per container until a pod or policy changes,
+ * the caller (decision.ts) keeps one object per container until a pod or policy changes,
  * so a notification pays only for its own syscall, args and paths.
  */
 const PODS = new WeakMap<ConditionInput['pod'], { readonly value: CelInput; readonly problem: string | null }>();

@@ -1,11 +1,11 @@
 // One generation of a policy resource compiled: its selectors as functions, each rule's syscalls
 // as a set, its `when` as a compiled CEL condition, its action checked. Compiled once per
 // generation (never on the notification path); an error names the rule, so the status can say
-// which one, and the policy's previous generation stays in force (policy-set.ts).
-import { AgentError, ERRNO_BY_NAME } from '../common/errors';
+// which one, and the policy's previous generation stays in force (set.ts).
+import { AgentError, ERRNO_BY_NAME } from '../../../common/errors';
 import { compileCondition, type CompiledCondition } from './cel-condition';
-import { parseMkdirTemplate, type MkdirTemplate } from './mkdir-template';
-import type { PolicyObject } from './policy-objects';
+import { parseMkdirTemplate, type MkdirTemplate } from '../../../common/profile/mkdir-template';
+import type { PolicyObject } from './objects';
 
 export type PolicyMode = 'Enforce' | 'Audit';
 

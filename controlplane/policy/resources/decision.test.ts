@@ -2,13 +2,13 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { performance } from 'node:perf_hooks';
 import pino from 'pino';
-import type { Notification } from '../proto/gen/seccompagent/v1/dataplane';
+import type { Notification } from '../../../proto/gen/seccompagent/v1/dataplane';
 import { DEFAULT_CEL_COST_LIMIT } from './cel-condition';
-import type { ContainerEntry } from './container-registry';
-import { parseListenerMetadata } from './listener-metadata';
-import type { PolicyObject } from './policy-objects';
-import { PolicySet } from './policy-set';
-import { ResourcePolicy } from './resource-policy';
+import type { ContainerEntry } from '../../container-registry';
+import { parseListenerMetadata } from '../../../common/profile/listener-metadata';
+import type { PolicyObject } from './objects';
+import { PolicySet } from './set';
+import { ResourcePolicy } from './decision';
 
 const silent = pino({ level: 'silent' });
 const entry: ContainerEntry = {

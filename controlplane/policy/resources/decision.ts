@@ -8,20 +8,20 @@
 // or a namespace changes; a rule with `when` evaluates CEL (bounded by its cost estimate).
 // Rules without `when` need nothing the data plane does not have: nativeRules() lists them per
 // container in a plain serialisable form, for compiling into the data plane's rules.
-import { errnoName } from '../common/errors';
-import { abiOf } from '../common/syscall-abi';
-import type { Logger } from '../common/logger';
-import type { Decision, Notification, PolicyFinding } from '../proto/gen/seccompagent/v1/dataplane';
-import { answerKindOf } from '../common/answer-labels';
+import { errnoName } from '../../../common/errors';
+import { abiOf } from '../../../common/syscall-abi';
+import type { Logger } from '../../../common/logger';
+import type { Decision, Notification, PolicyFinding } from '../../../proto/gen/seccompagent/v1/dataplane';
+import { answerKindOf } from '../../../common/answer-labels';
 import { performance } from 'node:perf_hooks';
 import { activation, type ConditionInput, type ConditionResult } from './cel-condition';
-import type { ContainerEntry } from './container-registry';
-import { renderMkdirTemplate } from './mkdir-template';
-import type { CompiledPolicy, CompiledRule, RuleAction } from './resource-compiler';
-import { policyKey, policyLabel, policyRef, type PolicyScope } from './policy-objects';
-import type { PolicySet, PolicySubject, Selection } from './policy-set';
-import { suffixedMkdir } from './mkdir-path';
-import type { ContainerHandle } from '../common/container-handle';
+import type { ContainerEntry } from '../../container-registry';
+import { renderMkdirTemplate } from '../../../common/profile/mkdir-template';
+import type { CompiledPolicy, CompiledRule, RuleAction } from './compiler';
+import { policyKey, policyLabel, policyRef, type PolicyScope } from './objects';
+import type { PolicySet, PolicySubject, Selection } from './set';
+import { suffixedMkdir } from '../listener-metadata/mkdir-path';
+import type { ContainerHandle } from '../../../common/container-handle';
 
 type Action = NonNullable<Decision['action']>;
 

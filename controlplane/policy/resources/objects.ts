@@ -2,8 +2,8 @@
 // (namespaced), ClusterSeccompNotifyPolicy (cluster-scoped), both seccompagent.dev/v1alpha1, and
 // each namespace's labels (for namespaceSelector). Plain data, JSON-safe, so the node checkpoint
 // stores exactly what the informers hold.
-import type { InformerKind, KubeObject } from './informer';
-import { sameStrings } from './pod-cache';
+import type { InformerKind, KubeObject } from '../../kube/informer';
+import { sameStrings } from '../../kube/pod-cache';
 
 export const POLICY_GROUP = 'seccompagent.dev';
 export const POLICY_VERSION = 'v1alpha1';

@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pino from 'pino';
 import { DEFAULT_CEL_COST_LIMIT } from './cel-condition';
-import { compileLabelSelector } from './resource-compiler';
-import type { PolicyObject } from './policy-objects';
-import { PolicySet, type PolicySubject } from './policy-set';
+import { compileLabelSelector } from './compiler';
+import type { PolicyObject } from './objects';
+import { PolicySet, type PolicySubject } from './set';
+import { ROOT } from '../../../test/support/paths';
 
 const silent = pino({ level: 'silent' });
 const policy = (scope: 'namespaced' | 'cluster', name: string, spec: unknown, generation = 1, namespace = 'shop'): PolicyObject => ({
@@ -75,10 +76,10 @@ test('policy compiler: label selectors as metav1.LabelSelector matches them', ()
 test('policy set: a namespace gets at most the rules the data plane takes: 160 policies x 64 rules keep the first 12 by name, the rest are refused with TooManyRules in their status; another namespace is unaffected (issue 17)', async () => {
   const { readFileSync } = await import('node:fs');
   const path = await import('node:path');
-  const { DATAPLANE_MAX_RULES, MAX_CLUSTER_RULES, MAX_RULES_PER_NAMESPACE, METADATA_RULES_RESERVE } = await import('./policy-set');
-  const { readyOf } = await import('./policy-status');
+  const { DATAPLANE_MAX_RULES, MAX_CLUSTER_RULES, MAX_RULES_PER_NAMESPACE, METADATA_RULES_RESERVE } = await import('./set');
+  const { readyOf } = await import('./status');
   // The data plane's own limit, read from its source, so the two cannot drift.
-  const header = readFileSync(path.join(__dirname, '..', '..', 'native', 'addon', 'policy_wire.hpp'), 'utf8');
+  const header = readFileSync(path.join(ROOT, 'native', 'addon', 'policy_wire.hpp'), 'utf8');
   assert.equal(Number(/kPolicyMaxRules = (\d+);/.exec(header)?.[1]), DATAPLANE_MAX_RULES);
   assert.equal(MAX_RULES_PER_NAMESPACE + MAX_CLUSTER_RULES + METADATA_RULES_RESERVE, DATAPLANE_MAX_RULES);
   assert.ok(METADATA_RULES_RESERVE >= 32);

@@ -5,12 +5,12 @@
 //   2. the ClusterSeccompNotifyPolicies, by name;
 //   3. (outside this module) the profile's listenerMetadata.
 // Two Enforce policies of the same level that apply to one container and both name a syscall
-// conflict: the first by name answers, every time, and both report it (policy-status.ts).
+// conflict: the first by name answers, every time, and both report it (status.ts).
 import { EventEmitter } from 'node:events';
-import { AgentError } from '../common/errors';
-import type { Logger } from '../common/logger';
-import { compilePolicy, type CompiledPolicy } from './resource-compiler';
-import { policyKey, policyRef, type PolicyObject } from './policy-objects';
+import { AgentError } from '../../../common/errors';
+import type { Logger } from '../../../common/logger';
+import { compilePolicy, type CompiledPolicy } from './compiler';
+import { policyKey, policyRef, type PolicyObject } from './objects';
 
 /** Who a container is, as the selectors see it. */
 export interface PolicySubject {

@@ -1,10 +1,10 @@
 // The informers behind the policy resources: SeccompNotifyPolicy and ClusterSeccompNotifyPolicy
 // (into the PolicySet) and the namespaces' labels (for namespaceSelector). Each says its own
 // transitions once: synced, unreachable (the policies cached stay in force), not installed.
-import type { Logger } from '../common/logger';
-import { Informer, type InformerOptions, type KubeConnection } from './informer';
-import { namespaceKind, policyKind, POLICY_KINDS, type CachedNamespace, type PolicyObject, type PolicyScope } from './policy-objects';
-import type { PolicySet } from './policy-set';
+import type { Logger } from '../../../common/logger';
+import { Informer, type InformerOptions, type KubeConnection } from '../../kube/informer';
+import { namespaceKind, policyKind, POLICY_KINDS, type CachedNamespace, type PolicyObject, type PolicyScope } from './objects';
+import type { PolicySet } from './set';
 
 export class PolicySources {
   readonly policies: Readonly<Record<PolicyScope, Informer<PolicyObject>>>;

@@ -10,13 +10,13 @@
 //     grows with the nodes where the policy matters, not with the cluster.
 // Writes are server-side apply PATCHes of the status subresource (RBAC: patch only), off the
 // notification path, skipped when nothing changed since the last write.
-import type { Logger } from '../common/logger';
-import type { ContainerEntry } from './container-registry';
-import { DebouncedTask } from './debounced-task';
-import { describeKubeError, type KubeConnection } from './informer';
-import { POLICY_GROUP, POLICY_KINDS, POLICY_VERSION, policyKey, policyRef, type PolicyObject } from './policy-objects';
-import type { PolicyEntry, PolicySet } from './policy-set';
-import type { ResourcePolicy } from './resource-policy';
+import type { Logger } from '../../../common/logger';
+import type { ContainerEntry } from '../../container-registry';
+import { DebouncedTask } from '../../debounced-task';
+import { describeKubeError, type KubeConnection } from '../../kube/informer';
+import { POLICY_GROUP, POLICY_KINDS, POLICY_VERSION, policyKey, policyRef, type PolicyObject } from './objects';
+import type { PolicyEntry, PolicySet } from './set';
+import type { ResourcePolicy } from './decision';
 
 export const FIELD_MANAGER = 'seccomp-agent';
 
