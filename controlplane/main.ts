@@ -13,7 +13,7 @@ import { DataPlaneLink } from './link/dataplane-link';
 import { controlPlaneHealth, controlPlaneMetrics } from './metrics';
 import { CONTROLPLANE_OPTIONS } from './options';
 import { controlSocketPath } from '../common/shared-options';
-import * as path from 'node:path';
+import { ctlSocketPath } from '../common/ctl-protocol';
 import { startCtlServer } from './ctl-server';
 import { connectKube, type KubeConnection } from './kube/informer';
 import { NodeState } from './kube/node-state';
@@ -217,7 +217,7 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => shutdown('SIGINT'));
   link.start();
   const parts = { link, registry, policy, pods, resources, policySet, falco, middleware, holds };
-  const ctlSocket = options.ctlSocket === '' ? path.join(path.dirname(options.grpcSocket), 'controlplane.sock') : options.ctlSocket;
+  const ctlSocket = ctlSocketPath(options.ctlSocket, options.grpcSocket);
   if (ctlSocket !== 'off') {
     try {
       await startCtlServer(ctlSocket, { registry, set: policySet, resources, reports }, log);

@@ -9,7 +9,7 @@ import { AgentError } from '../common/errors';
 import { listContainers } from '../common/dataplane-client';
 import { type Container, type DataPlaneClient, ExplainRuleResponse } from '../proto/gen/seccompagent/v1/dataplane';
 import { ArgOp, PathOp, type Rule } from '../proto/gen/seccompagent/v1/policy';
-import type { Explanation } from '../controlplane/ctl-server';
+import { EXPLAIN_PATH, type Explanation } from '../common/ctl-protocol';
 import { identityFromAnnotations } from '../common/pod-identity';
 import { matchContainer, parseExplainArgs, type NamedContainer } from '../common/explain-query';
 import { formatLabels, quoteBytes } from './format';
@@ -111,7 +111,7 @@ export async function explainCommand(client: DataPlaneClient, ctlSocket: string,
     try {
       const query = new URLSearchParams({ container: c.containerId, syscall });
       for (const a of args) query.append('arg', a);
-      controlPlane = await getJson<Explanation>(ctlSocket, `/v1/explain?${query}`, timeout);
+      controlPlane = await getJson<Explanation>(ctlSocket, `${EXPLAIN_PATH}?${query}`, timeout);
       lines.push('control plane:', ...formatExplanation(controlPlane).split('\n').slice(1));
     } catch (err) {
       controlPlaneError = (err as Error).message;

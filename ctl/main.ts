@@ -9,10 +9,10 @@ import { controlSocketPath } from '../common/shared-options';
 import { CTL_OPTIONS } from './options';
 import { Event, GetStatusResponse, ListContainersResponse } from '../proto/gen/seccompagent/v1/dataplane';
 import { formatContainers, formatEvent, formatStatus } from './format';
-import type { PolicyRow } from '../controlplane/ctl-server';
+import { ctlSocketPath, POLICIES_PATH, type PoliciesAnswer } from '../common/ctl-protocol';
 import { explainCommand } from './explain';
 import { formatLintReport, lintFiles } from './lint';
-import { ctlSocketPath, formatPolicies, getJson } from './policies';
+import { formatPolicies, getJson } from './policies';
 
 
 const SUMMARY = `Inspect the seccomp agent's data plane.
@@ -78,7 +78,7 @@ async function main(): Promise<number> {
   }
   const ctlSocket = ctlSocketPath(parsed.options.ctlSocket, grpcSocket);
   if (command === 'policies') {
-    const { policies } = await getJson<{ policies: PolicyRow[] }>(ctlSocket, '/v1/policies', timeout);
+    const { policies } = await getJson<PoliciesAnswer>(ctlSocket, POLICIES_PATH, timeout);
     out(json ? JSON.stringify(policies) : formatPolicies(policies));
     return 0;
   }

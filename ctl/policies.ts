@@ -1,15 +1,9 @@
 // seccompctl policies and explain: read from the control plane's read-only socket
-// (controlplane/ctl-server.ts), shown as a table or a few lines, or --json.
+// (controlplane/ctl-server.ts; the JSON in common/ctl-protocol.ts), shown as a table or a few lines, or --json.
 import * as http from 'node:http';
-import * as path from 'node:path';
 import { AgentError } from '../common/errors';
-import type { Explanation, PolicyRow } from '../controlplane/ctl-server';
+import type { Explanation, PolicyRow } from '../common/ctl-protocol';
 import { table } from './format';
-
-/** --ctl-socket, or controlplane.sock beside the data plane's gRPC socket (as the control plane defaults it). */
-export function ctlSocketPath(ctlSocket: string, grpcSocket: string): string {
-  return ctlSocket !== '' ? ctlSocket : path.join(path.dirname(grpcSocket), 'controlplane.sock');
-}
 
 /** One GET on the control plane's socket. Throws AgentError ECONTROLPLANE_UNREACHABLE, or the server's own code. */
 export function getJson<T>(socketPath: string, urlPath: string, timeoutSeconds: number): Promise<T> {
