@@ -8,7 +8,7 @@ import { startMetricsServer } from '../common/metrics-server';
 import { helpText, parseCommandLine } from '../common/options';
 import { VERSION } from '../common/version';
 import type { Container, Welcome } from '../proto/gen/seccompagent/v1/dataplane';
-import { ContainerRegistry, type ContainerInfo } from './container-registry';
+import { ContainerRegistry } from './container-registry';
 import { DataPlaneLink } from './link/dataplane-link';
 import { controlPlaneHealth, controlPlaneMetrics } from './metrics';
 import { CONTROLPLANE_OPTIONS } from './options';
@@ -34,20 +34,6 @@ import { ProfileLintLog } from './profile-lint-log';
 import { createDataPlaneClient, getStatus } from '../common/dataplane-client';
 
 const SUMMARY = 'Control plane of the seccomp notify agent: Kubernetes-aware policy for the notifications of the data plane.';
-
-
-function toInfo(container: Container): ContainerInfo {
-  return {
-    handle: handleFromProto(container.handle),
-    containerId: container.containerId,
-    pid: container.pid,
-    annotations: container.annotations,
-    metadata: container.metadata,
-    labels: container.labels,
-    status: container.status,
-    processPid: container.processPid,
-  };
-}
 
 async function main(): Promise<void> {
   let parsed;
@@ -120,13 +106,13 @@ async function main(): Promise<void> {
     {
       knows: (handle) => registry.get(handle) !== undefined,
       onSnapshot: (containers) => {
-        registry.replaceAll(containers.map(toInfo));
+        registry.replaceAll(containers);
         for (const container of containers) lint(container);
         pusher?.onSnapshot(containers);
         middleware.reset(registry.values());
       },
       onContainerAdded: (container) => {
-        middleware.added(registry.add(toInfo(container)));
+        middleware.added(registry.add(container));
         lint(container);
         pusher?.onContainerAdded(container);
       },

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { captureLogger } from '../../test/support/log-capture';
-import { ContainerRegistry, type ContainerInfo } from '../container-registry';
+import { ContainerRegistry } from '../container-registry';
+import { Container } from '../../proto/gen/seccompagent/v1/dataplane';
 import { compileContainerPolicy, LABEL } from './compiler';
 
 const CONTAINERD = {
@@ -14,8 +15,7 @@ const CONTAINERD = {
 function entryFor(metadata: string, annotations: Record<string, string> = CONTAINERD, handle = 1) {
   const { logger } = captureLogger();
   const registry = new ContainerRegistry({ logger, pods: null, unresolvedAction: 'continue', readCgroup: () => null });
-  const info: ContainerInfo = { handle, containerId: 'c'.repeat(64), pid: 1, annotations, metadata };
-  return registry.add(info);
+  return registry.add(Container.fromPartial({ handle: BigInt(handle), containerId: 'c'.repeat(64), pid: 1, annotations, metadata }));
 }
 
 const CONTINUE = { kind: 'continue' } as const;

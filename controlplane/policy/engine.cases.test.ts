@@ -2,7 +2,7 @@
 // runtime's annotations): what each notification gets, and what it counts.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Notification } from '../../proto/gen/seccompagent/v1/dataplane';
+import { Container, Notification } from '../../proto/gen/seccompagent/v1/dataplane';
 import { captureLogger } from '../../test/support/log-capture';
 import { ContainerRegistry } from '../container-registry';
 import { PolicyEngine } from './engine';
@@ -20,7 +20,7 @@ const ANNOTATIONS = {
 function engineWith(metadata: string[], unresolvedAction: { kind: 'continue' } | { kind: 'error'; errno: number } = { kind: 'continue' }) {
   const { logger, lines } = captureLogger();
   const registry = new ContainerRegistry({ logger, pods: null, unresolvedAction: 'continue', readCgroup: () => null });
-  metadata.forEach((m, i) => registry.add({ handle: i + 1, containerId: `c${i + 1}`, pid: 4242, annotations: i === 0 ? ANNOTATIONS : {}, metadata: m }));
+  metadata.forEach((m, i) => registry.add(Container.fromPartial({ handle: BigInt(i + 1), containerId: `c${i + 1}`, pid: 4242, annotations: i === 0 ? ANNOTATIONS : {}, metadata: m })));
   return { engine: new PolicyEngine(registry, unresolvedAction, logger), lines };
 }
 

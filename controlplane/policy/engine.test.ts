@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Decision, Notification } from '../../proto/gen/seccompagent/v1/dataplane';
+import { Container, type Decision, type Notification } from '../../proto/gen/seccompagent/v1/dataplane';
 import { captureLogger } from '../../test/support/log-capture';
 import { ContainerRegistry } from '../container-registry';
 import { PolicyEngine } from './engine';
@@ -14,7 +14,7 @@ const EFAULT = 14;
 function engineFor(metadata: string) {
   const { logger } = captureLogger();
   const registry = new ContainerRegistry({ logger, pods: null, unresolvedAction: 'continue' });
-  registry.add({ handle: 1, containerId: 'c1', pid: 1, annotations: ANNOTATIONS, metadata });
+  registry.add(Container.fromPartial({ handle: 1n, containerId: 'c1', pid: 1, annotations: ANNOTATIONS, metadata }));
   return new PolicyEngine(registry, { kind: 'continue' }, logger);
 }
 
