@@ -5,7 +5,7 @@
 // It prints {"attached":SESSION} once welcomed and {"decisions":N,...} on SIGTERM.
 import { createLogger } from '../common/logger';
 import { parseDurationOrOffMs } from '../common/options';
-import { DataPlaneLink } from '../controlplane/dataplane-link';
+import { DataPlaneLink } from '../controlplane/link/dataplane-link';
 import { SHARED_OPTIONS } from '../common/shared-options';
 
 /** --busy-poll DURATION, default the planes' own (SHARED_OPTIONS). */

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import { test } from 'node:test';
-import type { CgroupPodRef } from './cgroup-pod-uid';
-import { ContainerRegistry, type ContainerInfo } from './container-registry';
-import type { CachedPod, PodCacheEvents, PodCacheState } from './pod-cache';
+import type { CgroupPodRef } from './kube/cgroup-pod-uid';
+import { ContainerRegistry } from './container-registry';
+import { Container } from '../proto/gen/seccompagent/v1/dataplane';
+import type { CachedPod, PodCacheEvents, PodCacheState } from './kube/pod-cache';
 import { captureLogger } from '../test/support/log-capture';
 
 
@@ -35,8 +36,9 @@ function pod(containers: Record<string, string> = { [CID]: 'app' }): CachedPod {
   return { namespace: 'shop', pod: 'web-1', uid: UID, containers: new Map(Object.entries(containers)), mirrorHash: null, labels: {}, annotations: {} };
 }
 
-function info(over: Partial<ContainerInfo> = {}): ContainerInfo {
-  return { handle: 1, containerId: CID, pid: 4242, annotations: {}, metadata: 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}', ...over };
+/** The data plane's Container, with a number for a handle. */
+function info(over: Partial<Omit<Container, 'handle'>> & { handle?: number } = {}): Container {
+  return Container.fromPartial({ containerId: CID, pid: 4242, metadata: 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}', ...over, handle: BigInt(over.handle ?? 1) });
 }
 
 const cgroupOf = (uid: string | null) => (): CgroupPodRef | null => (uid ? { podUid: uid, containerId: CID, path: `/kubepods/pod${uid}/${CID}` } : null);

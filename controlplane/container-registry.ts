@@ -8,30 +8,15 @@
 // resolved again when the pod cache syncs and when a pod with their UID arrives or changes, so
 // their later syscalls get the right policy; each container is logged once when it is admitted
 // unresolved and once when it becomes resolved.
-import type { ContainerHandle } from '../common/container-handle';
+import { handleFromProto, type ContainerHandle } from '../common/container-handle';
 import { AgentError } from '../common/errors';
 import type { Logger } from '../common/logger';
-import { readCgroupPod, type CgroupPodRef } from './cgroup-pod-uid';
-import { identityFromAnnotations, identityFromLabels, type PodIdentity } from './identity';
-import { parseListenerMetadata, type ListenerPolicy } from './listener-metadata';
-import { renderMkdirTemplate } from './mkdir-template';
-import type { CachedPod, PodCacheEvents, PodCacheState } from './pod-cache';
-
-/** A container as the data plane describes it (snapshot, container_added). */
-export interface ContainerInfo {
-  handle: ContainerHandle;
-  containerId: string;
-  pid: number;
-  annotations: Readonly<Record<string, string>>;
-  /** listenerMetadata, verbatim. */
-  metadata: string;
-  /** Labels of the policy the data plane holds for it (a previous control plane's word). */
-  labels?: Readonly<Record<string, string>>;
-  /** OCI status when the fd arrived: "creating" (the container's init fd) or "running" (an exec). */
-  status?: string;
-  /** The process that attached the filter (Container.process_pid): for an exec, the exec'd process. */
-  processPid?: number;
-}
+import { readCgroupPod, type CgroupPodRef } from './kube/cgroup-pod-uid';
+import { identityFromAnnotations, identityFromLabels, type PodIdentity } from '../common/pod-identity';
+import { parseListenerMetadata, type ListenerPolicy } from '../common/profile/listener-metadata';
+import { renderMkdirTemplate } from '../common/profile/mkdir-template';
+import type { CachedPod, PodCacheEvents, PodCacheState } from './kube/pod-cache';
+import type { Container } from '../proto/gen/seccompagent/v1/dataplane';
 
 /** What a mkdir of this container gets from its policy. */
 export type MkdirPlan =
@@ -161,9 +146,13 @@ export class ContainerRegistry {
     return this.entries.values();
   }
 
-  /** A container the data plane announced; replaces an entry with the same handle. */
-  add(info: ContainerInfo): ContainerEntry {
-    const handle = info.handle;
+  /**
+   * A container the data plane announced (snapshot, container_added), as the API's Container;
+   * replaces an entry with the same handle. Its labels are those of the policy the data plane
+   * holds for it (a previous control plane's word).
+   */
+  add(info: Container): ContainerEntry {
+    const handle = handleFromProto(info.handle);
     if (this.entries.has(handle)) this.remove(handle);
     const { policy, warnings } = parseListenerMetadata(info.metadata ?? '');
     const annotations = Object.freeze({ ...(info.annotations ?? {}) });
@@ -226,13 +215,13 @@ export class ContainerRegistry {
   }
 
   /** A snapshot after (re)attaching: the data plane's list is the truth. */
-  replaceAll(infos: readonly ContainerInfo[]): void {
-    const keep = new Set(infos.map((info) => info.handle));
+  replaceAll(infos: readonly Container[]): void {
+    const keep = new Set(infos.map((info) => handleFromProto(info.handle)));
     for (const handle of [...this.entries.keys()]) if (!keep.has(handle)) this.remove(handle);
     // Fds that name a pid first: an exec fd with pid 0 then finds its container's init.
     infos = [...infos].sort((a, b) => Number(b.pid > 0) - Number(a.pid > 0));
     for (const info of infos) {
-      const existing = this.entries.get(info.handle);
+      const existing = this.entries.get(handleFromProto(info.handle));
       if (existing && existing.containerId === info.containerId) continue;
       this.add(info);
     }

@@ -12,40 +12,12 @@ import { AgentError } from '../common/errors';
 import type { Logger } from '../common/logger';
 import type { Notification } from '../proto/gen/seccompagent/v1/dataplane';
 import type { ContainerEntry, ContainerRegistry } from './container-registry';
-import { matchContainer, parseExplainArgs } from './ctl/explain-query';
-import { policyRef } from './policy-objects';
-import type { PolicySet } from './policy-set';
-import { readyOf, type NodeReport } from './policy-status';
-import { describeAction, type ResourcePolicy } from './resource-policy';
-
-/** One row of `seccompctl policies`. */
-export interface PolicyRow {
-  scope: 'namespaced' | 'cluster';
-  namespace: string;
-  name: string;
-  mode: string;
-  ready: string;
-  reason: string;
-  message: string;
-  generation: number;
-  inForceGeneration: number | null;
-  rules: number;
-  containers: number;
-  conflicts: string[];
-}
-
-/** The answer of `seccompctl explain`. */
-export interface Explanation {
-  container: string;
-  identity: { namespace: string; pod: string; container: string | null } | null;
-  syscall: string;
-  args: string[];
-  /** The policy and rule that answer, or null: listenerMetadata decides. */
-  answer: { policy: string; rule: string; index: number; mode: string; action: string; when: string | null } | null;
-  audits: Array<{ policy: string; rule: string; action: string }>;
-  errors: Array<{ policy: string; rule: string; error: string }>;
-  fallback: string | null;
-}
+import { EXPLAIN_PATH, POLICIES_PATH, type Explanation, type PoliciesAnswer, type PolicyRow } from '../common/ctl-protocol';
+import { matchContainer, parseExplainArgs } from '../common/explain-query';
+import { policyRef } from './policy/resources/objects';
+import type { PolicySet } from './policy/resources/set';
+import { readyOf, type NodeReport } from './policy/resources/status';
+import { describeAction, type ResourcePolicy } from './policy/resources/decision';
 
 export interface CtlParts {
   registry: ContainerRegistry;
@@ -120,14 +92,14 @@ export async function startCtlServer(socketPath: string, parts: CtlParts, log: L
     const reply = (code: number, body: unknown) => res.writeHead(code, { 'content-type': 'application/json' }).end(`${JSON.stringify(body)}\n`);
     if (req.method !== 'GET') return reply(405, { code: 'EMETHOD', message: 'read-only: GET only' });
     try {
-      if (url.pathname === '/v1/policies') return reply(200, { policies: policyRows(parts) });
-      if (url.pathname === '/v1/explain') {
+      if (url.pathname === POLICIES_PATH) return reply(200, { policies: policyRows(parts) } satisfies PoliciesAnswer);
+      if (url.pathname === EXPLAIN_PATH) {
         const container = url.searchParams.get('container') ?? '';
         const syscall = url.searchParams.get('syscall') ?? '';
         if (!container || !syscall) return reply(400, { code: 'EUSAGE', message: 'explain needs container and syscall' });
         return reply(200, explain(parts, container, syscall, url.searchParams.getAll('arg')));
       }
-      return reply(404, { code: 'ENOTFOUND', message: 'try /v1/policies or /v1/explain' });
+      return reply(404, { code: 'ENOTFOUND', message: `try ${POLICIES_PATH} or ${EXPLAIN_PATH}` });
     } catch (err) {
       const e = err as AgentError;
       return reply(e instanceof AgentError ? 404 : 500, { code: e.code ?? 'EINTERNAL', message: e.message });

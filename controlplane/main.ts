@@ -8,47 +8,33 @@ import { startMetricsServer } from '../common/metrics-server';
 import { helpText, parseCommandLine } from '../common/options';
 import { VERSION } from '../common/version';
 import type { Container, Welcome } from '../proto/gen/seccompagent/v1/dataplane';
-import { ContainerRegistry, type ContainerInfo } from './container-registry';
-import { DataPlaneLink } from './dataplane-link';
+import { ContainerRegistry } from './container-registry';
+import { DataPlaneLink } from './link/dataplane-link';
 import { controlPlaneHealth, controlPlaneMetrics } from './metrics';
 import { CONTROLPLANE_OPTIONS } from './options';
 import { controlSocketPath } from '../common/shared-options';
-import * as path from 'node:path';
+import { ctlSocketPath } from '../common/ctl-protocol';
 import { startCtlServer } from './ctl-server';
-import { connectKube, type KubeConnection } from './informer';
-import { NodeState } from './node-state';
-import { PodCache } from './pod-cache';
-import { PolicyEngine } from './policy-engine';
-import { ExecHolds } from './exec-hold';
-import { FALCO_LIMITS, FalcoPublisher } from './falco-publisher';
-import { MiddlewareWatch, requestDurationHistogram } from './middleware-watch';
+import { connectKube, type KubeConnection } from './kube/informer';
+import { NodeState } from './kube/node-state';
+import { PodCache } from './kube/pod-cache';
+import { PolicyEngine } from './policy/engine';
+import { ExecHolds } from './policy/listener-metadata/exec-hold';
+import { FALCO_LIMITS, FalcoPublisher } from './policy/listener-metadata/falco-publisher';
+import { MiddlewareWatch, requestDurationHistogram } from './policy/listener-metadata/middleware-watch';
 import { POLICY_FEATURE } from '../common/policy-feature';
-import { CONTROLPLANE_FEATURES, dataplaneForms, skewWarning } from './hello-features';
-import { PolicyPusher } from './policy-pusher';
-import { resourceRules } from './policy-compiler';
-import { PolicySet } from './policy-set';
-import { PolicySources } from './policy-sources';
-import { nodeReports, PolicyStatusWriter } from './policy-status';
-import { ResourcePolicy } from './resource-policy';
-import type { DataplaneForms } from './rule-matcher';
+import { CONTROLPLANE_FEATURES, dataplaneForms, skewWarning } from './link/hello-features';
+import { PolicyPusher } from './policy/pusher';
+import { resourceRules } from './policy/compiler';
+import { PolicySet } from './policy/resources/set';
+import { PolicySources } from './policy/resources/sources';
+import { nodeReports, PolicyStatusWriter } from './policy/resources/status';
+import { ResourcePolicy } from './policy/resources/decision';
+import type { DataplaneForms } from './policy/rule-matcher';
 import { ProfileLintLog } from './profile-lint-log';
 import { createDataPlaneClient, getStatus } from '../common/dataplane-client';
 
 const SUMMARY = 'Control plane of the seccomp notify agent: Kubernetes-aware policy for the notifications of the data plane.';
-
-
-function toInfo(container: Container): ContainerInfo {
-  return {
-    handle: handleFromProto(container.handle),
-    containerId: container.containerId,
-    pid: container.pid,
-    annotations: container.annotations,
-    metadata: container.metadata,
-    labels: container.labels,
-    status: container.status,
-    processPid: container.processPid,
-  };
-}
 
 async function main(): Promise<void> {
   let parsed;
@@ -124,13 +110,13 @@ async function main(): Promise<void> {
     {
       knows: (handle) => registry.get(handle) !== undefined,
       onSnapshot: (containers) => {
-        registry.replaceAll(containers.map(toInfo));
+        registry.replaceAll(containers);
         for (const container of containers) lint(container);
         pusher?.onSnapshot(containers);
         middleware.reset(registry.values());
       },
       onContainerAdded: (container) => {
-        middleware.added(registry.add(toInfo(container)));
+        middleware.added(registry.add(container));
         lint(container);
         pusher?.onContainerAdded(container);
       },
@@ -222,7 +208,7 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => shutdown('SIGINT'));
   link.start();
   const parts = { link, registry, policy, pods, resources, policySet, falco, middleware, holds };
-  const ctlSocket = options.ctlSocket === '' ? path.join(path.dirname(options.grpcSocket), 'controlplane.sock') : options.ctlSocket;
+  const ctlSocket = ctlSocketPath(options.ctlSocket, options.grpcSocket);
   if (ctlSocket !== 'off') {
     try {
       await startCtlServer(ctlSocket, { registry, set: policySet, resources, reports }, log);

@@ -1,14 +1,14 @@
 // The control plane's Prometheus metrics and its /healthz, read from its parts when scraped.
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { ContainerRegistry } from './container-registry';
-import type { DataPlaneLink } from './dataplane-link';
-import type { ExecHolds } from './exec-hold';
-import type { FalcoPublisher } from './falco-publisher';
-import type { MiddlewareWatch } from './middleware-watch';
-import type { PodCache } from './pod-cache';
-import type { PolicyEngine } from './policy-engine';
-import type { PolicySet } from './policy-set';
-import type { ResourcePolicy } from './resource-policy';
+import type { DataPlaneLink } from './link/dataplane-link';
+import type { ExecHolds } from './policy/listener-metadata/exec-hold';
+import type { FalcoPublisher } from './policy/listener-metadata/falco-publisher';
+import type { MiddlewareWatch } from './policy/listener-metadata/middleware-watch';
+import type { PodCache } from './kube/pod-cache';
+import type { PolicyEngine } from './policy/engine';
+import type { PolicySet } from './policy/resources/set';
+import type { ResourcePolicy } from './policy/resources/decision';
 
 export interface ControlPlaneParts {
   link: DataPlaneLink;
@@ -130,7 +130,7 @@ export function controlPlaneMetrics(parts: ControlPlaneParts): Registry {
   return registry;
 }
 
-/** A counter read from a Map whose keys are the label values joined by NUL (resource-policy.ts). */
+/** A counter read from a Map whose keys are the label values joined by NUL (policy/resources/decision.ts). */
 function countersFromMap(registry: Registry, name: string, help: string, labelNames: string[], counts: () => ReadonlyMap<string, number> | undefined): void {
   new Counter({
     name,

@@ -3,7 +3,7 @@ import * as os from 'node:os';
 import { parseDefaultAction } from '../common/default-action';
 import { parseBoolean, parseDurationMs, parseDurationOrOffMs, parsePositiveInteger, parseString, type OptionTable } from '../common/options';
 import { SHARED_OPTIONS } from '../common/shared-options';
-import { DEFAULT_CEL_COST_LIMIT } from './cel-condition';
+import { DEFAULT_CEL_COST_LIMIT } from './policy/resources/cel-condition';
 
 export const CONTROLPLANE_OPTIONS = {
   grpcSocket: SHARED_OPTIONS.grpcSocket,

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import type { Logger } from '../common/logger';
-import { lintProfile, type LintFinding, type SeccompSection } from './profile-lint';
+import { lintProfile, type LintFinding, type SeccompSection } from '../common/profile/lint';
 
 const MAX_CONFIG_BYTES = 4 * 1024 * 1024;
 /** Distinct profiles remembered; past it the oldest are forgotten (and would be logged again). */

@@ -11,7 +11,7 @@ const TIERS = ['unit', 'integration', 'e2e'];
 /** Tiers that need root: seccomp filters on other users' processes, pidfds, cgroups, runc. */
 const ROOT_TIERS = new Set(['integration', 'e2e']);
 /** Source folders holding tests (tsconfig.json's include, less the generated code). */
-const SOURCE_DIRS = ['common', 'dataplane', 'controlplane', 'test', 'bench'];
+const SOURCE_DIRS = ['common', 'dataplane', 'controlplane', 'ctl', 'test', 'bench'];
 
 function tierOf(relative) {
   const parts = relative.split(path.sep);

@@ -4,7 +4,7 @@
 // mkdir decision that names a suffix (Welcome feature "mkdir-suffix.v1", dataplane.proto
 // MkdirSuffix) is built with SuffixedPath too, through the addon's suffixedPath().
 // test/testdata/rule-cases.json holds them against the control plane's reading
-// (controlplane/rule-matcher.ts, mkdir-path.ts). Pure, any thread.
+// (controlplane/policy/rule-matcher.ts, mkdir-path.ts). Pure, any thread.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>

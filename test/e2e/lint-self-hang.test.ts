@@ -1,4 +1,4 @@
-// seccompctl lint's self-hang table (controlplane/profile-lint.ts, RUNTIME_NOTIFY_LIMITS) against
+// seccompctl lint's self-hang table (common/profile/lint.ts, RUNTIME_NOTIFY_LIMITS) against
 // the installed runtimes: the experiment of test/cmd/self-hang-probe, re-run for some entries. A
 // busybox container notifies one syscall, a real data plane answers on the listener; what the
 // table says each runtime does (refuse, hang, start) must be what it does. The full probe runs
@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
-import { RUNTIME_NOTIFY_LIMITS, type LintRuntime } from '../../controlplane/profile-lint';
+import { RUNTIME_NOTIFY_LIMITS, type LintRuntime } from '../../common/profile/lint';
 import { crunBinary } from '../support/crun';
 import { startDataPlane } from '../support/dataplane';
 import { ROOT } from '../support/paths';

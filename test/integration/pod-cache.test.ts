@@ -7,7 +7,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { ContainerRegistry } from '../../controlplane/container-registry';
-import { PodCache, type PodCacheOptions } from '../../controlplane/pod-cache';
+import { Container } from '../../proto/gen/seccompagent/v1/dataplane';
+import { PodCache, type PodCacheOptions } from '../../controlplane/kube/pod-cache';
 import { FakeKubeApiServer } from '../cmd/fake-kube-apiserver/server';
 import { captureLogger, type LogLine } from '../support/log-capture';
 import { sleep, waitUntil } from '../support/wait';
@@ -123,7 +124,7 @@ test('pod cache: API server outage: one warning, lookups still answered; recover
   assert.equal(cache.lastError, 'ECONNREFUSED');
 
   // A container of a pod the cache has never seen is admitted unresolved.
-  const entry = registry.add({ handle: 7, containerId: CID, pid: 4242, annotations: {}, metadata: 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}' });
+  const entry = registry.add(Container.fromPartial({ handle: 7n, containerId: CID, pid: 4242, metadata: 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}' }));
   assert.equal(entry.resolution, 'unresolved');
   assert.match(entry.unresolvedReason, /API server is unreachable/);
   assert.deepEqual(entry.mkdir.kind, 'unresolved');

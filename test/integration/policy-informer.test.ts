@@ -1,4 +1,4 @@
-// The informer (controlplane/informer.ts) on the policy kinds against the loopback API stand-in,
+// The informer (controlplane/kube/informer.ts) on the policy kinds against the loopback API stand-in,
 // and the stand-in's status subresource: list, watch, 410 Expired, an outage, PUT (with its
 // resourceVersion conflict), merge patch, and server-side apply with one owner per field manager.
 import assert from 'node:assert/strict';
@@ -6,8 +6,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { connectKube, Informer } from '../../controlplane/informer';
-import { policyKind, type PolicyObject } from '../../controlplane/policy-objects';
+import { connectKube, Informer } from '../../controlplane/kube/informer';
+import { policyKind, type PolicyObject } from '../../controlplane/policy/resources/objects';
 import { FakeKubeApiServer } from '../cmd/fake-kube-apiserver/server';
 
 import { captureLogger } from '../support/log-capture';

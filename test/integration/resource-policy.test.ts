@@ -328,7 +328,7 @@ test('seccompctl policies lists scope, mode, Ready, rules and containers here; s
   const { dir, api, dp, cp } = await policyPlanes(t, pods);
   const { run, start } = await import('../support/processes');
   const { ROOT } = await import('../support/paths');
-  const ctl = (args: string[]) => run(process.execPath, [path.join(ROOT, 'dist', 'controlplane', 'ctl', 'main.js'), '--grpc-socket', dp.grpcSocket, ...args]);
+  const ctl = (args: string[]) => run(process.execPath, [path.join(ROOT, 'dist', 'ctl', 'main.js'), '--grpc-socket', dp.grpcSocket, ...args]);
   applyPolicy(api, 'seccompnotifypolicies', denyEtc(dir));
   applyPolicy(api, 'clusterseccompnotifypolicies', { name: 'broken', spec: { mode: 'Audit', rules: [{ syscalls: ['mkdir'], when: 'nosuch == 1', kill: {} }] } });
   await cp.waitFor(/shop\/deny-etc generation 1 in force/);
@@ -356,7 +356,7 @@ test('seccompctl policies lists scope, mode, Ready, rules and containers here; s
   const missing = await ctl(['explain', 'nope', 'mkdir']);
   assert.equal(missing.code, 2);
   assert.match(missing.stderr, /no container nope on this node/);
-  const down = await run(process.execPath, [path.join(ROOT, 'dist', 'controlplane', 'ctl', 'main.js'), '--ctl-socket', path.join(dir, 'nothing.sock'), 'policies']);
+  const down = await run(process.execPath, [path.join(ROOT, 'dist', 'ctl', 'main.js'), '--ctl-socket', path.join(dir, 'nothing.sock'), 'policies']);
   assert.equal(down.code, 3);
   assert.match(down.stderr, /cannot reach the control plane at/);
 });

@@ -3,7 +3,7 @@
 // (busybox `true`) whose profile notifies S alone, with a real data plane answering `continue` on
 // the listener: when the runtime makes S before the fd is handed over, nobody can answer it and
 // the start hangs; after the handover the data plane answers and the container exits 0.
-// Used by test/cmd/self-hang-probe (the whole candidate list, whose result common/profile-lint.ts
+// Used by test/cmd/self-hang-probe (the whole candidate list, whose result common/profile/lint.ts
 // records) and by test/e2e/lint-self-hang.test.ts (re-checks some of it against the runtime).
 import * as fs from 'node:fs';
 import * as path from 'node:path';

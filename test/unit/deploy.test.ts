@@ -20,10 +20,10 @@ import { VERSION } from '../../common/version';
 import { controlSocketPath, DEFAULT_GRPC_SOCKET } from '../../common/shared-options';
 import { DATAPLANE_OPTIONS, DEFAULT_LISTENER_SOCKET } from '../../dataplane/options';
 import { CONTROLPLANE_OPTIONS } from '../../controlplane/options';
-import { CTL_OPTIONS } from '../../controlplane/ctl/options';
-import { parseListenerMetadata } from '../../controlplane/listener-metadata';
-import { readProfileDocuments } from '../../controlplane/profile-document';
-import { lintProfile } from '../../controlplane/profile-lint';
+import { CTL_OPTIONS } from '../../ctl/options';
+import { parseListenerMetadata } from '../../common/profile/listener-metadata';
+import { readProfileDocuments } from '../../common/profile/document';
+import { lintProfile } from '../../common/profile/lint';
 import {
   container, dockerStages, hostPathOf, imageBinDir, K8S_FILES, kube, loadYaml, NODE_BY_NODE, one, parseUnit, podSpec, read, single,
   type Json, type Manifest, type Stage,

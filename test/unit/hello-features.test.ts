@@ -1,7 +1,7 @@
 // The two planes' feature lists side by side (the control plane never imports the data plane; a test may).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CONTROLPLANE_FEATURES, skewWarning } from '../../controlplane/hello-features';
+import { CONTROLPLANE_FEATURES, skewWarning } from '../../controlplane/link/hello-features';
 import { DATAPLANE_FEATURES } from '../../dataplane/decisions';
 
 test('control plane skew warning: none against a data plane of this release (it offers every feature this control plane uses)', () => {

@@ -7,11 +7,11 @@ import { test } from 'node:test';
 import pino from 'pino';
 import { MKDIR_SUFFIX_FEATURE } from '../../common/mkdir-suffix-feature';
 import { ContainerRegistry } from '../../controlplane/container-registry';
-import { dataplaneForms } from '../../controlplane/hello-features';
-import { PolicyEngine } from '../../controlplane/policy-engine';
+import { dataplaneForms } from '../../controlplane/link/hello-features';
+import { PolicyEngine } from '../../controlplane/policy/engine';
 import { toNativeDecision } from '../../dataplane/decisions';
 import { loadNative } from '../../dataplane/native';
-import { Decision, type Notification } from '../../proto/gen/seccompagent/v1/dataplane';
+import { Container, Decision, type Notification } from '../../proto/gen/seccompagent/v1/dataplane';
 
 const silent = pino({ level: 'silent' });
 const ANNOTATIONS = { 'io.kubernetes.cri.sandbox-namespace': 'ns', 'io.kubernetes.cri.sandbox-name': 'pod' };
@@ -26,7 +26,7 @@ function mkdirat(path: string | null, truncated = false): Notification {
 /** A policy engine over one MKDIR_TMPL container, and the forms main.ts sets from each Welcome. */
 function engine() {
   const registry = new ContainerRegistry({ logger: silent, pods: null, unresolvedAction: 'continue' });
-  registry.add({ handle: 1, containerId: 'c1', pid: 1, annotations: ANNOTATIONS, metadata: 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}' });
+  registry.add(Container.fromPartial({ handle: 1n, containerId: 'c1', pid: 1, annotations: ANNOTATIONS, metadata: 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}' }));
   const forms = dataplaneForms([]);
   return { forms, policy: new PolicyEngine(registry, { kind: 'continue' }, silent, undefined, undefined, forms) };
 }

@@ -1,6 +1,8 @@
 // The planes' boundaries, read from the source: the control plane never imports the data plane
 // (what they share is common/ or the proto), the data plane never imports the control plane, and
-// common/ imports neither.
+// common/ imports neither. seccompctl (ctl/) is a client of both planes: it imports only common/
+// and the proto (the JSON it reads from the control plane is common/ctl-protocol.ts), and no
+// plane imports it.
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -9,10 +11,21 @@ import { ROOT } from '../support/paths';
 
 /** Folder -> folders its files must not import from. */
 const FORBIDDEN: Record<string, string[]> = {
-  controlplane: ['dataplane'],
-  dataplane: ['controlplane'],
-  common: ['dataplane', 'controlplane'],
+  controlplane: ['dataplane', 'ctl'],
+  dataplane: ['controlplane', 'ctl'],
+  common: ['dataplane', 'controlplane', 'ctl'],
 };
+/** Folder -> the only folders (besides itself) its files may import from. */
+const ONLY: Record<string, string[]> = {
+  ctl: ['common', 'proto'],
+};
+
+/** Whether a file of `folder` may import from the top folder `top`. */
+function allowed(folder: string, top: string): boolean {
+  if (top === folder) return true;
+  if (ONLY[folder]) return ONLY[folder].includes(top);
+  return !(FORBIDDEN[folder] ?? []).includes(top);
+}
 
 function sourceFiles(dir: string): string[] {
   const out: string[] = [];
@@ -44,7 +57,7 @@ function violations(folder: string): string[] {
   for (const file of sourceFiles(path.join(ROOT, folder))) {
     for (const specifier of specifiers(fs.readFileSync(file, 'utf8'))) {
       const top = topFolderOf(file, specifier);
-      if (top !== null && FORBIDDEN[folder].includes(top)) found.push(`${path.relative(ROOT, file)} imports ${specifier}`);
+      if (top !== null && !allowed(folder, top)) found.push(`${path.relative(ROOT, file)} imports ${specifier}`);
     }
   }
   return found;
@@ -61,12 +74,23 @@ test('plane boundaries: the scanner sees every form of import', () => {
     'import {\n  g,\n} from \'../dataplane/g\';',
   ].join('\n');
   assert.deepEqual(specifiers(source), ['a', 'b', 'c', 'd', 'e', 'f', 'g'].map((x) => `../dataplane/${x}`));
-  assert.equal(topFolderOf(path.join(ROOT, 'controlplane', 'ctl', 'main.ts'), '../../dataplane/options'), 'dataplane');
-  assert.equal(topFolderOf(path.join(ROOT, 'controlplane', 'main.ts'), './dataplane-link'), 'controlplane');
+  assert.equal(topFolderOf(path.join(ROOT, 'controlplane', 'policy', 'engine.ts'), '../../dataplane/options'), 'dataplane');
+  assert.equal(topFolderOf(path.join(ROOT, 'controlplane', 'main.ts'), './link/dataplane-link'), 'controlplane');
+});
+
+test('plane boundaries: ctl/ may import itself, common/ and proto/, nothing else', () => {
+  assert.deepEqual(['ctl', 'common', 'proto'].filter((top) => allowed('ctl', top)), ['ctl', 'common', 'proto']);
+  assert.deepEqual(['controlplane', 'dataplane', 'test', 'bench'].filter((top) => allowed('ctl', top)), []);
+  assert.equal(allowed('controlplane', 'ctl'), false);
 });
 
 for (const folder of Object.keys(FORBIDDEN)) {
-  test(`plane boundaries: ${folder}/ imports nothing from ${FORBIDDEN[folder].join(' or ')}/`, () => {
+  test(`plane boundaries: ${folder}/ imports nothing from ${FORBIDDEN[folder].map((f) => `${f}/`).join(' or ')}`, () => {
+    assert.deepEqual(violations(folder), []);
+  });
+}
+for (const folder of Object.keys(ONLY)) {
+  test(`plane boundaries: ${folder}/ imports only from ${ONLY[folder].map((f) => `${f}/`).join(' and ')}`, () => {
     assert.deepEqual(violations(folder), []);
   });
 }

@@ -1,5 +1,5 @@
 // test/testdata/rule-cases.json, the control plane's side: the file's compiled rules, matched by
-// controlplane/rule-matcher.ts, must give each call what the file says; the native tests
+// controlplane/policy/rule-matcher.ts, must give each call what the file says; the native tests
 // (test/cmd/native-tests, RuleCaseFileCases) run the same file through the data plane's MatchRule
 // and rule_arguments, so the two readings of a policy cannot drift. Each rule list that says what
 // it is compiled from must be exactly what the compilers write, and the file must hold a policy
@@ -12,17 +12,17 @@ import * as path from 'node:path';
 import { test } from 'node:test';
 import pino from 'pino';
 import type { FallbackAction } from '../../common/default-action';
-import { DEFAULT_CEL_COST_LIMIT } from '../../controlplane/cel-condition';
+import { DEFAULT_CEL_COST_LIMIT } from '../../controlplane/policy/resources/cel-condition';
 import { ContainerRegistry, type ContainerEntry } from '../../controlplane/container-registry';
-import { KNOWN_KEYS } from '../../controlplane/listener-metadata';
-import { compileContainerPolicy, resourceRules } from '../../controlplane/policy-compiler';
-import { PolicySet } from '../../controlplane/policy-set';
-import { ACTIONS } from '../../controlplane/resource-compiler';
-import { ResourcePolicy } from '../../controlplane/resource-policy';
-import { matchRule, OLDEST_FORMS, ruleDecision, type Action } from '../../controlplane/rule-matcher';
+import { KNOWN_KEYS } from '../../common/profile/listener-metadata';
+import { compileContainerPolicy, resourceRules } from '../../controlplane/policy/compiler';
+import { PolicySet } from '../../controlplane/policy/resources/set';
+import { ACTIONS } from '../../controlplane/policy/resources/compiler';
+import { ResourcePolicy } from '../../controlplane/policy/resources/decision';
+import { matchRule, OLDEST_FORMS, ruleDecision, type Action } from '../../controlplane/policy/rule-matcher';
 import { toNativeDecision } from '../../dataplane/decisions';
 import { loadNative } from '../../dataplane/native';
-import type { Notification } from '../../proto/gen/seccompagent/v1/dataplane';
+import { Container, type Notification } from '../../proto/gen/seccompagent/v1/dataplane';
 import { ArgOp, PathOp, type Rule, type RuleAction } from '../../proto/gen/seccompagent/v1/policy';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -79,10 +79,10 @@ function notificationOf(call: Call): Notification {
 /** The container a `from` compiles for: identity ns/pod/app from annotations, or none. */
 function entryOf(from: Json): ContainerEntry {
   const registry = new ContainerRegistry({ logger: silent, pods: null, unresolvedAction: 'continue', readCgroup: () => null });
-  return registry.add({
-    handle: 1, containerId: 'c1', pid: 4242, annotations: from.identity === 'none' ? {} : ANNOTATIONS, metadata: from.listenerMetadata ?? '',
+  return registry.add(Container.fromPartial({
+    handle: 1n, containerId: 'c1', pid: 4242, annotations: from.identity === 'none' ? {} : ANNOTATIONS, metadata: from.listenerMetadata ?? '',
     status: from.initFd ? 'creating' : 'running',
-  });
+  }));
 }
 
 /** What the compilers write for `from`: the resource's rules (if any) before the listenerMetadata ones. */
