@@ -140,6 +140,8 @@ test('seccomp-keeper SIGKILLed under a serving data plane (--keeper-recovery=fal
     }, 5_000, `${what} to say the store is lost`);
     return [what, sent - killedAt, Date.now() - killedAt] as const;
   }));
+  // The log line travels through a pipe the probes do not: waited for, not assumed read.
+  await waitUntil(() => lossLines(dp).length > 0, 5_000, () => `the data plane to log the loss:\n${dp.proc.output()}`);
   const lines = lossLines(dp);
   const noticedMs = lines.length > 0 ? Date.parse(lines[0].time) - killedAt : NaN;
   t.diagnostic(`degraded after the SIGKILL: logged at ${noticedMs} ms; ${tookMs.map(([what, ms, answered]) => `${what} ${ms} ms (answer back at ${answered} ms)`).join(', ')}`);
@@ -160,6 +162,7 @@ test('seccomp-keeper SIGKILLed under a serving data plane (--keeper-recovery=fal
   const late = await runUnderFilter({ socket: dp.listenerSocket, syscalls: ['getppid'], id: 'after' }, ['/bin/true']);
   assert.equal(late.code, 0, late.stderr);
   assert.ok(processesMentioning(dir).every((p) => !p.keeper || !alive(p.pid)), 'no keeper was started again');
+  assert.equal(lossLines(dp).length, 1, 'still one line after the workload and a new container');
 });
 
 test('seccomp-keeper SIGKILLed (--keeper-recovery=false): a uid-65534 process cannot take the store\'s name, and the next container\'s notify fd never reaches it', async (t) => {
