@@ -104,16 +104,7 @@ void Precompute(NsHelperJob* job, uint16_t stage, int err) {
 }  // namespace
 
 std::unique_ptr<Emulator> Emulator::Create(const EmulatorOptions& options, std::string* error) {
-  NsHelperPoolOptions po;
-  po.helper_path = options.helper_path;
-  po.spawn_per_call = options.spawn_per_call;
-  po.max_helpers = options.max_helpers;
-  po.request_timeout_ms = options.request_timeout_ms;
-  po.idle_timeout_ms = options.idle_timeout_ms;
-  po.busy_poll_us = options.busy_poll_us;
-  po.failure_errno = options.failure_errno;
-  po.replay_book = options.replay_book;
-  std::unique_ptr<NsHelperPool> pool = NsHelperPool::Start(po, error);
+  std::unique_ptr<NsHelperPool> pool = NsHelperPool::Start(options, error);
   if (!pool) return nullptr;
   std::unique_ptr<Emulator> e(new Emulator);
   e->pool_ = std::move(pool);
@@ -157,15 +148,7 @@ void Emulator::Stop(bool let_go) {
 }
 
 EmulatorStats Emulator::Stats() const {
-  NsHelperPoolStats p = pool_->Stats();
-  EmulatorStats s;
-  s.helpers = p.helpers;
-  s.spawned = p.spawned;
-  s.died = p.died;
-  s.timed_out = p.timed_out;
-  s.in_flight = p.in_flight;
-  s.retried = p.retried;
-  return s;
+  return pool_->Stats();
 }
 
 }  // namespace seccomp_agent

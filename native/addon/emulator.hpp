@@ -11,11 +11,10 @@
 #include <string>
 
 #include "action_result.hpp"
+#include "nshelper_pool.hpp"
 
 namespace seccomp_agent {
 
-class NsHelperPool;
-class ReplayBookFile;
 
 // The arguments of a path call (mkdir, and each emulation of that shape in emulation_table.hpp).
 struct MkdirArgs {
@@ -30,20 +29,9 @@ struct MountArgs {
   bool require_cap_sys_admin = false;
 };
 
-struct EmulatorOptions {
-  std::string helper_path;  // build/Release/seccomp-nshelper
-  bool spawn_per_call = false;
-  size_t max_helpers = 64;
-  uint32_t request_timeout_ms = 10000;
-  uint32_t idle_timeout_ms = 60000;
-  uint32_t busy_poll_us = 0;  // NsHelperPoolOptions::busy_poll_us
-  int failure_errno = EPERM;  // answer when no helper could act (respond=true)
-  ReplayBookFile* replay_book = nullptr;  // NsHelperPoolOptions::replay_book
-};
-
-struct EmulatorStats {
-  uint64_t helpers = 0, spawned = 0, died = 0, timed_out = 0, in_flight = 0, retried = 0;
-};
+// The emulator is a facade over the helper pool: its options and counters are the pool's.
+using EmulatorOptions = NsHelperPoolOptions;
+using EmulatorStats = NsHelperPoolStats;
 
 class Emulator {
  public:
