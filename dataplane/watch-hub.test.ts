@@ -11,6 +11,7 @@ import { WatchHub, type EventBody } from './watch-hub';
 class FakeCall extends EventEmitter {
   readonly written: Event[] = [];
   ended: { code: number; details: string } | null = null;
+  headersSent = 0;
   /** Writes accepted before the stream says full; Infinity: always room. */
   room = Infinity;
   readonly call: { stream: { session: object } };
@@ -18,6 +19,9 @@ class FakeCall extends EventEmitter {
     super();
     this.call = { stream: { session } };
     this.on('error', (e: { code: number; details: string }) => (this.ended = e));
+  }
+  sendMetadata(): void {
+    this.headersSent++;
   }
   write(bytes: Buffer): boolean {
     this.written.push(Event.decode(bytes));
@@ -54,6 +58,7 @@ test('watch hub: each event is encoded once and reaches every matching watcher i
   h.publish(body('c'), { containerId: 'c', syscall: '' });
   await tick();
   assert.deepEqual(late.written.map((e) => e.seq), [4n], 'a new watcher starts at the head');
+  assert.deepEqual([all.headersSent, only.headersSent, late.headersSent], [1, 1, 1], 'headers as each is registered: the client knows from when it sees everything');
 });
 
 test('watch hub: a stream that says full gets nothing more until it drains, then catches up from its cursor', async () => {
@@ -95,6 +100,7 @@ test('watch hub: caps per connection and in total refuse with RESOURCE_EXHAUSTED
   assert.equal(b.ended, null);
   assert.equal(c.ended?.code, status.RESOURCE_EXHAUSTED);
   assert.match(c.ended!.details, /this connection has 2 Watch streams already.*--max-watchers-per-connection 2/);
+  assert.equal(c.headersSent, 0, 'a refused stream is not told it is registered');
   const d = watch(h, {});
   const e = watch(h, {});
   assert.equal(d.ended, null);

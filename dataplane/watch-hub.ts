@@ -6,7 +6,7 @@
 // goes frees nothing but its cursor. A stream the ring's tail overtakes has lost events: it is
 // ended with RESOURCE_EXHAUSTED and the count (no silent gap), and may reconnect.
 import type { ServerWritableStream } from '@grpc/grpc-js';
-import { status } from '@grpc/grpc-js';
+import { Metadata, status } from '@grpc/grpc-js';
 import type { Logger } from '../common/logger';
 import { Event, type WatchRequest } from '../proto/gen/seccompagent/v1/dataplane';
 
@@ -128,6 +128,9 @@ export class WatchHub {
     this.ready.add(watcher);
     this.perConnection.set(connection, onConnection + 1);
     if (this.watchers.size === 1) this.onActiveChange?.(true);
+    // The response headers now, not with the first event: a client that waits for them knows
+    // every event from here on reaches it (a script or test that starts a workload after).
+    call.sendMetadata(new Metadata());
     const remove = () => this.forget(watcher);
     call.on('cancelled', remove);
     call.on('close', remove);

@@ -13,7 +13,7 @@ import { waitUntil } from '../support/wait';
 test('runc + seccomp-dataplane: a busybox container notifying on mkdir is seen and answered; runc exec arrives as status running with its own fd', async (t) => {
   const dir = scratchDir(t);
   const dp = await startDataPlane(t, [], dir);
-  const watch = watchEvents(t, dp.client);
+  const watch = await watchEvents(t, dp.client);
   await waitUntil(async () => (await dp.status()).watchers === 1, 5000, 'the watcher to register');
   const bundle = makeBundle(
     path.join(dir, 'bundle'),

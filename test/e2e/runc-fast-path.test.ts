@@ -56,7 +56,7 @@ test('fast path on runc: with the control plane SIGKILLed, MKDIR_TMPL still suff
   cp.child.kill('SIGKILL');
   await cp.exited;
   await waitUntil(async () => (await dp.status()).controlPlane === undefined, 10_000, 'the data plane to see the control plane gone');
-  const watch = watchEvents(t, dp.client, { containerIds: [mk.id] });
+  const watch = await watchEvents(t, dp.client, { containerIds: [mk.id] });
   await waitUntil(async () => (await dp.status()).watchers >= 1, 5_000, 'the watcher to subscribe');
 
   // A runc exec is a new notify fd the (dead) control plane never heard of: it inherits the policy.

@@ -25,7 +25,7 @@ const DEADLINE_MS = 2000;
 async function planes(t: TestContext, controlPlaneArgs: string[] = []) {
   const dir = scratchDir(t);
   const dp = await startDataPlane(t, [], dir);
-  const watch = watchEvents(t, dp.client);
+  const watch = await watchEvents(t, dp.client);
   const cp = await startControlPlane(t, dp, ['--no-kubernetes', ...controlPlaneArgs]);
   return { dir, dp, cp, watch };
 }

@@ -56,7 +56,7 @@ function heldWorkload(t: TestContext, dp: RunningDataPlane, dir: string, id: str
 
 test('seccomp-run --arch x86,x32: the workload\'s i386 and x32 mkdir are notified, under their own names, with their arch', async (t) => {
   const dp = await startDataPlane(t);
-  const watch = watchEvents(t, dp.client, { syscalls: ['mkdir', 'mkdirat'] });
+  const watch = await watchEvents(t, dp.client, { syscalls: ['mkdir', 'mkdirat'] });
   const dir = path.join(dp.dir, 'names');
   fs.mkdirSync(dir);
   // No control plane, default continue: the kernel then makes each (x32's: ENOSYS on this kernel).

@@ -10,7 +10,7 @@ import { waitUntil } from '../support/wait';
 
 test('seccomp-controlplane --takeover: a successor takes over under load, the old one drains and exits, no notification gets the default', async (t) => {
   const dp = await startDataPlane(t, ['--log-level', 'info']);
-  const watch = watchEvents(t, dp.client);
+  const watch = await watchEvents(t, dp.client);
   const first = await startControlPlane(t, dp, ['--no-kubernetes', '--takeover', '--fast-path=false']);
   const stopFile = path.join(dp.dir, 'stop');
   const loop = `i=0; while [ ! -e ${stopFile} ]; do mkdir ${dp.dir}/d$i || echo FAIL $i; i=$((i+1)); done; echo made $i`;

@@ -15,7 +15,7 @@ import { waitUntil } from '../support/wait';
 
 test('seccomp-dataplane default policy: mkdir under seccomp-run is watched with its path, continued, and the directory exists', async (t) => {
   const dp = await startDataPlane(t);
-  const watch = watchEvents(t, dp.client);
+  const watch = await watchEvents(t, dp.client);
   await waitUntil(async () => (await dp.status()).watchers === 1, 5000, 'the watcher to register');
   const target = path.join(dp.dir, 'made-by-workload');
   const result = await runUnderFilter({ socket: dp.listenerSocket, syscalls: ['mkdir', 'mkdirat'], id: 'c-default' }, ['/bin/mkdir', target]);
@@ -43,7 +43,7 @@ test('seccomp-dataplane --default-action errno:EPERM: mkdir fails with EPERM whi
 
 test('seccomp-dataplane Attach: a control plane answering errno:EPERM makes mkdir fail with EPERM, answered by the control plane', async (t) => {
   const dp = await startDataPlane(t);
-  const watch = watchEvents(t, dp.client);
+  const watch = await watchEvents(t, dp.client);
   await startTestControlPlane(t, dp, 'errno:EPERM');
   const status = await dp.status();
   assert.equal(status.controlPlane?.name, 'test-control-plane');
@@ -67,7 +67,7 @@ test('seccomp-dataplane Attach: a second control plane without takeover is refus
 
 test('seccomp-dataplane deadline: a control plane that never answers is overruled by the default action after --decision-timeout', async (t) => {
   const dp = await startDataPlane(t, ['--decision-timeout', '300ms']);
-  const watch = watchEvents(t, dp.client);
+  const watch = await watchEvents(t, dp.client);
   await startTestControlPlane(t, dp, 'ignore');
   const target = path.join(dp.dir, 'after-deadline');
   const began = Date.now();
@@ -95,7 +95,7 @@ test('seccomp-dataplane deadline: a late decision is counted and dropped, never 
 
 test('seccomp-dataplane Attach: SIGKILL of the control plane mid-flight answers what it held with the default action at once', async (t) => {
   const dp = await startDataPlane(t, ['--decision-timeout', '60s']);
-  const watch = watchEvents(t, dp.client);
+  const watch = await watchEvents(t, dp.client);
   const cp = await startTestControlPlane(t, dp, 'ignore');
   const target = path.join(dp.dir, 'held');
   const workload = startUnderFilter(t, { socket: dp.listenerSocket, syscalls: ['mkdir'], id: 'c-held' }, ['/bin/mkdir', target]);

@@ -106,7 +106,7 @@ test('emulated mkdir from threads: each thread\'s own cwd, root, umask, fsuid/fs
   }
 
   const dp = await agent(t);
-  const watch = watchEvents(t, dp.client);
+  const watch = await watchEvents(t, dp.client);
   const answers = (): Answer[] => watch.events.flatMap((e) => (e.event?.$case === 'answer' ? [e.event.answer] : []));
   await waitUntil(async () => (await dp.status()).watchers >= 1, 5_000, 'the watch to be registered');
   const dir = layout(t, 'agent');

@@ -85,7 +85,7 @@ test('native engine exact bytes: an emulated mount with an empty fstype is refus
 
 test('seccomp-controlplane MKDIR_TMPL exact bytes: a non-UTF-8 name is created byte for byte, two names that read the same stay two, Watch has the bytes', async (t) => {
   const { dp } = await planes(t);
-  const watch = watchEvents(t, dp.client);
+  const watch = await watchEvents(t, dp.client);
   const dir = path.join(dp.dir, 'work');
   fs.mkdirSync(dir);
   const script = 'chdir $ARGV[0] or die; for my $p ("bad\\xff\\xfe", "bad\\xff\\xfd") { print((mkdir($p, 0755) ? 0 : $! + 0), "\\n") }';
@@ -128,7 +128,7 @@ test('seccomp-controlplane MKDIR_TMPL exact errors: ".", "..", "/x/..", "a/." ge
 
 test('seccomp-controlplane DEFAULT_ACTION=kill-container: the kill works and neither plane logs an error', async (t) => {
   const { dp, cp } = await planes(t);
-  const watch = watchEvents(t, dp.client);
+  const watch = await watchEvents(t, dp.client);
   const target = path.join(dp.dir, 'z');
   const result = await runUnderFilter(
     { socket: dp.listenerSocket, syscalls: ['mkdir', 'mkdirat'], metadata: 'DEFAULT_ACTION=kill-container', id: 'victim' },

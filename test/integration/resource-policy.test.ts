@@ -50,7 +50,7 @@ test('SeccompNotifyPolicy mode Audit: the syscall continues; the Watch answer ev
   const { dir, api, dp, cp } = planes;
   fs.mkdirSync(path.join(dir, 'etc'));
   const { watchEvents } = await import('../support/dataplane');
-  const watch = watchEvents(t, dp.client, { syscalls: ['mkdir'] });
+  const watch = await watchEvents(t, dp.client, { syscalls: ['mkdir'] });
   applyPolicy(api, 'seccompnotifypolicies', denyEtc(dir, 'Audit'));
   await cp.waitFor(/SeccompNotifyPolicy shop\/deny-etc generation 1 in force: 1 rules, mode Audit/, 10_000);
   assert.equal(await mkdirAs(dp, WEB, path.join(dir, 'etc', 'a1')), 'made');
@@ -374,7 +374,7 @@ test('SeccompNotifyPolicy rule without when answers natively: with seccomp-contr
   const { startUnderFilter } = await import('../support/workload');
   const workload = startUnderFilter(t, { socket: dp.listenerSocket, syscalls: ['mkdir'], annotations: WEB }, ['/bin/sh', '-c', `while [ ! -e '${go}' ]; do sleep 0.05; done; mkdir '${target}' 2>&1; echo "rc=$?"`]);
   const { watchEvents } = await import('../support/dataplane');
-  const watch = watchEvents(t, dp.client, { syscalls: ['mkdir'] });
+  const watch = await watchEvents(t, dp.client, { syscalls: ['mkdir'] });
   // The container's compiled policy holds the native errno rule (not an ask rule).
   const { listContainers } = await import('../../common/dataplane-client');
   await waitUntil(async () => (await listContainers(dp.client)).containers.some((c) => c.labels.pod === 'web-1' && c.policyRules > 0 && dp.proc.output().includes(`policy ${c.policyVersion} in force`)), 10_000, 'the policy to be in force for the container');

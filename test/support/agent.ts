@@ -12,7 +12,7 @@ import { waitUntil } from './wait';
 export interface Agent {
   dp: RunningDataPlane;
   cp: Started;
-  watch: ReturnType<typeof watchEvents>;
+  watch: Awaited<ReturnType<typeof watchEvents>>;
   /** Every fd of `containerId` that arrived so far (Watch containerAdded), in order. */
   fdsOf(containerId: string): Container[];
   /** The data plane's container list now (one entry per live notify fd). */
@@ -32,7 +32,7 @@ export interface Agent {
 /** Data plane in `dir`, then the control plane (--metrics-addr on a free port) attached to it. */
 export async function startAgent(t: TestContext, dir: string, controlPlaneArgs: string[] = ['--no-kubernetes']): Promise<Agent> {
   const dp = await startDataPlane(t, [], dir);
-  const watch = watchEvents(t, dp.client);
+  const watch = await watchEvents(t, dp.client);
   const cp = await startControlPlane(t, dp, [...controlPlaneArgs, '--metrics-addr', '127.0.0.1:0']);
   const address = /"address":"([^"]+)","msg":"Prometheus metrics serving/.exec(await cp.waitFor(/"address":"[^"]+","msg":"Prometheus metrics serving/))![1];
   const containers = async () => (await listContainers(dp.client)).containers;

@@ -62,12 +62,27 @@ export function keeperChild(keeperPid: number): number {
 }
 
 /** Collects Watch events until the test ends. */
-export function watchEvents(t: TestContext, client: DataPlaneClient, filter: { containerIds?: string[]; syscalls?: string[] } = {}) {
+/** A Watch stream, returned once the data plane has registered it (its response headers): every
+ * event from then on reaches it, so a workload started after cannot be missed. */
+export async function watchEvents(t: TestContext, client: DataPlaneClient, filter: { containerIds?: string[]; syscalls?: string[] } = {}) {
   const { items: events, push, waitFor } = collector<Event>('Watch event');
   const call = client.watch({ containerIds: filter.containerIds ?? [], syscalls: filter.syscalls ?? [] });
+  t.after(() => call.cancel());
+  const registered = new Promise<void>((resolve, reject) => {
+    call.once('metadata', () => resolve());
+    call.once('error', (err) => reject(new Error(`Watch failed before the data plane registered it: ${err.message}`)));
+  });
   call.on('data', push);
   call.on('error', () => undefined);
-  t.after(() => call.cancel());
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('the data plane did not register the Watch stream within 10 s')), 10_000);
+  });
+  try {
+    await Promise.race([registered, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
   return { events, waitFor, call };
 }
 

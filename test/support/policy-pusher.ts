@@ -7,7 +7,7 @@ import type { ContainerPolicy, PolicyAck, Rule } from '../../proto/gen/seccompag
 import type { RunningDataPlane } from './dataplane';
 import { waitUntil } from './wait';
 
-/** Attaches (policy.v1) and waits for the snapshot; push() resolves with the ACK or NACK. */
+/** Attaches (policy.v1) and waits for a container; push() resolves with the ACK or NACK. */
 export async function attachPusher(t: TestContext, dp: RunningDataPlane, hello: { name?: string; takeover?: boolean } = {}) {
   const call = dp.controlClient.attach();
   t.after(() => call.cancel());
@@ -15,13 +15,15 @@ export async function attachPusher(t: TestContext, dp: RunningDataPlane, hello: 
   let handles: bigint[] = [];
   let notified = 0;
   call.on('data', (r: AttachResponse) => {
-    if (r.message?.$case === 'snapshot') handles = r.message.snapshot.containers.map((c) => c.handle);
+    // A container that registers after the Attach comes as containerAdded, not in the snapshot.
+    if (r.message?.$case === 'snapshot') handles = [...handles, ...r.message.snapshot.containers.map((c) => c.handle)];
+    if (r.message?.$case === 'containerAdded') handles = [...handles, r.message.containerAdded.handle];
     if (r.message?.$case === 'notifications') notified += r.message.notifications.notifications.length;
     if (r.message?.$case === 'policyAcks') acks.push(...r.message.policyAcks.acks);
   });
   call.on('error', () => undefined);
   call.write({ message: { $case: 'hello', hello: { name: hello.name ?? 'policy-test', version: '0', features: ['policy.v1'], takeover: hello.takeover ?? false } } });
-  await waitUntil(() => handles.length > 0, 10_000, 'the snapshot');
+  await waitUntil(() => handles.length > 0, 10_000, 'a container in the snapshot or added after it');
   const push = async (policy: Omit<ContainerPolicy, 'sequence'> & { sequence?: bigint }): Promise<PolicyAck> => {
     const before = acks.length;
     call.write({ message: { $case: 'policies', policies: { policies: [{ sequence: 0n, ...policy }] } } });
