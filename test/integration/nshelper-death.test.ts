@@ -104,7 +104,12 @@ async function killedHelperCase(t: TestContext, point: HoldPoint) {
   fs.writeFileSync(go, '');
   // Held in that syscall, the act done or not as the case says (before the act the effect is
   // absent, after it present: either way the helper is where the case needs it).
-  await waitUntil(() => fs.readFileSync(`/proc/${helper}/syscall`, 'utf8').startsWith(`${point.nr} `) && acted() === point.acted, 10_000, () => `the helper to stop in syscall ${point.nr}; strace:\n${trace.output()}`);
+  await waitUntil(() => fs.readFileSync(`/proc/${helper}/syscall`, 'utf8').startsWith(`${point.nr} `) && acted() === point.acted, 10_000, () => `the helper to stop in syscall ${point.nr}; strace:\n${trace.output()}`).catch((err: Error) => {
+    // strace 6.1 sometimes gives up on a tracee it is delaying (seen once in ~20 whole runs, under
+    // load) and lets it go on: the hold the case needs never happened, nothing was asserted.
+    if (/delayed wait data set already/.test(trace.output())) throw new StraceLostHold(err.message);
+    throw err;
+  });
   // The kill first: a SIGKILLed tracee never runs the held syscall on (the kernel skips a syscall
   // whose entry stop ends with a fatal signal pending). Then strace, whose pending delay would
   // otherwise hold the dying helper at its exit stop, its fds (its lock on the book) still open.
@@ -127,8 +132,17 @@ async function killedHelperCase(t: TestContext, point: HoldPoint) {
   assert.doesNotMatch(dp.proc.output(), /could not be answered|failed at stage/, 'no failure reported');
 }
 
+class StraceLostHold extends Error {}
+
 for (const point of HOLD_POINTS) {
   test(`nshelper death: a helper SIGKILLed ${point.name} of a rule's ${point.op}: a fresh helper serves it once; the target gets 0 and one ${point.op === 'mkdir' ? 'suffixed directory' : 'mount'}, not EPERM`, { timeout: 120_000 }, async (t) => {
-    await killedHelperCase(t, point);
+    try {
+      await killedHelperCase(t, point);
+    } catch (err) {
+      if (!(err instanceof StraceLostHold)) throw err;
+      // Only the tool failed, before the case began: once more from the start (new planes, dir).
+      t.diagnostic(`strace let the helper go before the hold (${err.message.split('\n')[0]}); the case runs again`);
+      await killedHelperCase(t, point);
+    }
   });
 }
