@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 
 namespace seccomp_agent {
 namespace {
@@ -97,16 +99,55 @@ std::unique_ptr<InFlightJournal> InFlightJournal::Open(int fd, std::string* erro
   return journal;
 }
 
+// Which of `count` slots of `slot_bytes` from `first` may be in use: those whose key field (the one
+// written last, read first: `key` in the first slot, `key_bytes` long) lies on a page of the
+// memfd. Any other slot is free without being read: reading it would allocate its page (shmem
+// does on a read fault; a slot may straddle a written page and a hole), and a journal read whole
+// costs each process that opens it 6 MiB of memory. The other fields of a slot in use were written
+// before its key, so their pages exist. A kernel without SEEK_DATA on memfds: every slot is read.
+std::vector<bool> InFlightJournal::WrittenSlots(const void* key, size_t key_bytes, size_t slot_bytes, uint32_t count) const {
+  std::vector<bool> written(count, false);
+  // Where slot i's key starts and ends: origin + i * slot_bytes, plus key_bytes.
+  const size_t origin = static_cast<size_t>(static_cast<const char*>(key) - static_cast<const char*>(base_));
+  const off_t size = static_cast<off_t>(MappedBytes());
+  off_t at = 0;
+  while (at < size) {
+    const off_t data = lseek(fd_, at, SEEK_DATA);
+    if (data < 0 && errno == ENXIO) break;  // no page after `at`
+    const off_t hole = data < 0 ? size : lseek(fd_, data, SEEK_HOLE);
+    const size_t start = static_cast<size_t>(data < 0 ? at : data), end = static_cast<size_t>(hole < 0 ? size : hole);
+    // Slots whose key overlaps [start, end): origin + i * slot_bytes < end and its end > start.
+    if (end > origin) {
+      const size_t from = start >= origin + key_bytes ? (start - origin - key_bytes) / slot_bytes + 1 : 0;
+      const size_t to = std::min<size_t>(count, (end - origin + slot_bytes - 1) / slot_bytes);
+      for (size_t i = from; i < to; i++) written[i] = true;
+    }
+    if (data < 0 || hole < 0) break;
+    at = hole;
+  }
+  return written;
+}
+
+std::vector<bool> InFlightJournal::NotificationsInUse() const {
+  return WrittenSlots(&notifications_[0].state, sizeof notifications_[0].state, sizeof(NotificationSlot), kNotificationSlots);
+}
+
+std::vector<bool> InFlightJournal::ContainersInUse() const {
+  return WrittenSlots(&containers_[0].handle, sizeof containers_[0].handle, sizeof(ContainerSlot), kContainerSlots);
+}
+
 // Free slots are popped from the back: the lowest first, so few pages are ever touched.
 void InFlightJournal::RebuildFreeLists() {
+  const std::vector<bool> notifications = NotificationsInUse();
+  const std::vector<bool> containers = ContainersInUse();
   std::lock_guard<std::mutex> lock(mu_);
   free_notifications_.clear();
   free_containers_.clear();
   for (uint32_t i = kNotificationSlots; i-- > 0;) {
-    if (notifications_[i].state.load(std::memory_order_acquire) == 0) free_notifications_.push_back(i);
+    if (!notifications[i] || notifications_[i].state.load(std::memory_order_acquire) == 0) free_notifications_.push_back(i);
   }
   for (uint32_t i = kContainerSlots; i-- > 0;) {
-    if (containers_[i].handle.load(std::memory_order_acquire) == 0) free_containers_.push_back(i);
+    if (!containers[i] || containers_[i].handle.load(std::memory_order_acquire) == 0) free_containers_.push_back(i);
   }
 }
 
@@ -158,7 +199,9 @@ void InFlightJournal::ReleaseInFlight(uint32_t slot) {
 
 std::vector<InFlightJournal::Entry> InFlightJournal::InFlightEntries() const {
   std::vector<Entry> entries;
+  const std::vector<bool> written = NotificationsInUse();
   for (uint32_t i = 0; i < kNotificationSlots; i++) {
+    if (!written[i]) continue;
     const NotificationSlot& s = notifications_[i];
     if (s.state.load(std::memory_order_acquire) != 1) continue;
     InFlight n;
@@ -175,8 +218,9 @@ std::vector<InFlightJournal::Entry> InFlightJournal::InFlightEntries() const {
 }
 
 void InFlightJournal::ClearInFlight() {
+  const std::vector<bool> written = NotificationsInUse();
   for (uint32_t i = 0; i < kNotificationSlots; i++) {
-    if (notifications_[i].state.load(std::memory_order_relaxed) != 0) notifications_[i].state.store(0, std::memory_order_release);
+    if (written[i] && notifications_[i].state.load(std::memory_order_relaxed) != 0) notifications_[i].state.store(0, std::memory_order_release);
   }
   RebuildFreeLists();
 }
@@ -200,7 +244,9 @@ void InFlightJournal::ReleaseContainer(uint32_t container_slot) {
 
 std::vector<std::pair<uint32_t, InFlightJournal::ContainerMark>> InFlightJournal::ContainerMarks() const {
   std::vector<std::pair<uint32_t, ContainerMark>> marks;
+  const std::vector<bool> written = ContainersInUse();
   for (uint32_t i = 0; i < kContainerSlots; i++) {
+    if (!written[i]) continue;
     const ContainerSlot& c = containers_[i];
     uint32_t handle = c.handle.load(std::memory_order_acquire);
     if (handle == 0) continue;
@@ -215,8 +261,9 @@ void InFlightJournal::ReleaseContainersExcept(const std::vector<uint32_t>& kept_
   for (uint32_t slot : kept_slots) {
     if (slot < kContainerSlots) kept[slot] = true;
   }
+  const std::vector<bool> written = ContainersInUse();
   for (uint32_t i = 0; i < kContainerSlots; i++) {
-    if (!kept[i] && containers_[i].handle.load(std::memory_order_relaxed) != 0) {
+    if (written[i] && !kept[i] && containers_[i].handle.load(std::memory_order_relaxed) != 0) {
       containers_[i].handle.store(0, std::memory_order_release);
     }
   }

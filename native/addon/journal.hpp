@@ -140,6 +140,10 @@ class InFlightJournal {
 
   InFlightJournal(int fd, void* base);
   void RebuildFreeLists();
+  // journal.cpp: which slots may be in use, read without allocating a page of a hole.
+  std::vector<bool> WrittenSlots(const void* key, size_t key_bytes, size_t slot_bytes, uint32_t count) const;
+  std::vector<bool> NotificationsInUse() const;
+  std::vector<bool> ContainersInUse() const;
   // Writes the notification into `slot` and marks it in flight (unless detached).
   void Fill(uint32_t slot, const InFlight& notification);
   // A free slot of the list, kNoSlot when none (or detached).

@@ -209,6 +209,41 @@ struct DeadlineFixture {
   }
 };
 
+// Bytes of memory the journal's memfd holds (its allocated pages).
+long long JournalBytes(const InFlightJournal& journal) {
+  struct stat st;
+  return fstat(journal.fd(), &st) == 0 ? static_cast<long long>(st.st_blocks) * 512 : -1;
+}
+
+void JournalCases() {
+  Case("journal: a new journal holds only the pages it writes, and a successor's Open reads no hole (finds a slot 50 pages in)", [] {
+    std::string error;
+    auto journal = InFlightJournal::Create(&error);
+    EXPECT(journal != nullptr);
+    if (journal == nullptr) return;
+    // The header's page: reading every free slot used to allocate all 6 MiB.
+    EXPECT(JournalBytes(*journal) <= 8192);
+    EXPECT(journal->AddContainer(11) != InFlightJournal::kNoSlot);
+    std::vector<uint32_t> slots;
+    for (uint64_t id = 1; id <= 2000; id++) slots.push_back(journal->AddInFlight(Fake(11, id)));
+    for (size_t i = 0; i + 1 < slots.size(); i++) journal->ReleaseInFlight(slots[i]);
+    const long long written = JournalBytes(*journal);
+    EXPECT(written > 8192 && written < 512 * 1024);
+    auto successor = InFlightJournal::Open(dup(journal->fd()), &error);
+    EXPECT(successor != nullptr);
+    if (successor == nullptr) return;
+    EXPECT(JournalBytes(*successor) == written);
+    const std::vector<InFlightJournal::Entry> entries = successor->InFlightEntries();
+    EXPECT(entries.size() == 1 && entries[0].notification.id == 2000 && entries[0].notification.handle == 11);
+    EXPECT(successor->ContainerMarks().size() == 1);
+    successor->ClearInFlight();
+    EXPECT(successor->InFlightEntries().empty());
+    EXPECT(JournalBytes(*successor) == written);
+    // Its free list hands out the low slots again, not a hole's slot before them.
+    EXPECT(successor->AddInFlight(Fake(11, 2001)) == slots[0]);
+  });
+}
+
 void PendingTableCases() {
   Case("pending table: settle answers the real target, frees its journal slot, its target's and owner's counts", [] {
     std::string error;
@@ -1236,6 +1271,7 @@ int PrintSampleBatch() {
 
 int main(int argc, char** argv) {
   if (argc > 1 && strcmp(argv[1], "--encode-events") == 0) return PrintSampleBatch();
+  JournalCases();
   PendingTableCases();
   DecisionCheckCases();
   EmulationTableCases();
