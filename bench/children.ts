@@ -17,6 +17,14 @@ export interface Child {
   alive(): boolean;
 }
 
+/** BENCH_NODE_ARGS: Node options every Node child gets first, to find where a path's microseconds
+ * go: `--perf-basic-prof` for `perf record -g -p PID` to name JavaScript frames, or `--cpu-prof
+ * --cpu-prof-dir=DIR` for a profile of each child that exits by itself. Split at spaces. */
+function nodeArgs(command: string): string[] {
+  const extra = process.env.BENCH_NODE_ARGS;
+  return extra && command === process.execPath ? extra.split(' ').filter((a) => a !== '') : [];
+}
+
 const SIGNAL_NUMBERS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGKILL: 9, SIGTERM: 15 };
 
 export class Children {
@@ -44,7 +52,7 @@ export class Children {
       stdio: ['ignore', options.quiet ? 'ignore' : 'pipe', errFd],
       env: options.env ?? process.env,
     };
-    const proc = spawn(command, args, spawnOptions);
+    const proc = spawn(command, [...nodeArgs(command), ...args], spawnOptions);
     if (typeof errFd === 'number') fs.closeSync(errFd);
     let out = '';
     let err = '';
