@@ -99,8 +99,8 @@ std::unique_ptr<InFlightJournal> InFlightJournal::Open(int fd, std::string* erro
   return journal;
 }
 
-// Which of `count` slots of `slot_bytes` from `first` may be in use: those whose key field (the one
-// written last, read first: `key` in the first slot, `key_bytes` long) lies on a page of the
+// Which of `count` slots, `slot_bytes` apart, may be in use: those whose key field (the one
+// written last, read first: `key` is the first slot's, `key_bytes` long) lies on a page of the
 // memfd. Any other slot is free without being read: reading it would allocate its page (shmem
 // does on a read fault; a slot may straddle a written page and a hole), and a journal read whole
 // costs each process that opens it 6 MiB of memory. The other fields of a slot in use were written

@@ -61,9 +61,9 @@ export function keeperChild(keeperPid: number): number {
   return children.find((pid) => !comm(pid).startsWith('seccomp-nshelp')) ?? 0;
 }
 
-/** Collects Watch events until the test ends. */
-/** A Watch stream, returned once the data plane has registered it (its response headers): every
- * event from then on reaches it, so a workload started after cannot be missed. */
+/** Collects Watch events until the test ends; returns once the data plane has registered the stream
+ * (its response headers): every event from then on reaches it, so a workload started after cannot
+ * be missed. */
 export async function watchEvents(t: TestContext, client: DataPlaneClient, filter: { containerIds?: string[]; syscalls?: string[] } = {}) {
   const { items: events, push, waitFor } = collector<Event>('Watch event');
   const call = client.watch({ containerIds: filter.containerIds ?? [], syscalls: filter.syscalls ?? [] });
