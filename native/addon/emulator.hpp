@@ -15,7 +15,6 @@
 
 namespace seccomp_agent {
 
-
 // The arguments of a path call (mkdir, and each emulation of that shape in emulation_table.hpp).
 struct MkdirArgs {
   int dirfd = AT_FDCWD;  // mkdirat: the target's own fd number (args[0]); mkdir: AT_FDCWD

@@ -9,7 +9,6 @@
 
 #include <algorithm>
 
-
 namespace seccomp_agent {
 namespace {
 

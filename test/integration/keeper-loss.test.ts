@@ -141,7 +141,7 @@ test('seccomp-keeper SIGKILLed under a serving data plane (--keeper-recovery=fal
     return [what, sent - killedAt, Date.now() - killedAt] as const;
   }));
   // The log line travels through a pipe the probes do not: waited for, not assumed read.
-  await waitUntil(() => lossLines(dp).length > 0, 5_000, () => `the data plane to log the loss:\n${dp.proc.output()}`);
+  await dp.proc.waitFor(/"msg":"the fd store is gone/, 5_000);
   const lines = lossLines(dp);
   const noticedMs = lines.length > 0 ? Date.parse(lines[0].time) - killedAt : NaN;
   t.diagnostic(`degraded after the SIGKILL: logged at ${noticedMs} ms; ${tookMs.map(([what, ms, answered]) => `${what} ${ms} ms (answer back at ${answered} ms)`).join(', ')}`);

@@ -68,21 +68,15 @@ export async function watchEvents(t: TestContext, client: DataPlaneClient, filte
   const { items: events, push, waitFor } = collector<Event>('Watch event');
   const call = client.watch({ containerIds: filter.containerIds ?? [], syscalls: filter.syscalls ?? [] });
   t.after(() => call.cancel());
-  const registered = new Promise<void>((resolve, reject) => {
-    call.once('metadata', () => resolve());
-    call.once('error', (err) => reject(new Error(`Watch failed before the data plane registered it: ${err.message}`)));
-  });
+  let registered = false;
+  let failed: Error | null = null;
+  call.once('metadata', () => (registered = true));
   call.on('data', push);
-  call.on('error', () => undefined);
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error('the data plane did not register the Watch stream within 10 s')), 10_000);
-  });
-  try {
-    await Promise.race([registered, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
+  call.on('error', (err) => (failed ??= err));
+  await waitUntil(() => {
+    if (!registered && failed) throw new Error(`Watch failed before the data plane registered it: ${failed.message}`);
+    return registered;
+  }, 10_000, 'the data plane to register the Watch stream');
   return { events, waitFor, call };
 }
 

@@ -209,6 +209,14 @@ struct DeadlineFixture {
   }
 };
 
+// A new in-flight journal; a failed Create fails the case (and gives null).
+std::unique_ptr<InFlightJournal> NewJournal() {
+  std::string error;
+  std::unique_ptr<InFlightJournal> journal = InFlightJournal::Create(&error);
+  EXPECT(journal != nullptr);
+  return journal;
+}
+
 // Bytes of memory the journal's memfd holds (its allocated pages).
 long long JournalBytes(const InFlightJournal& journal) {
   struct stat st;
@@ -217,9 +225,7 @@ long long JournalBytes(const InFlightJournal& journal) {
 
 void JournalCases() {
   Case("journal: a new journal holds only the pages it writes, and a successor's Open reads no hole (finds a slot 50 pages in)", [] {
-    std::string error;
-    auto journal = InFlightJournal::Create(&error);
-    EXPECT(journal != nullptr);
+    auto journal = NewJournal();
     if (journal == nullptr) return;
     // The header's page: reading every free slot used to allocate all 6 MiB.
     EXPECT(JournalBytes(*journal) <= 8192);
@@ -229,6 +235,7 @@ void JournalCases() {
     for (size_t i = 0; i + 1 < slots.size(); i++) journal->ReleaseInFlight(slots[i]);
     const long long written = JournalBytes(*journal);
     EXPECT(written > 8192 && written < 512 * 1024);
+    std::string error;
     auto successor = InFlightJournal::Open(dup(journal->fd()), &error);
     EXPECT(successor != nullptr);
     if (successor == nullptr) return;
@@ -246,9 +253,7 @@ void JournalCases() {
 
 void PendingTableCases() {
   Case("pending table: settle answers the real target, frees its journal slot, its target's and owner's counts", [] {
-    std::string error;
-    auto journal = InFlightJournal::Create(&error);
-    EXPECT(journal != nullptr);
+    auto journal = NewJournal();
     if (journal == nullptr) return;
     Owners owners;
     PendingTable table(&owners);
@@ -282,8 +287,7 @@ void PendingTableCases() {
   });
 
   Case("pending table: an answer the kernel refuses is replaced by the fallback, and the slot is still released", [] {
-    std::string error;
-    auto journal = InFlightJournal::Create(&error);
+    auto journal = NewJournal();
     Owners owners;
     PendingTable table(&owners);
     table.SetJournal(journal.get());
@@ -366,8 +370,7 @@ void PendingTableCases() {
   });
 
   Case("pending table: a closed target's entries go without an answer; held ones go to the first owner", [] {
-    std::string error;
-    auto journal = InFlightJournal::Create(&error);
+    auto journal = NewJournal();
     Owners owners;
     PendingTable table(&owners);
     table.SetJournal(journal.get());
