@@ -2,8 +2,9 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { TestContext } from 'node:test';
+import { ANSWERED_BY_LABELS } from '../../common/answer-labels';
 import { createDataPlaneClient, getStatus } from '../../common/dataplane-client';
-import type { DataPlaneClient, Event, GetStatusResponse } from '../../proto/gen/seccompagent/v1/dataplane';
+import type { Counters, DataPlaneClient, Event, GetStatusResponse } from '../../proto/gen/seccompagent/v1/dataplane';
 import { CURRENT_BUILD, type AgentBuild } from './paths';
 import { start, type Started } from './processes';
 import { scratchDir } from './scratch';
@@ -22,7 +23,16 @@ export interface RunningDataPlane {
   /** On the control socket: what attaches. */
   controlClient: DataPlaneClient;
   status(): Promise<GetStatusResponse>;
+  /**
+   * The counters once every notification counted has its answer counted too. An answer the engine
+   * gives itself (a channel decision, a deadline, a tally) reaches the counters with its next event
+   * batch, which may come after the workload it answered has exited.
+   */
+  settledCounters(timeoutMs?: number): Promise<Counters>;
 }
+
+/** Every answer counted, whoever gave it, and the targets that died before theirs. */
+export const answersCounted = (c: Counters) => ANSWERED_BY_LABELS.reduce((sum, l) => sum + c[l.counter], 0n) + c.targetGone;
 
 /** A data plane (under its build's seccomp-keeper when `underKeeper`) of `build`: this tree's unless said. */
 export async function startDataPlane(
@@ -48,7 +58,16 @@ export async function startDataPlane(
     return getStatus(client).then((s) => s.pid === pid, () => false);
   };
   await waitUntil(servedByThis, 15_000, () => `the data plane of ${build.label} to serve; output:\n${proc.output()}`);
-  return { proc, dir, listenerSocket, grpcSocket, controlSocket, client, controlClient, status: () => getStatus(client) };
+  const status = () => getStatus(client);
+  const settledCounters = async (timeoutMs = 10_000) => {
+    let last: Counters | undefined;
+    await waitUntil(async () => {
+      last = (await status()).counters!;
+      return answersCounted(last) === last.notifications;
+    }, timeoutMs, () => `every notification's answer to be counted; last counters: ${JSON.stringify(last, (_k, v) => (typeof v === 'bigint' ? String(v) : v))}`);
+    return last!;
+  };
+  return { proc, dir, listenerSocket, grpcSocket, controlSocket, client, controlClient, status, settledCounters };
 }
 
 /**
