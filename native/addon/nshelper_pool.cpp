@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,6 +30,7 @@ namespace seccomp_agent {
 namespace {
 
 constexpr uint64_t kWakeId = 0;
+constexpr uint64_t kTimerId = 1;  // helper ids start at 1: a helper's data is at least 2
 constexpr size_t kWindow = 8;  // requests sent ahead to one kept helper (it works serially)
 
 int PidfdOpen(pid_t pid) { return int(syscall(SYS_pidfd_open, pid, 0)); }
@@ -53,6 +55,38 @@ uint64_t MountNamespaceOf(pid_t pid) {
   return ReadNamespaceLink(AT_FDCWD, path, &link) ? NamespaceInode(link) : 0;
 }
 
+// Sends one request (header, strings, the notify fd) on a helper's socket, without blocking.
+// False with errno set when it did not go (EAGAIN: the socket is full; EPIPE: the helper exited).
+bool SendRequest(int sock, const NsHelperJob& job, uint64_t tag) {
+  nshelper::Request header = job.header;
+  header.magic = nshelper::kMagic;
+  header.version = nshelper::kVersion;
+  header.tag = tag;
+  for (int i = 0; i < 4; ++i) header.len[i] = uint32_t(job.strings[i].size());
+  std::string message(reinterpret_cast<const char*>(&header), sizeof(header));
+  for (int i = 0; i < 4; ++i) message.append(job.strings[i]);
+
+  iovec iov = {&message[0], message.size()};
+  msghdr msg = {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  if (job.notify_fd >= 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &job.notify_fd, sizeof(int));
+  }
+  ssize_t w;
+  do {
+    w = sendmsg(sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+  } while (w < 0 && errno == EINTR);
+  return w >= 0;
+}
+
 }  // namespace
 
 NsHelperPool::NsHelperPool(const NsHelperPoolOptions& options) : options_(options) {}
@@ -74,13 +108,19 @@ bool NsHelperPool::Init(std::string* error) {
   }
   epoll_ = epoll_create1(EPOLL_CLOEXEC);
   wake_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  timer_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
   epoll_event ev = {};
   ev.events = EPOLLIN;
   ev.data.u64 = kWakeId;
-  if (epoll_ < 0 || wake_ < 0 || epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &ev) != 0) {
-    *error = std::string("epoll/eventfd: ") + strerror(errno);
+  epoll_event tev = {};
+  tev.events = EPOLLIN;
+  tev.data.u64 = kTimerId;
+  if (epoll_ < 0 || wake_ < 0 || timer_ < 0 || epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &ev) != 0 ||
+      epoll_ctl(epoll_, EPOLL_CTL_ADD, timer_, &tev) != 0) {
+    *error = std::string("epoll/eventfd/timerfd: ") + strerror(errno);
     CloseFd(&epoll_);
     CloseFd(&wake_);
+    CloseFd(&timer_);
     return false;
   }
   // The thread spawns every helper: their PR_SET_PDEATHSIG follows this thread, which lives until
@@ -91,6 +131,7 @@ bool NsHelperPool::Init(std::string* error) {
     *error = std::string("cannot start the helper pool's thread: pthread_create: ") + strerror(rc);
     CloseFd(&epoll_);
     CloseFd(&wake_);
+    CloseFd(&timer_);
     return false;
   }
   joinable_ = true;
@@ -110,9 +151,14 @@ void NsHelperPool::Submit(NsHelperJob job) {
   p.submitted_ns = MonotonicNs();
   p.job = std::move(job);
   stat_in_flight_++;
+  // Its namespace, read here only when some helper could take it directly (Route reads it otherwise).
+  if (!options_.spawn_per_call && !p.job.precomputed && p.job.header.pid > 0 && ready_count_.load() > 0) {
+    p.key = MountNamespaceOf(pid_t(p.job.header.pid));
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!closed_) {
+      if (p.key != 0 && SendDirect(p)) return;
       p.tag = next_tag_++;
       submitted_.push_back(std::move(p));
       Wake();
@@ -127,6 +173,72 @@ void NsHelperPool::Forget(uint64_t owner) {
   if (closed_) return;
   forgotten_.push_back(owner);
   Wake();
+}
+
+// Under mutex_. True when `p` went to its namespace's ready helper (`p` is then moved from).
+bool NsHelperPool::SendDirect(Pending& p) {
+  auto it = ready_.find(p.key);
+  if (it == ready_.end()) return false;
+  const uint64_t tag = next_tag_++;
+  const bool sent = SendRequest(it->second.sock, p.job, tag);
+  const uint64_t helper_id = it->second.helper_id;
+  ready_.erase(it);  // busy now; or, when the send failed, left to the pool thread
+  ready_count_ = ready_.size();
+  if (!sent) return false;
+  p.tag = tag;
+  p.sent_ns = MonotonicNs();
+  stat_direct_++;
+  // Its timeout must be seen even if no answer or submission wakes the pool thread first.
+  const uint64_t deadline = p.sent_ns + uint64_t(options_.request_timeout_ms) * 1000000ull;
+  if (timer_armed_ns_ == 0 || deadline < timer_armed_ns_) {
+    itimerspec when = {};
+    when.it_value.tv_sec = time_t(deadline / 1000000000ull);
+    when.it_value.tv_nsec = long(deadline % 1000000000ull);
+    if (timerfd_settime(timer_, TFD_TIMER_ABSTIME, &when, nullptr) == 0) timer_armed_ns_ = deadline;
+  }
+  direct_sent_.push_back(DirectSent{helper_id, std::move(p)});
+  return true;
+}
+
+// Pool thread. A kept helper with nothing in hand may take its namespace's next request directly.
+void NsHelperPool::Publish(Helper* h) {
+  if (options_.spawn_per_call || h->retiring || h->sock < 0 || !h->in_flight.empty() || !h->backlog.empty()) return;
+  auto kept = kept_by_key_.find(h->key);
+  if (kept == kept_by_key_.end() || kept->second != h) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (closed_) return;
+  ready_[h->key] = Ready{h->id, h->sock};
+  ready_count_ = ready_.size();
+}
+
+// Pool thread, before it sends to, reads from, retires or forgets `h`: `h` is no longer ready,
+// and what Submit sent it is in its in_flight, in the order sent (before anything sent after).
+void NsHelperPool::Reclaim(Helper* h) {
+  std::vector<DirectSent> mine;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = ready_.find(h->key);
+    if (it != ready_.end() && it->second.helper_id == h->id) {
+      ready_.erase(it);
+      ready_count_ = ready_.size();
+    }
+    for (auto d = direct_sent_.begin(); d != direct_sent_.end();) {
+      if (d->helper_id == h->id) {
+        mine.push_back(std::move(*d));
+        d = direct_sent_.erase(d);
+      } else {
+        ++d;
+      }
+    }
+  }
+  for (DirectSent& d : mine) Adopt(h, std::move(d.pending));
+}
+
+// Pool thread: a request Submit sent to `h` joins what `h` has in hand.
+void NsHelperPool::Adopt(Helper* h, Pending p) {
+  if (p.job.owner) h->owners.insert(p.job.owner);
+  h->last_used_ns = p.sent_ns;
+  h->in_flight.push_back(std::move(p));
 }
 
 // Under mutex_, so the eventfd cannot be closed by Stop() under the write.
@@ -149,6 +261,7 @@ void NsHelperPool::Stop(bool let_go) {
   std::lock_guard<std::mutex> lock(mutex_);
   CloseFd(&epoll_);
   CloseFd(&wake_);
+  CloseFd(&timer_);
 }
 
 NsHelperPoolStats NsHelperPool::Stats() const {
@@ -159,6 +272,7 @@ NsHelperPoolStats NsHelperPool::Stats() const {
   s.timed_out = stat_timed_out_;
   s.in_flight = stat_in_flight_;
   s.retried = stat_retried_;
+  s.direct = stat_direct_;
   return s;
 }
 
@@ -177,9 +291,9 @@ void NsHelperPool::Run() {
     // to a helper that is already gone.
     for (int i = 0; i < n; ++i) {
       const uint64_t data = events[i].data.u64;
-      if (data == kWakeId) {
+      if (data == kWakeId || data == kTimerId) {
         uint64_t count;
-        (void)!read(wake_, &count, sizeof(count));
+        (void)!read(data == kWakeId ? wake_ : timer_, &count, sizeof(count));
         continue;
       }
       auto it = helpers_.find(data >> 1);
@@ -188,7 +302,7 @@ void NsHelperPool::Run() {
     if (!stopping_.load()) DrainSubmissions();
     for (int i = 0; i < n; ++i) {
       const uint64_t data = events[i].data.u64;
-      if (data == kWakeId || (data & 1)) continue;
+      if (data == kWakeId || data == kTimerId || (data & 1)) continue;
       auto it = helpers_.find(data >> 1);
       if (it != helpers_.end()) OnReadable(it->second.get());
     }
@@ -204,6 +318,7 @@ void NsHelperPool::Run() {
   DrainSubmissions();
   for (auto& entry : helpers_) {
     Helper* h = entry.second.get();
+    Reclaim(h);
     FailAll(h, ECANCELED);
     for (Pending& p : h->backlog) Complete(p, nshelper::Response{}, ECANCELED);
     h->backlog.clear();
@@ -225,14 +340,26 @@ void NsHelperPool::Run() {
 
 void NsHelperPool::DrainSubmissions() {
   std::vector<Pending> batch;
+  std::vector<DirectSent> direct;
   {
     // Forgets are taken with the submissions they followed: a request submitted just before its
     // owner was forgotten is routed (its helper gets the owner) before the owner is dropped, so
     // that helper does not outlive the container until its idle timeout.
     std::lock_guard<std::mutex> lock(mutex_);
     batch.swap(submitted_);
+    direct.swap(direct_sent_);
+    timer_armed_ns_ = 0;  // what it was armed for is adopted now and timed by NextTimeoutMs
     forgotten_taken_.insert(forgotten_taken_.end(), forgotten_.begin(), forgotten_.end());
     forgotten_.clear();
+  }
+  for (DirectSent& d : direct) {
+    auto it = helpers_.find(d.helper_id);
+    if (it == helpers_.end()) {
+      // Unreachable: a helper's exit reclaims what was sent to it before it is forgotten.
+      Complete(d.pending, nshelper::Response{}, EIO);
+      continue;
+    }
+    Adopt(it->second.get(), std::move(d.pending));
   }
   for (Pending& p : batch) {
     if (stopping_.load()) {
@@ -403,36 +530,12 @@ NsHelperPool::Helper* NsHelperPool::Spawn(uint64_t key, int* err) {
 }
 
 void NsHelperPool::Pump(Helper* h) {
+  Reclaim(h);
   size_t window = options_.spawn_per_call ? 1 : kWindow;
   while (!h->backlog.empty() && h->in_flight.size() < window && h->sock >= 0) {
     Pending& p = h->backlog.front();
-    nshelper::Request header = p.job.header;
-    header.magic = nshelper::kMagic;
-    header.version = nshelper::kVersion;
-    header.tag = p.tag;
-    for (int i = 0; i < 4; ++i) header.len[i] = uint32_t(p.job.strings[i].size());
-    std::string message(reinterpret_cast<const char*>(&header), sizeof(header));
-    for (int i = 0; i < 4; ++i) message.append(p.job.strings[i]);
-
-    iovec iov = {&message[0], message.size()};
-    msghdr msg = {};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    if (p.job.notify_fd >= 0) {
-      msg.msg_control = control;
-      msg.msg_controllen = sizeof(control);
-      cmsghdr* c = CMSG_FIRSTHDR(&msg);
-      c->cmsg_level = SOL_SOCKET;
-      c->cmsg_type = SCM_RIGHTS;
-      c->cmsg_len = CMSG_LEN(sizeof(int));
-      memcpy(CMSG_DATA(c), &p.job.notify_fd, sizeof(int));
-    }
-    ssize_t w;
-    do {
-      w = sendmsg(h->sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-    } while (w < 0 && errno == EINTR);
-    if (w < 0) return;  // EAGAIN: next answer pumps again; EPIPE: the pidfd reports the exit
+    // EAGAIN: the next answer pumps again; EPIPE: the pidfd reports the exit.
+    if (!SendRequest(h->sock, p.job, p.tag)) return;
     p.sent_ns = MonotonicNs();
     h->last_used_ns = p.sent_ns;
     h->in_flight.push_back(std::move(p));
@@ -442,6 +545,7 @@ void NsHelperPool::Pump(Helper* h) {
 
 void NsHelperPool::OnReadable(Helper* h) {
   if (h->sock < 0) return;
+  Reclaim(h);
   for (;;) {
     nshelper::Response r;
     ssize_t n = recv(h->sock, &r, sizeof(r), MSG_DONTWAIT);
@@ -465,9 +569,11 @@ void NsHelperPool::OnReadable(Helper* h) {
   Pump(h);
   // A retired helper that has given its last answer gets EOF and exits.
   if (h->retiring && h->in_flight.empty() && h->backlog.empty()) CloseFd(&h->sock);
+  Publish(h);
 }
 
 void NsHelperPool::OnExit(Helper* h) {
+  Reclaim(h);
   Reap(h->pidfd, false);
   bool expected = h->retiring || (options_.spawn_per_call && h->in_flight.empty() && h->backlog.empty());
   if (!expected) stat_died_++;
@@ -509,6 +615,7 @@ void NsHelperPool::OnExit(Helper* h) {
 }
 
 void NsHelperPool::Retire(Helper* h, bool kill) {
+  Reclaim(h);
   if (!h->retiring) {
     h->retiring = true;
     auto kept = kept_by_key_.find(h->key);

@@ -9,6 +9,14 @@
 // to a fresh helper, which finds in the replay book what the dead one did. Each container's helper is
 // its own process, so one container that hangs its helper delays no other container.
 // Spawn-per-call mode (the variant the issue asks to measure): one `--once` helper per request.
+//
+// Direct hand-off: a kept helper with nothing in hand is published as ready for its namespace;
+// Submit sends a request for that namespace straight to its socket (under mutex_, so the pool
+// thread cannot close or write it meanwhile) and leaves the bookkeeping to the pool thread, which
+// adopts the request before it touches that helper again. The helper answers the target itself,
+// so a container's emulated call waits on one wake-up (the helper's), not two (the pool thread's,
+// then the helper's). A timerfd armed at the send wakes the pool thread for the request's
+// timeout if nothing else does.
 #pragma once
 #include <errno.h>
 #include <pthread.h>
@@ -54,6 +62,7 @@ struct NsHelperPoolStats {
   uint64_t retried = 0;    // requests a dead helper had in hand, given to a fresh one
   uint64_t timed_out = 0;  // killed for exceeding request_timeout_ms
   uint64_t in_flight = 0;  // requests submitted and not completed
+  uint64_t direct = 0;     // requests Submit sent straight to a ready helper
 };
 
 // A request as the pool sends it: header fields except magic, version and tag, the strings, and
@@ -119,6 +128,10 @@ class NsHelperPool {
   static void* ThreadMain(void* self);
   void Run();
   void Wake();
+  bool SendDirect(Pending& p);
+  void Publish(Helper* helper);
+  void Reclaim(Helper* helper);
+  void Adopt(Helper* helper, Pending pending);
   void DrainSubmissions();
   void Route(Pending pending);
   Helper* Spawn(uint64_t key, int* err);
@@ -135,18 +148,34 @@ class NsHelperPool {
 
   const NsHelperPoolOptions options_;
   int epoll_ = -1;
-  int wake_ = -1;  // eventfd: submissions, forgets and stop
+  int wake_ = -1;   // eventfd: submissions, forgets and stop
+  int timer_ = -1;  // timerfd: the earliest timeout of a request sent directly, not yet adopted
   pthread_t thread_{};
   bool joinable_ = false;  // the pool thread was started (JS thread writes it in Init, Stop reads it)
   std::atomic<bool> stopping_{false};
   std::atomic<bool> letting_go_{false};
   std::atomic<bool> stopped_{false};
 
-  mutable std::mutex mutex_;  // guards the four below
+  // A published helper: its id and socket (open while published: the pool thread unpublishes
+  // under mutex_ before it closes the socket or sends on it).
+  struct Ready {
+    uint64_t helper_id = 0;
+    int sock = -1;
+  };
+  struct DirectSent {
+    uint64_t helper_id = 0;
+    Pending pending;
+  };
+
+  mutable std::mutex mutex_;  // guards the seven below
   bool closed_ = false;       // the pool thread has finished: Submit completes inline
   std::vector<Pending> submitted_;
   std::vector<uint64_t> forgotten_;
   uint64_t next_tag_ = 1;
+  std::map<uint64_t, Ready> ready_;       // by mount namespace inode: idle kept helpers
+  std::vector<DirectSent> direct_sent_;   // sent by Submit, not yet in their helper's in_flight
+  uint64_t timer_armed_ns_ = 0;           // when timer_ fires (0: not armed since the last adoption)
+  std::atomic<size_t> ready_count_{0};    // ready_.size(), read without the lock
 
   // Pool thread only.
   std::map<uint64_t, std::unique_ptr<Helper>> helpers_;  // by helper id
@@ -156,7 +185,7 @@ class NsHelperPool {
   uint64_t next_helper_id_ = 1;
 
   std::atomic<uint64_t> stat_helpers_{0}, stat_spawned_{0}, stat_died_{0}, stat_timed_out_{0}, stat_in_flight_{0},
-      stat_retried_{0};
+      stat_retried_{0}, stat_direct_{0};
 };
 
 }  // namespace seccomp_agent

@@ -641,6 +641,7 @@ test('nshelper pool: one kept helper per mount namespace, respawned when it dies
     async (n, fd) => {
       if (n.nr === NR_MKDIR && n.strings[0] === '/c') {
         assert.equal(emu.stats().spawned, 1, 'a and b shared one helper');
+        assert.equal(emu.stats().direct, 1, 'b went straight to the helper a left idle');
         const helpers = helperChildren();
         assert.equal(helpers.length, 1);
         process.kill(helpers[0], 'SIGKILL');
@@ -669,6 +670,7 @@ test('nshelper pool: a helper that stops answering is killed at the request time
   const root = makeRootfs(dir);
   const emu = newEmulator(t, { requestTimeoutMs: 300, failureErrno: EACCES });
   const results = new Map<string, ActionResult>();
+  const tookMs = new Map<string, number>();
   const run = await runTarget(
     t,
     dir,
@@ -677,7 +679,9 @@ test('nshelper pool: a helper that stops answering is killed at the request time
       if (n.nr !== NR_MKDIR) return void support.answer(fd, n.id, CONTINUE);
       // A stopped helper stands for one stuck on a hung FUSE or NFS mount of the container.
       if (n.strings[0] === '/b') for (const pid of helperChildren()) process.kill(pid, 'SIGSTOP');
+      const started = Date.now();
       results.set(n.strings[0], await emu.mkdir({ notifyFd: fd, id: n.id, pid: n.pid, ...mkdirArgs(n) }));
+      tookMs.set(n.strings[0], Date.now() - started);
     },
   );
   assert.equal(run.exit, 0, run.output);
@@ -691,6 +695,10 @@ test('nshelper pool: a helper that stops answering is killed at the request time
   assert.match(run.output, /c=0/);
   assert.equal(emu.stats().timedOut, 1);
   assert.equal(emu.stats().spawned, 2);
+  // b went straight to the stopped helper (nothing woke the pool thread for it): its timer
+  // still fires at the request timeout, not at the helper's 60 s idle timeout.
+  assert.equal(emu.stats().direct, 1);
+  assert.ok(tookMs.get('/b')! < 5_000, `b failed after ${tookMs.get('/b')} ms`);
   assert.ok(!exists(path.join(root, 'b')), 'the stopped helper never acted');
   await waitUntil(() => zombieChildren().length === 0, 10_000, 'the killed helper to be reaped');
 });

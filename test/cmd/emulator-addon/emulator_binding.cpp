@@ -418,6 +418,7 @@ class EmulatorWrap : public Napi::ObjectWrap<EmulatorWrap> {
     o.Set("died", double(s.died));
     o.Set("timedOut", double(s.timed_out));
     o.Set("inFlight", double(s.in_flight));
+    o.Set("direct", double(s.direct));
     return o;
   }
 
