@@ -182,8 +182,10 @@ bool NsHelperPool::SendDirect(Pending& p) {
   const uint64_t tag = next_tag_++;
   const bool sent = SendRequest(it->second.sock, p.job, tag);
   const uint64_t helper_id = it->second.helper_id;
-  ready_.erase(it);  // busy now; or, when the send failed, left to the pool thread
-  ready_count_ = ready_.size();
+  if (!sent || --it->second.room == 0) {
+    ready_.erase(it);  // its window is full; or, when the send failed, it is the pool thread's
+    ready_count_ = ready_.size();
+  }
   if (!sent) return false;
   p.tag = tag;
   p.sent_ns = MonotonicNs();
@@ -200,14 +202,18 @@ bool NsHelperPool::SendDirect(Pending& p) {
   return true;
 }
 
-// Pool thread. A kept helper with nothing in hand may take its namespace's next request directly.
+// Pool thread. A kept helper with room in its window and no backlog may take its namespace's next
+// requests directly: the pool thread sends to it only after Reclaim, so every request sent to a
+// published helper is Submit's, and they are adopted in the order they were sent.
 void NsHelperPool::Publish(Helper* h) {
-  if (options_.spawn_per_call || h->retiring || h->sock < 0 || !h->in_flight.empty() || !h->backlog.empty()) return;
+  if (options_.spawn_per_call || h->retiring || h->sock < 0 || !h->backlog.empty() || h->in_flight.size() >= kWindow) {
+    return;
+  }
   auto kept = kept_by_key_.find(h->key);
   if (kept == kept_by_key_.end() || kept->second != h) return;
   std::lock_guard<std::mutex> lock(mutex_);
   if (closed_) return;
-  ready_[h->key] = Ready{h->id, h->sock};
+  ready_[h->key] = Ready{h->id, h->sock, kWindow - h->in_flight.size()};
   ready_count_ = ready_.size();
 }
 
@@ -541,6 +547,7 @@ void NsHelperPool::Pump(Helper* h) {
     h->in_flight.push_back(std::move(p));
     h->backlog.pop_front();
   }
+  Publish(h);
 }
 
 void NsHelperPool::OnReadable(Helper* h) {
@@ -569,7 +576,6 @@ void NsHelperPool::OnReadable(Helper* h) {
   Pump(h);
   // A retired helper that has given its last answer gets EOF and exits.
   if (h->retiring && h->in_flight.empty() && h->backlog.empty()) CloseFd(&h->sock);
-  Publish(h);
 }
 
 void NsHelperPool::OnExit(Helper* h) {

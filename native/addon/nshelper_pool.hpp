@@ -10,10 +10,10 @@
 // its own process, so one container that hangs its helper delays no other container.
 // Spawn-per-call mode (the variant the issue asks to measure): one `--once` helper per request.
 //
-// Direct hand-off: a kept helper with nothing in hand is published as ready for its namespace;
-// Submit sends a request for that namespace straight to its socket (under mutex_, so the pool
-// thread cannot close or write it meanwhile) and leaves the bookkeeping to the pool thread, which
-// adopts the request before it touches that helper again. The helper answers the target itself,
+// Direct hand-off: a kept helper with room in its window and no backlog is published as ready for
+// its namespace; Submit sends a request for that namespace straight to its socket (under mutex_,
+// so the pool thread cannot close or write it meanwhile) and leaves the bookkeeping to the pool
+// thread, which adopts the requests, in the order sent, before it touches that helper again. The helper answers the target itself,
 // so a container's emulated call waits on one wake-up (the helper's), not two (the pool thread's,
 // then the helper's). A timerfd armed at the send wakes the pool thread for the request's
 // timeout if nothing else does.
@@ -156,11 +156,12 @@ class NsHelperPool {
   std::atomic<bool> letting_go_{false};
   std::atomic<bool> stopped_{false};
 
-  // A published helper: its id and socket (open while published: the pool thread unpublishes
-  // under mutex_ before it closes the socket or sends on it).
+  // A published helper: its id, its socket (open while published: the pool thread unpublishes
+  // under mutex_ before it closes the socket or sends on it) and the room left in its window.
   struct Ready {
     uint64_t helper_id = 0;
     int sock = -1;
+    size_t room = 0;
   };
   struct DirectSent {
     uint64_t helper_id = 0;
