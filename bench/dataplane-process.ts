@@ -9,6 +9,8 @@ import { isListening, notifyFdCount, rssMiB, TOOLS } from './tools';
 
 export interface DataPlaneProcess {
   child: Child;
+  /** Its log (stderr): pino JSON lines. */
+  logFile: string;
   listenerSocket: string;
   grpcSocket: string;
   /** The control socket (Attach), explicit so no bench relies on the default beside grpcSocket. */
@@ -19,20 +21,26 @@ export interface DataPlaneProcess {
   close(): void;
 }
 
-export async function startDataPlane(children: Children, dir: string): Promise<DataPlaneProcess> {
+/**
+ * `extraArgs` come last (a later --log-level wins). `name` also names its log file: a successor
+ * started with --takeover on the same sockets gets its own. Ready when this process answers.
+ */
+export async function startDataPlane(children: Children, dir: string, extraArgs: string[] = [], name = 'dataplane'): Promise<DataPlaneProcess> {
   const listenerSocket = path.join(dir, 'listener.sock');
   const grpcSocket = path.join(dir, 'dataplane.sock');
   const controlSocket = path.join(dir, 'control.sock');
-  const child = children.start('data plane', process.execPath, [
+  const logFile = path.join(dir, `${name}.log`);
+  const child = children.start(name, process.execPath, [
     TOOLS.dataplaneMain, '--listener-socket', listenerSocket, '--grpc-socket', grpcSocket, '--control-socket', controlSocket, '--log-level', 'warn',
-  ], { logFile: path.join(dir, 'dataplane.log') });
+    ...extraArgs,
+  ], { logFile });
   const client = new DataPlaneClient(`unix://${grpcSocket}`, grpc.credentials.createInsecure());
   const status = () =>
     new Promise<GetStatusResponse>((resolve, reject) => {
       client.getStatus({}, new grpc.Metadata(), { deadline: Date.now() + 5000 }, (err, response) => (err ? reject(err) : resolve(response)));
     });
   const dataplane: DataPlaneProcess = {
-    child, listenerSocket, grpcSocket, controlSocket, client, status,
+    child, logFile, listenerSocket, grpcSocket, controlSocket, client, status,
     rssMiB: () => rssMiB(child.pid),
     close: () => client.close(),
   };
@@ -42,8 +50,8 @@ export async function startDataPlane(children: Children, dir: string): Promise<D
     if (Date.now() > deadline) throw new Error(`the data plane was not ready within 20 s: ${child.stderr().trim()}`);
     if (isListening(listenerSocket) && isListening(grpcSocket) && isListening(controlSocket)) {
       try {
-        await status();
-        return dataplane;
+        // A predecessor it takes over from answers on these sockets until the handoff.
+        if ((await status()).pid === child.pid) return dataplane;
       } catch {
         // not serving yet
       }

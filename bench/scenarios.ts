@@ -275,6 +275,22 @@ export const SCENARIOS: Scenario[] = [
     slackSeconds: 240,
   },
   {
+    id: 'handoff',
+    title: 'data plane handoff with many live containers (issue 18)',
+    about: 'N idle containers and one getppid workload; a successor started with --takeover takes every fd; the old one\'s pause (engine parked to the successor\'s ack, as logged), the workload\'s longest call across it, the handoff from the successor\'s start',
+    script: 'handoff',
+    // N is --containers (1,000 unless told otherwise).
+    variants: [{ label: 'N containers', params: { threads: 1, syscall: 'getppid' } }],
+    columns: [
+      { key: 'containers', title: 'N', digits: 0 },
+      { key: 'pauseMs', title: 'pause ms', digits: 1 },
+      { key: 'workloadMaxMs', title: 'workload max ms', digits: 1 },
+      { key: 'workloadP99Us', title: 'workload p99 µs', digits: 1 },
+      { key: 'handoffMs', title: 'handoff ms', digits: 0 },
+    ],
+    slackSeconds: 240,
+  },
+  {
     id: 'runtime-start',
     title: 'container start time under a real engine, with and without the agent (issue 11)',
     about: 'containerd 1.6 CRI StartContainer, or a whole podman run --detach, runc; with: a seccomp profile whose listenerPath is the data plane (no control plane), without: the same profile minus the listener; alternating, medians',
