@@ -33,7 +33,7 @@ runScenario(async ({ params, dir, children }) => {
     await waitForContainers(old, params.containers + 1, 10_000);
     await sleep(params.warmupMs + 200);
     const started = process.hrtime.bigint();
-    successor = await startDataPlane(children, dir, ['--takeover'], 'dataplane-successor');
+    successor = await startDataPlane(children, dir, ['--takeover', '--log-level', 'info'], 'dataplane-successor');
     await waitForContainers(successor, params.containers + 1, 60_000);
     const exit = await Promise.race([old.child.exited, sleep(20_000).then(() => 'still running')]);
     if (exit !== 0) throw new Error(`the old data plane did not exit cleanly after the handoff (${exit}): ${old.child.stderr().trim()}`);

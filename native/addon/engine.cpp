@@ -304,14 +304,18 @@ uint32_t Engine::AddContainer(int fd, uint32_t handle, int record_fd, uint32_t j
   // Another fd of the same container (an exec) answers as its first one does, from its first
   // notification on: the policy is the container's, not the fd's.
   std::shared_ptr<const PolicyInForce> inherited;
-  for (const auto& other : containers_) {
-    const Container* sibling = other.second.get();
-    if (container_id.empty() || sibling == raw || sibling->container_id != container_id || !sibling->has_policy.load()) continue;
-    inherited = rules_.Share(handle, sibling->handle);
-    if (inherited == nullptr) continue;
-    raw->init_pid.store(sibling->init_pid.load());
-    raw->has_policy.store(true, std::memory_order_release);
-    break;
+  // Without an id (a restore: JS names each container afterwards) there is no sibling to look for,
+  // and no walk over every container per container added.
+  if (!container_id.empty()) {
+    for (const auto& other : containers_) {
+      const Container* sibling = other.second.get();
+      if (sibling == raw || sibling->container_id != container_id || !sibling->has_policy.load()) continue;
+      inherited = rules_.Share(handle, sibling->handle);
+      if (inherited == nullptr) continue;
+      raw->init_pid.store(sibling->init_pid.load());
+      raw->has_policy.store(true, std::memory_order_release);
+      break;
+    }
   }
   if (EpollControl(epoll_fd_, EPOLL_CTL_ADD, fd, raw, EPOLLIN) != 0) {
     *error = "epoll_ctl(ADD) of a notify fd: " + ErrnoText(errno) + "; closed it";

@@ -293,26 +293,28 @@ bool WriteRecordMemfd(const std::string& json, int* fd, std::string* error) {
 }
 
 bool ReadRecordMemfd(int fd, std::string* json, std::string* error) {
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    *error = ErrnoText("fstat of a container record");
-    return false;
-  }
-  if (static_cast<size_t>(st.st_size) > kMaxRecordBytes) {
-    *error = "a container record of " + std::to_string(static_cast<long long>(st.st_size)) + " bytes (over 1 MiB)";
-    return false;
-  }
-  json->resize(static_cast<size_t>(st.st_size));
+  // Read to its end, with no fstat for the size: a record is a few hundred bytes, and a restore
+  // reads one per container inside a handoff's pause (an fstat each was 1.5 ms of 1,000).
+  json->resize(4096);
   size_t done = 0;
-  while (done < json->size()) {
-    ssize_t n = pread(fd, &(*json)[done], json->size() - done, static_cast<off_t>(done));
+  for (;;) {
+    if (done == json->size()) {
+      if (done > kMaxRecordBytes) {
+        *error = "a container record over 1 MiB";
+        return false;
+      }
+      json->resize(std::min(json->size() * 2, kMaxRecordBytes + 1));
+    }
+    const ssize_t n = pread(fd, &(*json)[done], json->size() - done, static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
+    if (n < 0) {
       *error = ErrnoText("read of a container record");
       return false;
     }
+    if (n == 0) break;
     done += static_cast<size_t>(n);
   }
+  json->resize(done);
   return true;
 }
 

@@ -3,7 +3,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -82,13 +84,21 @@ bool NotifySetSyncWakeUp(int fd) {
 }
 
 bool IsSeccompNotifyFd(int fd) {
-  char path[64];
-  char target[64];
-  snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-  ssize_t n = readlink(path, target, sizeof target - 1);
-  if (n < 0) return false;
-  target[n] = '\0';
-  return strcmp(target, "anon_inode:seccomp notify") == 0;
+  // The device of anon_inodefs, read once from an eventfd of our own (0: none could be made).
+  static const dev_t anon_dev = [] {
+    struct stat st;
+    const int probe = eventfd(0, EFD_CLOEXEC);
+    const bool ok = probe >= 0 && fstat(probe, &st) == 0;
+    if (probe >= 0) close(probe);
+    return ok ? st.st_dev : dev_t(0);
+  }();
+  struct stat st;
+  if (anon_dev == 0 || fstat(fd, &st) != 0 || st.st_dev != anon_dev) return false;
+  __u64 id = 0;
+  while (ioctl(fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) != 0) {
+    if (errno != EINTR) return errno == ENOENT;
+  }
+  return false;  // id 0 valid: not how any notify fd answers
 }
 
 }  // namespace seccomp_agent

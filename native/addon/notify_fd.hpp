@@ -56,8 +56,10 @@ bool NotifyIdValid(int fd, uint64_t id);
 // Returns false on kernels without it.
 bool NotifySetSyncWakeUp(int fd);
 
-// Whether fd (of this process) is a seccomp notify fd: its /proc/self/fd link names the anon
-// inode "seccomp notify".
+// Whether fd is a seccomp notify fd: an anon-inode fd (the filesystem of an eventfd) that answers
+// NOTIF_ID_VALID as only a notify fd does (ENOENT for id 0). No other anon-inode file takes the
+// ioctl type '!' (seccomp's own), so nothing else acts on it; and unlike a /proc/self/fd readlink
+// (about 6 µs each on a VM: a restore with 1,000 containers spent 6 ms in them) it walks no path.
 bool IsSeccompNotifyFd(int fd);
 
 }  // namespace seccomp_agent

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -1084,6 +1085,52 @@ void AnswerCases() {
   });
 }
 
+void RecordCases() {
+  Case("container record: read back whole at any size up to 1 MiB (empty, small, past the first buffer); over 1 MiB is an error", [] {
+    for (const size_t size : {size_t(0), size_t(300), size_t(4096), size_t(10000), size_t(1024 * 1024)}) {
+      std::string written(size, 'r');
+      for (size_t i = 0; i < size; i++) written[i] = char('a' + i % 26);
+      int fd = -1;
+      std::string error, read;
+      EXPECT(WriteRecordMemfd(written, &fd, &error));
+      EXPECT(ReadRecordMemfd(fd, &read, &error));
+      EXPECT(read == written);
+      close(fd);
+    }
+    const int big = memfd_create("too-big", MFD_CLOEXEC);
+    EXPECT(big >= 0 && ftruncate(big, 1024 * 1024 + 1) == 0);
+    std::string error, read;
+    EXPECT(!ReadRecordMemfd(big, &read, &error));
+    EXPECT(error.find("over 1 MiB") != std::string::npos);
+    close(big);
+  });
+}
+
+void NotifyFdCases() {
+  Case("notify fd: a seccomp listener is one, before and while a notification waits; an eventfd, a pipe, /dev/null and a closed fd are not", [] {
+    Target target;
+    EXPECT(target.Start(1));
+    EXPECT(IsSeccompNotifyFd(target.notify_fd));
+    NotifyBuffers buffers;
+    Notification n;
+    EXPECT(target.Next(&buffers, &n, 1));
+    EXPECT(IsSeccompNotifyFd(target.notify_fd));  // and the check answered nothing: the call still waits
+    EXPECT(NotifyIdValid(target.notify_fd, n.id));
+    int pipefd[2];
+    EXPECT(pipe2(pipefd, O_CLOEXEC) == 0);
+    const int event = eventfd(0, EFD_CLOEXEC);
+    const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    EXPECT(!IsSeccompNotifyFd(event));
+    EXPECT(!IsSeccompNotifyFd(pipefd[0]));
+    EXPECT(!IsSeccompNotifyFd(null));
+    close(event);
+    EXPECT(!IsSeccompNotifyFd(event));
+    close(pipefd[0]);
+    close(pipefd[1]);
+    close(null);
+  });
+}
+
 void HandoffFormatCases() {
   using handoff::FormatVersions;
   Case("handoff hello: this release's hello names what it reads, and reads back to the same versions", [] {
@@ -1285,6 +1332,8 @@ int main(int argc, char** argv) {
   TallyCases();
   ProcStatusCases();
   AnswerCases();
+  NotifyFdCases();
+  RecordCases();
   HandoffFormatCases();
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;
