@@ -90,6 +90,8 @@ export class DataPlane {
   }
   /** Listener sockets a predecessor handed over (or the fd store gave back), by path. */
   private restoredListeners: string[] = [];
+  /** restore() took containers back that adoptRestored() has not put in the table yet. */
+  private adoptionPending = false;
   /** The fd store's holder, watched (start() arms it): status, health and metrics read it. */
   readonly fdStore: FdStoreWatch;
 
@@ -141,16 +143,15 @@ export class DataPlane {
   /**
    * Before start(): takes back what a predecessor left (the fd store after a restart, or a
    * handoff): its containers with their handles and records, its listener, and its ids in flight,
-   * which get the default action now (nobody else ever will answer them).
+   * which get the default action now (nobody else ever will answer them). The engine serves them
+   * from start() on; adoptRestored() then gives them to the container table.
    */
   restore(fds: NamedFd[], origin: 'fd-store' | 'handoff'): RestoreResult {
+    // No runtime connection is taken until adoptRestored() has named every container: a new fd of
+    // one of them (an exec) finds its siblings by id, to answer by their policy from its first call.
+    this.engine.setAccepting(false);
     const result = this.engine.restore(fds, origin === 'handoff', this.config.controlPlaneGraceMs > 0);
-    for (const { handle, record, policy } of result.containers) {
-      const restored = decodeContainerRecord(record, handle);
-      this.containers.add(handle, restored.state, restored.peer, restored.registeredAt);
-      this.engine.nameContainer(handle, restored.state.containerId);
-      if (policy) this.containers.setPolicy(handle, policy.version, policy.rules, policy.labels);
-    }
+    this.adoptionPending = true;
     for (const problem of result.problems) this.log.warn({ origin }, `restore: ${problem}`);
     this.origin = origin;
     this.restoredListeners = result.listenerPaths;
@@ -160,11 +161,29 @@ export class DataPlane {
       this.log.info({ graceMs }, `the previous data plane had a control plane attached: for ${graceMs} ms new notifications wait for one to attach (each at most ${this.config.decisionTimeoutMs} ms) instead of getting the default action`);
     }
     this.log.info(
-      { origin, containers: result.containers.length, listeners: result.listenerPaths, journal: result.journal, inFlightAnswered: result.inFlightAnswered, inFlightByRules: result.inFlightByRules, inFlightHeld: result.inFlightHeld, lostAnswered: result.lostAnswered, inFlightWithHelper: result.inFlightWithHelper },
-      `took back ${result.containers.length} container(s) from ${origin === 'handoff' ? 'the data plane that handed over' : 'the fd store'}; of the notifications it had left unanswered, ${result.inFlightByRules} were answered by their container's rules, ${result.inFlightHeld} wait for the next control plane and ${result.inFlightAnswered + result.lostAnswered} got the default action (${formatDefaultAction(this.config.defaultAction)})` +
+      { origin, containers: result.containerCount, listeners: result.listenerPaths, journal: result.journal, inFlightAnswered: result.inFlightAnswered, inFlightByRules: result.inFlightByRules, inFlightHeld: result.inFlightHeld, lostAnswered: result.lostAnswered, inFlightWithHelper: result.inFlightWithHelper },
+      `took back ${result.containerCount} container(s) from ${origin === 'handoff' ? 'the data plane that handed over' : 'the fd store'}; of the notifications it had left unanswered, ${result.inFlightByRules} were answered by their container's rules, ${result.inFlightHeld} wait for the next control plane and ${result.inFlightAnswered + result.lostAnswered} got the default action (${formatDefaultAction(this.config.defaultAction)})` +
         (result.inFlightWithHelper > 0 ? `; ${result.inFlightWithHelper} were with its emulation helpers, which answer them (waited for; done anew only if no helper of it lives)` : ''),
     );
     return result;
+  }
+
+  /**
+   * After restore() and start() (a successor: after its ack, so that this is not part of the
+   * handoff's pause), in the same turn of the event loop, before any event of theirs is read: the
+   * restored containers into the container table, each named in the engine; then runtime
+   * connections are accepted again. Nothing to do without a restore.
+   */
+  adoptRestored(): void {
+    if (!this.adoptionPending) return;
+    this.adoptionPending = false;
+    for (const { handle, record, policy } of this.engine.takeRestoredContainers()) {
+      const restored = decodeContainerRecord(record, handle);
+      this.containers.add(handle, restored.state, restored.peer, restored.registeredAt);
+      this.engine.nameContainer(handle, restored.state.containerId);
+      if (policy) this.containers.setPolicy(handle, policy.version, policy.rules, policy.labels);
+    }
+    this.engine.setAccepting(true);
   }
 
   /** The configured listener sockets restore() did not bring back: start() creates them. */

@@ -133,8 +133,9 @@ async function main(): Promise<void> {
     // --socket-group is the listeners' group too (its --help says so): runtimes in that group connect.
     // The engine bound them with --socket-mode and group root; a restored listener keeps what it had.
     if (options.socketGroup !== null) for (const socket of created) secureSocket(socket, options.socketMode, options.socketGroup);
+    if (taken) acknowledgeHandoff(addon, taken); // the pause ends: the engine answers them all
+    dataplane.adoptRestored();
     if (taken) {
-      acknowledgeHandoff(addon, taken);
       // The old one answers nothing any more and never unlinks a path: take them over now, so its
       // control plane finds this data plane on its first reconnect.
       for (const [socket, what] of [[options.grpcSocket, 'gRPC observer socket'], [controlSocket, 'gRPC control socket'], [channelSocket, 'decision channel socket'], [handoffSocket, 'handoff socket']]) {

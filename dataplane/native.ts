@@ -274,13 +274,20 @@ export interface NamedFd {
   name: string;
 }
 
-/** What restore() took back from a predecessor. */
+/**
+ * A container restore() took back: the handle it had, the record JSON given to adopt() ('' if
+ * lost), and the policy in force for it, applied again natively before any notification is read
+ * (null: none).
+ */
+export interface RestoredContainer {
+  handle: ContainerHandle;
+  record: string;
+  policy: NativePolicyState | null;
+}
+
+/** What restore() took back from a predecessor (its containers: takeRestoredContainers()). */
 export interface RestoreResult {
-  /**
-   * Each container with the handle it had, the record JSON given to adopt() ('' if lost), and the
-   * policy in force for it, applied again natively before any notification is read (null: none).
-   */
-  containers: Array<{ handle: ContainerHandle; record: string; policy: NativePolicyState | null }>;
+  containerCount: number;
   listener: boolean;
   /** The path of each listening socket taken back (once per socket, however often it was passed). */
   listenerPaths: string[];
@@ -355,7 +362,11 @@ export interface NativeEngine {
    * goes with each of its notifications on the decision channel ('' when omitted).
    */
   adopt(conn: number, fdIndex: number, record: string, containerId?: string): number;
-  /** After restore() and before start(): the container id of a restored container (from its record). */
+  /**
+   * After restore() and before any session is opened (start() may have run): the container id of
+   * a restored container (from its record). Throws (RangeError) for an unknown handle, or once a
+   * session was opened.
+   */
   nameContainer(handle: number, containerId: string): void;
   /**
    * Before start(): takes what a predecessor left (fd store or handoff), keeping its handles.
@@ -365,6 +376,8 @@ export interface NativeEngine {
    * for the next one (see holdForControlPlane).
    */
   restore(fds: NamedFd[], handoff: boolean, hold: boolean): RestoreResult;
+  /** The containers the last restore() took back, once (later calls: []). */
+  takeRestoredContainers(): RestoredContainer[];
   /** Serves the handoff socket (SOCK_SEQPACKET, `mode`): successors arrive as 'handoff' events. */
   listenHandoff(socketPath: string, mode: number): void;
   /** Stops or resumes accepting runtime connections (they wait in the backlog). */

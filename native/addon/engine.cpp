@@ -277,9 +277,9 @@ uint32_t Engine::Adopt(uint32_t conn, uint32_t index, const std::string& record,
   return added;
 }
 
-// JS thread, before Start (the engine thread reads container_id without a lock).
+// JS thread, before any session (engine.hpp says why that is enough).
 bool Engine::NameContainer(uint32_t handle, const std::string& container_id) {
-  if (thread_started_ || stopped_) return false;
+  if (session_opened_ || stopped_) return false;
   std::lock_guard<std::mutex> lock(mu_);
   auto it = containers_.find(handle);
   if (it == containers_.end()) return false;

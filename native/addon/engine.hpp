@@ -156,8 +156,11 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // goes with each of its notifications on the decision channel.
   uint32_t Adopt(uint32_t conn, uint32_t index, const std::string& record, const std::string& container_id,
                  std::string* error, bool* range_error);
-  // JS thread, after Restore and before Start: the container id of a restored container (read
-  // from its record by JS). False when the handle is unknown or the engine thread runs.
+  // JS thread, after Restore and before any session is opened (the engine thread may run: a
+  // successor acks its handoff before it names what it took back): the container id of a restored
+  // container (read from its record by JS). False when the handle is unknown, or once a session
+  // was opened: the engine thread reads an id without the lock only for a notification it forwards
+  // to a session; the others read it under mu_, as this writes it.
   bool NameContainer(uint32_t handle, const std::string& container_id);
   // JS thread. A control plane's ContainerPolicy for `handle` (serialized): checked, and when good
   // in force from the next notification on, kept in the fd store as "p<handle>" (and in a
@@ -396,6 +399,7 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
 
   pthread_t thread_{};
   bool thread_started_ = false;
+  bool session_opened_ = false;  // JS thread: OpenSession was called once (NameContainer refuses from then on)
   bool stopped_ = false;
   std::atomic<bool> stop_requested_{false};
   std::mutex start_mu_;

@@ -48,6 +48,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
                            InstanceMethod<&EngineWrap::JsStats>("stats"),
                            InstanceMethod<&EngineWrap::JsTargetWaits>("targetWaits"),
                            InstanceMethod<&EngineWrap::JsRestore>("restore"),
+                           InstanceMethod<&EngineWrap::JsTakeRestoredContainers>("takeRestoredContainers"),
                            InstanceMethod<&EngineWrap::JsListenHandoff>("listenHandoff"),
                            InstanceMethod<&EngineWrap::JsSetAccepting>("setAccepting"),
                            InstanceMethod<&EngineWrap::JsSetDetailedEvents>("setDetailedEvents"),
@@ -233,7 +234,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     }
     if (!engine_->NameContainer(handle, info[1].As<Napi::String>().Utf8Value())) {
       ThrowRange(env, "nameContainer(handle, containerId): handle " + std::to_string(handle) +
-                          " is not a restored container, or start() was called already");
+                          " is not a restored container, or a control plane session was opened already");
     }
     return env.Undefined();
   }
@@ -582,17 +583,12 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     Engine::RestoreResult r;
     engine_->Restore(fds, info[1].As<Napi::Boolean>().Value(), info[2].As<Napi::Boolean>().Value(), &r);
     Napi::Object o = Napi::Object::New(env);
-    Napi::Array containers = Napi::Array::New(env, r.containers.size());
-    for (size_t i = 0; i < r.containers.size(); i++) {
-      Napi::Object c = Napi::Object::New(env);
-      c.Set("handle", Napi::Number::New(env, r.containers[i].handle));
-      c.Set("record", Napi::String::New(env, r.containers[i].record));
-      c.Set("policy", PolicyState(env, r.containers[i].policy));
-      containers.Set(static_cast<uint32_t>(i), c);
-    }
+    // The containers wait for takeRestoredContainers(): a successor takes them after its ack, so
+    // turning 1,000 of them into JS objects is not part of the pause.
+    restored_ = std::move(r.containers);
     Napi::Array problems = Napi::Array::New(env, r.problems.size());
     for (size_t i = 0; i < r.problems.size(); i++) problems.Set(static_cast<uint32_t>(i), Napi::String::New(env, r.problems[i]));
-    o.Set("containers", containers);
+    o.Set("containerCount", Napi::Number::New(env, static_cast<double>(restored_.size())));
     o.Set("listener", Napi::Boolean::New(env, r.listener));
     Napi::Array listener_paths = Napi::Array::New(env, r.listener_paths.size());
     for (size_t i = 0; i < r.listener_paths.size(); i++) listener_paths.Set(static_cast<uint32_t>(i), Napi::String::New(env, r.listener_paths[i]));
@@ -606,6 +602,21 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     o.Set("inFlightWithHelper", Napi::Number::New(env, static_cast<double>(r.in_flight_with_helper)));
     o.Set("problems", problems);
     return o;
+  }
+
+  // JS thread: what the last restore() took back, once (then an empty list).
+  Napi::Value JsTakeRestoredContainers(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Napi::Array containers = Napi::Array::New(env, restored_.size());
+    for (size_t i = 0; i < restored_.size(); i++) {
+      Napi::Object c = Napi::Object::New(env);
+      c.Set("handle", Napi::Number::New(env, restored_[i].handle));
+      c.Set("record", Napi::String::New(env, restored_[i].record));
+      c.Set("policy", PolicyState(env, restored_[i].policy));
+      containers.Set(static_cast<uint32_t>(i), c);
+    }
+    restored_.clear();
+    return containers;
   }
 
   Napi::Value JsListenHandoff(const Napi::CallbackInfo& info) {
@@ -686,6 +697,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
   napi_env env_ = nullptr;
   bool hook_ = false;
   std::unique_ptr<Engine> engine_;
+  std::vector<Engine::RestoreResult::Restored> restored_;  // JS thread: restore()'s, until taken
 };
 
 // JS thread: x86_64 syscall names by number (sparse array).

@@ -60,6 +60,7 @@ bool Engine::ListenChannel(const std::string& path, unsigned mode, std::string* 
 
 // JS thread.
 bool Engine::OpenSession(uint64_t session, const uint8_t token[16], std::string* error) {
+  session_opened_ = true;
   std::lock_guard<std::mutex> lock(mu_);
   if (sessions_.count(session) != 0) {
     *error = "session " + std::to_string(session) + " is already open";

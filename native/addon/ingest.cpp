@@ -80,7 +80,9 @@ bool Ingest::AddListener(int fd, std::string* error) {
   auto listener = std::make_unique<Listener>();
   listener->fd = fd;
   std::lock_guard<std::mutex> lock(mu_);
-  if (EpollControl(epoll_fd_, EPOLL_CTL_ADD, fd, listener.get(), EPOLLIN) != 0) {
+  // Added while not accepting (a restore until the successor has named what it took back): it
+  // waits in its backlog as the others do, until SetAccepting(true).
+  if (EpollControl(epoll_fd_, EPOLL_CTL_ADD, fd, listener.get(), accepting_.load() ? static_cast<uint32_t>(EPOLLIN) : 0u) != 0) {
     *error = "epoll_ctl(ADD) of listener fd " + std::to_string(fd) + ": " + ErrnoText(errno);
     return false;
   }

@@ -17,7 +17,7 @@ const ADDON = {
 const TEST_ADDON = { Emulator: true, emulatorTestSupport: true } satisfies Record<keyof EmulatorAddon, true>;
 
 const ENGINE = {
-  start: true, listen: true, listenFd: true, listenerPaths: true, adopt: true, restore: true, listenHandoff: true, setAccepting: true,
+  start: true, listen: true, listenFd: true, listenerPaths: true, adopt: true, restore: true, takeRestoredContainers: true, listenHandoff: true, setAccepting: true,
   setDetailedEvents: true, holdForControlPlane: true, handOff: true, reject: true, listenChannel: true,
   openSession: true, setActiveSession: true, closeSession: true, sessionPending: true, setDefaultAction: true,
   setDecisionTimeout: true, respond: true, extendDeadline: true, stats: true, targetWaits: true, stop: true, applyPolicy: true, nameContainer: true, policyOf: true, explainRule: true,
