@@ -177,9 +177,11 @@ export class DataPlane {
   adoptRestored(): void {
     if (!this.adoptionPending) return;
     this.adoptionPending = false;
-    for (const { handle, record, policy } of this.engine.takeRestoredContainers()) {
+    for (const { handle, record, recordError, policy } of this.engine.takeRestoredContainers()) {
+      if (recordError !== undefined) this.log.warn({ origin: this.origin, handle }, `restore: the record of container handle ${handle}: ${recordError}; it is served under the name unknown-${handle}`);
       const restored = decodeContainerRecord(record, handle);
       this.containers.add(handle, restored.state, restored.peer, restored.registeredAt);
+      // (One that left since start() is not named: its 'removed' event, read after this, drops it.)
       this.engine.nameContainer(handle, restored.state.containerId);
       if (policy) this.containers.setPolicy(handle, policy.version, policy.rules, policy.labels);
     }

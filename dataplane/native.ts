@@ -282,6 +282,8 @@ export interface NamedFd {
 export interface RestoredContainer {
   handle: ContainerHandle;
   record: string;
+  /** Why `record` is '' when it could not be read (absent: read, none was handed over, or the container has left). */
+  recordError?: string;
   policy: NativePolicyState | null;
 }
 
@@ -364,10 +366,10 @@ export interface NativeEngine {
   adopt(conn: number, fdIndex: number, record: string, containerId?: string): number;
   /**
    * After restore() and before any session is opened (start() may have run): the container id of
-   * a restored container (from its record). Throws (RangeError) for an unknown handle, or once a
-   * session was opened.
+   * a restored container (from its record). False when the engine has no such container (one that
+   * left since start()); throws (RangeError) once a session was opened.
    */
-  nameContainer(handle: number, containerId: string): void;
+  nameContainer(handle: number, containerId: string): boolean;
   /**
    * Before start(): takes what a predecessor left (fd store or handoff), keeping its handles.
    * `handoff`: from a live predecessor (keep everything in this process's fd store too); else from

@@ -278,20 +278,22 @@ uint32_t Engine::Adopt(uint32_t conn, uint32_t index, const std::string& record,
 }
 
 // JS thread, before any session (engine.hpp says why that is enough).
-bool Engine::NameContainer(uint32_t handle, const std::string& container_id) {
-  if (session_opened_ || stopped_) return false;
+Engine::Naming Engine::NameContainer(uint32_t handle, const std::string& container_id) {
+  if (session_opened_ || stopped_) return Naming::kRefused;
   std::lock_guard<std::mutex> lock(mu_);
   auto it = containers_.find(handle);
-  if (it == containers_.end()) return false;
+  if (it == containers_.end()) return Naming::kGone;
   it->second->container_id = container_id;
-  return true;
+  return Naming::kNamed;
 }
 
 // JS thread.
 uint32_t Engine::AddContainer(int fd, uint32_t handle, int record_fd, uint32_t journal_slot,
-                              const std::string& container_id, std::string* error) {
-  bool sync = NotifySetSyncWakeUp(fd);
-  if (sync || errno == EINVAL || errno == ENOTTY) sync_wake_up_.store(sync);
+                              const std::string& container_id, std::string* error, bool sync_wake_up_set) {
+  if (!sync_wake_up_set) {
+    const bool sync = NotifySetSyncWakeUp(fd);
+    if (sync || errno == EINVAL || errno == ENOTTY) sync_wake_up_.store(sync);
+  }
   auto container = std::make_unique<Container>();
   container->fd = fd;
   container->handle = handle;
@@ -329,6 +331,15 @@ uint32_t Engine::AddContainer(int fd, uint32_t handle, int record_fd, uint32_t j
   lock.unlock();
   if (inherited) KeepPolicy(handle, inherited->wire);
   return handle;
+}
+
+std::string Engine::RecordOf(uint32_t handle, std::string* error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = containers_.find(handle);
+  if (it == containers_.end() || it->second->record_fd < 0) return std::string();
+  std::string json;
+  if (!ReadRecordMemfd(it->second->record_fd, &json, error)) return std::string();
+  return json;
 }
 
 // JS thread or engine thread.

@@ -93,7 +93,6 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   struct RestoreResult {
     struct Restored {
       uint32_t handle;
-      std::string record;  // the JSON the predecessor's Adopt() was given ("" when its record was lost)
       std::shared_ptr<const PolicyInForce> policy;  // the policy it had in force, in force again (or null)
     };
     std::vector<Restored> containers;
@@ -158,10 +157,16 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
                  std::string* error, bool* range_error);
   // JS thread, after Restore and before any session is opened (the engine thread may run: a
   // successor acks its handoff before it names what it took back): the container id of a restored
-  // container (read from its record by JS). False when the handle is unknown, or once a session
-  // was opened: the engine thread reads an id without the lock only for a notification it forwards
-  // to a session; the others read it under mu_, as this writes it.
-  bool NameContainer(uint32_t handle, const std::string& container_id);
+  // container (read from its record by JS). kGone when the handle is unknown (the container may
+  // have left since the engine started), kRefused once a session was opened: the engine thread
+  // reads an id without the lock only for a notification it forwards to a session; the others read
+  // it under mu_, as this writes it.
+  enum class Naming { kNamed, kGone, kRefused };
+  Naming NameContainer(uint32_t handle, const std::string& container_id);
+  // JS thread: the record a restored container's predecessor wrote (the JSON its Adopt() was
+  // given); "" with *error when it cannot be read, "" alone when it has none or the container is
+  // gone. Read under mu_, under which the engine thread closes a removed container's record fd.
+  std::string RecordOf(uint32_t handle, std::string* error);
   // JS thread. A control plane's ContainerPolicy for `handle` (serialized): checked, and when good
   // in force from the next notification on, kept in the fd store as "p<handle>" (and in a
   // handoff). `init_pid`: the container's init as the runtime named it (kill-container rules of a
@@ -313,8 +318,9 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   void RemoveContainer(Container* container);  // engine thread
   Answer DefaultAction() const;
   // JS thread: a new container in the table and the epoll set (0 with *error: fd closed).
+  // `sync_wake_up_set`: the caller set SYNC_WAKE_UP on fd already (a restore, in its check).
   uint32_t AddContainer(int fd, uint32_t handle, int record_fd, uint32_t journal_slot, const std::string& container_id,
-                        std::string* error);
+                        std::string* error, bool sync_wake_up_set = false);
   // Keeps `fd` in the fd store under `name` (errors become 'error' events).
   void StoreFd(const std::string& name, int fd);
   void UnstoreFd(const std::string& name);

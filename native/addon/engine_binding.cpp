@@ -232,11 +232,12 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
       ThrowType(env, "nameContainer(handle, containerId): containerId must be a string");
       return env.Undefined();
     }
-    if (!engine_->NameContainer(handle, info[1].As<Napi::String>().Utf8Value())) {
-      ThrowRange(env, "nameContainer(handle, containerId): handle " + std::to_string(handle) +
-                          " is not a restored container, or a control plane session was opened already");
+    const Engine::Naming naming = engine_->NameContainer(handle, info[1].As<Napi::String>().Utf8Value());
+    if (naming == Engine::Naming::kRefused) {
+      ThrowRange(env, "nameContainer(handle, containerId): a control plane session was opened already (or the engine stopped)");
+      return env.Undefined();
     }
-    return env.Undefined();
+    return Napi::Boolean::New(env, naming == Engine::Naming::kNamed);
   }
 
   // JS thread. policyOf(handle) -> { version, rules, labels } | null: what answers it natively.
@@ -610,8 +611,10 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     Napi::Array containers = Napi::Array::New(env, restored_.size());
     for (size_t i = 0; i < restored_.size(); i++) {
       Napi::Object c = Napi::Object::New(env);
+      std::string error;
       c.Set("handle", Napi::Number::New(env, restored_[i].handle));
-      c.Set("record", Napi::String::New(env, restored_[i].record));
+      c.Set("record", Napi::String::New(env, engine_->RecordOf(restored_[i].handle, &error)));
+      if (!error.empty()) c.Set("recordError", Napi::String::New(env, error));
       c.Set("policy", PolicyState(env, restored_[i].policy));
       containers.Set(static_cast<uint32_t>(i), c);
     }

@@ -142,10 +142,15 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
         replay_book_stored_ = !store_again;
       }
     } else if ((handle = HandleOfName(f.name, 'n')) != 0 && notify_fds.count(handle) == 0) {
-      if (!IsSeccompNotifyFd(f.fd)) {
+      // The fds of our own predecessor: SYNC_WAKE_UP's ioctl, which only a notify fd takes, is the
+      // check too (one syscall per container inside the handoff's pause); a kernel without the
+      // flag refuses it, and the fd is then looked at.
+      const bool sync = NotifySetSyncWakeUp(f.fd);
+      if (!sync && !IsSeccompNotifyFd(f.fd)) {
         refuse(f, "not a seccomp notify fd");
       } else {
         notify_fds[handle] = f.fd;
+        sync_wake_up_.store(sync);
       }
     } else if ((handle = HandleOfName(f.name, 'r')) != 0 && record_fds.count(handle) == 0) {
       record_fds[handle] = f.fd;
@@ -169,23 +174,19 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
   std::vector<uint32_t> kept_slots;
   for (const auto& entry : notify_fds) {
     const uint32_t handle = entry.first;
-    RestoreResult::Restored restored{handle, std::string(), nullptr};
+    RestoreResult::Restored restored{handle, nullptr};
+    // Its record is read when JS takes it (RecordOf), after a successor's ack: only JS reads it.
     int record_fd = -1;
     auto record = record_fds.find(handle);
     if (record != record_fds.end()) {
       record_fd = record->second;
       record_fds.erase(record);
-      std::string error;
-      if (!ReadRecordMemfd(record_fd, &restored.record, &error)) {
-        result->problems.push_back("record of container handle " + std::to_string(handle) + ": " + error);
-        restored.record.clear();
-      }
     }
     auto known = slot_of.find(handle);
     uint32_t slot = known != slot_of.end() ? known->second : journal_->AddContainer(handle);
     std::string error;
     // Its container id comes from JS (NameContainer), which reads the record.
-    if (AddContainer(entry.second, handle, record_fd, slot, std::string(), &error) == 0) {
+    if (AddContainer(entry.second, handle, record_fd, slot, std::string(), &error, /*sync_wake_up_set=*/true) == 0) {
       result->problems.push_back("container handle " + std::to_string(handle) + ": " + error);
       continue;
     }

@@ -313,6 +313,7 @@ bool ReadRecordMemfd(int fd, std::string* json, std::string* error) {
     }
     if (n == 0) break;
     done += static_cast<size_t>(n);
+    if (done < json->size()) break;  // a short read of a memfd is its end: no second read for the 0
   }
   json->resize(done);
   return true;
