@@ -29,7 +29,7 @@ const USAGE = `usage: node dist/bench/run.js [--quick] [--json] [--runs N] [--se
   --json          print one JSON document instead of the tables
   --runs N        runs per row, medians quoted (env BENCH_RUNS, default 5)
   --seconds S     measured seconds per workload (env BENCH_SECONDS, default 2)
-  --containers N  live containers of the containers scenario (env BENCH_CONTAINERS, default 1000)
+  --containers N  live containers of the containers and handoff scenarios (env BENCH_CONTAINERS, default 1000)
   --only IDS      only these scenarios (${SCENARIOS.map((s) => s.id).join(', ')});
                   the reference each one is compared with runs too`;
 

@@ -12,7 +12,7 @@ export interface ScenarioParams {
   seconds: number;
   warmupMs: number;
   syscall: BenchSyscall;
-  /** Live idle containers beside the measured one (containers scenario). */
+  /** Live idle containers beside the measured one (containers and handoff scenarios). */
   containers: number;
   /** (c): decisions travel on the native decision channel (true) or over gRPC only (false). */
   channel: boolean;
