@@ -61,6 +61,17 @@ export const TARGETS: Target[] = [
     value: (row) => (row.besideP50Us !== undefined && row.aloneP50Us ? row.besideP50Us / row.aloneP50Us : undefined),
   },
   { scenario: 'containers', variant: '1 vs N containers', name: 'RSS@N', unit: ' MiB', limit: 120, atMost: true, value: (row) => row.rssNMiB },
+  // Issue 18: every path near the bare C floor, as ratios that must hold on a fast machine too.
+  { scenario: 'dataplane-default', variant: 'getppid, 1 thread', name: 'p50 vs (a), issue 18', unit: '×', limit: 1.05, atMost: true, value: ratio('p50Us') },
+  { scenario: 'fast-path', variant: '(d) getppid, 1 thread', name: 'p50 vs (a), issue 18', unit: '×', limit: 1.1, atMost: true, value: ratio('p50Us') },
+  { scenario: 'fast-path', variant: '(d) getppid, 8 threads', name: 'rate vs (a), issue 18', unit: '×', limit: 0.95, atMost: false, value: ratio('callsPerSec') },
+  { scenario: 'controlplane-when', variant: 'getppid, 1 thread', name: 'p50 vs (a), issue 18', unit: '×', limit: 4, atMost: true, value: ratio('p50Us') },
+  { scenario: 'fast-path', variant: '(e) MKDIR_TMPL mkdir, 1 thread', name: 'p50 vs bare C mkdir', unit: '×', limit: 5, atMost: true, value: ratio('p50Us') },
+  {
+    scenario: 'containers', variant: '1 vs N containers', name: 'p50@N vs p50@1, issue 18', unit: '×', limit: 1.1, atMost: true,
+    value: (row) => (row.besideP50Us !== undefined && row.aloneP50Us ? row.besideP50Us / row.aloneP50Us : undefined),
+  },
+  { scenario: 'containers', variant: '1 vs N containers', name: 'RSS@N, issue 18', unit: ' MiB', limit: 64, atMost: true, value: (row) => row.rssNMiB },
   // Issue 18: a data plane handoff with 1,000 containers pauses answers at most 20 ms.
   { scenario: 'handoff', variant: 'N containers', name: 'pause', unit: ' ms', limit: 20, atMost: true, value: (row) => row.pauseMs },
   // Issue 3: emulated mkdir round trip p50 <= 300 µs with the helper kept per mount namespace.
