@@ -608,6 +608,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
   // JS thread: what the last restore() took back, once (then an empty list).
   Napi::Value JsTakeRestoredContainers(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
+    if (!Usable(env)) return env.Undefined();
     Napi::Array containers = Napi::Array::New(env, restored_.size());
     for (size_t i = 0; i < restored_.size(); i++) {
       Napi::Object c = Napi::Object::New(env);
