@@ -76,6 +76,8 @@ export function renderReadmeNumbers(report: BenchReport): string {
   const many = row(report, 'containers', '1 vs N containers');
   const n = metric(many, 'containers', 'N');
   lines.push(`| ${n.toLocaleString('en-US')} live containers beside 1 | ${us(metric(many, 'besideP50Us', 'p50 beside N'))} | ${us(metric(many, 'aloneP50Us', 'p50 beside 1'))} (beside 1) | ${times(metric(many, 'besideP50Us', '') / metric(many, 'aloneP50Us', ''))} | data plane RSS ${metric(many, 'rssNMiB', 'RSS').toFixed(1)} MiB | |`);
+  const handoff = row(report, 'handoff', 'N containers');
+  lines.push(`| data plane handoff with ${metric(handoff, 'containers', 'N').toLocaleString('en-US')} live containers: nothing answered for | ${metric(handoff, 'pauseMs', 'pause').toFixed(1)} ms | | | a workload's longest call ${metric(handoff, 'workloadMaxMs', 'workload max').toFixed(1)} ms | |`);
   for (const variant of ['CRI StartContainer', 'podman run']) {
     const start = row(report, 'runtime-start', variant);
     lines.push(`| container start with the agent, ${variant} | ${metric(start, 'withAgentMs', 'with').toFixed(1)} ms | ${metric(start, 'withoutAgentMs', 'without').toFixed(1)} ms (without) | | ${signed(metric(start, 'overheadMs', 'overhead'), 'ms')} | |`);
