@@ -262,6 +262,9 @@ uint32_t Engine::Adopt(uint32_t conn, uint32_t index, const std::string& record,
                " is not a seccomp notify fd; reject the connection";
       return 0;
   }
+  // Ingest checked it is a notify fd: a refusal of the flag is a kernel without it (before 6.6).
+  const bool sync = NotifySetSyncWakeUp(fd);
+  if (sync || errno == EINVAL || errno == ENOTTY) sync_wake_up_.store(sync);
   // Without its record a successor would still serve the fd, only without knowing whose it is.
   int record_fd = -1;
   std::string record_error;
@@ -289,11 +292,7 @@ Engine::Naming Engine::NameContainer(uint32_t handle, const std::string& contain
 
 // JS thread.
 uint32_t Engine::AddContainer(int fd, uint32_t handle, int record_fd, uint32_t journal_slot,
-                              const std::string& container_id, std::string* error, bool sync_wake_up_set) {
-  if (!sync_wake_up_set) {
-    const bool sync = NotifySetSyncWakeUp(fd);
-    if (sync || errno == EINVAL || errno == ENOTTY) sync_wake_up_.store(sync);
-  }
+                              const std::string& container_id, std::string* error) {
   auto container = std::make_unique<Container>();
   container->fd = fd;
   container->handle = handle;

@@ -317,10 +317,10 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // engine.cpp
   void RemoveContainer(Container* container);  // engine thread
   Answer DefaultAction() const;
-  // JS thread: a new container in the table and the epoll set (0 with *error: fd closed).
-  // `sync_wake_up_set`: the caller set SYNC_WAKE_UP on fd already (a restore, in its check).
+  // JS thread: a new container in the table and the epoll set (0 with *error: fd closed). Its
+  // caller has set SYNC_WAKE_UP on fd (Adopt after ingest's check; Restore as its check).
   uint32_t AddContainer(int fd, uint32_t handle, int record_fd, uint32_t journal_slot, const std::string& container_id,
-                        std::string* error, bool sync_wake_up_set = false);
+                        std::string* error);
   // Keeps `fd` in the fd store under `name` (errors become 'error' events).
   void StoreFd(const std::string& name, int fd);
   void UnstoreFd(const std::string& name);

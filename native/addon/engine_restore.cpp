@@ -186,7 +186,7 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
     uint32_t slot = known != slot_of.end() ? known->second : journal_->AddContainer(handle);
     std::string error;
     // Its container id comes from JS (NameContainer), which reads the record.
-    if (AddContainer(entry.second, handle, record_fd, slot, std::string(), &error, /*sync_wake_up_set=*/true) == 0) {
+    if (AddContainer(entry.second, handle, record_fd, slot, std::string(), &error) == 0) {
       result->problems.push_back("container handle " + std::to_string(handle) + ": " + error);
       continue;
     }

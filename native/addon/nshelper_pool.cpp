@@ -553,6 +553,8 @@ void NsHelperPool::Pump(Helper* h) {
 void NsHelperPool::OnReadable(Helper* h) {
   if (h->sock < 0) return;
   Reclaim(h);
+  std::vector<std::pair<Pending, nshelper::Response>> answered;
+  bool broken = false;
   for (;;) {
     nshelper::Response r;
     ssize_t n = recv(h->sock, &r, sizeof(r), MSG_DONTWAIT);
@@ -565,17 +567,24 @@ void NsHelperPool::OnReadable(Helper* h) {
     }
     if (n != ssize_t(sizeof(r)) || r.magic != nshelper::kMagic || h->in_flight.empty() ||
         r.tag != h->in_flight.front().tag) {
-      FailAll(h, EPROTO);
-      Retire(h, true);
-      return;
+      broken = true;
+      break;
     }
-    Complete(h->in_flight.front(), r, 0);
+    answered.emplace_back(std::move(h->in_flight.front()), r);
     h->in_flight.pop_front();
     h->last_used_ns = MonotonicNs();
   }
-  Pump(h);
-  // A retired helper that has given its last answer gets EOF and exits.
-  if (h->retiring && h->in_flight.empty() && h->backlog.empty()) CloseFd(&h->sock);
+  if (broken) {
+    FailAll(h, EPROTO);
+    Retire(h, true);
+  } else {
+    Pump(h);  // publishes `h` again when its window has room
+    // A retired helper that has given its last answer gets EOF and exits.
+    if (h->retiring && h->in_flight.empty() && h->backlog.empty()) CloseFd(&h->sock);
+  }
+  // Their callers hear of these answers only now: a caller that makes its next request on hearing
+  // finds `h` ready for it (a serial workload's every request goes direct, never racing this thread).
+  for (auto& a : answered) Complete(a.first, a.second, 0);
 }
 
 void NsHelperPool::OnExit(Helper* h) {
