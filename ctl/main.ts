@@ -1,7 +1,7 @@
 // seccompctl: status, containers, watch and health of the data plane, for people (tables, a live
 // event view) and scripts (--json).
 import * as grpc from '@grpc/grpc-js';
-import { service as healthService } from 'grpc-health-check';
+import { HealthClient, healthCheckResponse_ServingStatusToJSON } from '../proto/gen/grpc/health/v1/health';
 import { createDataPlaneClient, getStatus, listContainers } from '../common/dataplane-client';
 import { AgentError } from '../common/errors';
 import { helpText, parseCommandLine } from '../common/options';
@@ -45,15 +45,14 @@ function unreachable(socket: string, err: unknown): AgentError {
 }
 
 async function health(socket: string, seconds: number): Promise<string> {
-  const Health = grpc.makeGenericClientConstructor(healthService, 'Health');
-  const client = new Health(`unix://${socket}`, grpc.credentials.createInsecure());
+  const client = new HealthClient(`unix://${socket}`, grpc.credentials.createInsecure());
   try {
     await waitReady(client, seconds);
-    const response = await new Promise<{ status: string }>((resolve, reject) =>
-      (client as unknown as { check: (req: object, opts: object, cb: (e: Error | null, r: { status: string }) => void) => void })
-        .check({ service: '' }, { deadline: deadline(seconds) }, (err, res) => (err ? reject(err) : resolve(res))));
-    if (response.status !== 'SERVING') throw new AgentError('ENOT_SERVING', `data plane at ${socket} is ${response.status}`);
-    return response.status;
+    const response = await new Promise<string>((resolve, reject) =>
+      client.check({ service: '' }, new grpc.Metadata(), { deadline: deadline(seconds) }, (err, res) =>
+        (err ? reject(err) : resolve(healthCheckResponse_ServingStatusToJSON(res.status)))));
+    if (response !== 'SERVING') throw new AgentError('ENOT_SERVING', `data plane at ${socket} is ${response}`);
+    return response;
   } finally {
     client.close();
   }

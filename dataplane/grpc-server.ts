@@ -7,9 +7,6 @@ import * as net from 'node:net';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { status } from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
-import { ReflectionService } from '@grpc/reflection';
-import { HealthImplementation } from 'grpc-health-check';
 import { AgentError } from '../common/errors';
 import type { Logger } from '../common/logger';
 import {
@@ -22,40 +19,13 @@ import {
 } from '../proto/gen/seccompagent/v1/dataplane';
 import { AttachSession } from './attach-session';
 import type { DataPlane } from './dataplane';
+import { HealthStatuses, type HealthState } from './grpc-health';
+import { fileDescriptorsOf, ReflectionIndex } from './grpc-reflection';
 
 export const DATAPLANE_SERVICE_NAME = 'seccompagent.v1.DataPlane';
 const PROTO_DIR = path.resolve(__dirname, '..', '..', 'proto');
 /** `buf build` output (npm run gen): the real file descriptors, imports and all. */
 const DESCRIPTOR_SETS = ['seccompagent.binpb', 'health.binpb'].map((name) => path.join(PROTO_DIR, 'gen', name));
-
-/**
- * The FileDescriptorProtos of a FileDescriptorSet (field 1, repeated, length-delimited).
- * proto-loader rebuilds descriptors per package and drops their imports, which leaves
- * reflection clients (grpcurl, buf curl) unable to resolve google.protobuf types; the set that
- * buf compiled has them right.
- */
-export function fileDescriptorsOf(set: Buffer): Buffer[] {
-  const files: Buffer[] = [];
-  let at = 0;
-  const varint = () => {
-    let value = 0;
-    let shift = 0;
-    for (;;) {
-      const byte = set[at++];
-      value += (byte & 0x7f) * 2 ** shift;
-      if (byte < 0x80) return value;
-      shift += 7;
-    }
-  };
-  while (at < set.length) {
-    const key = varint();
-    if (key !== 0x0a) throw new AgentError('EDESCRIPTOR_SET', `not a FileDescriptorSet: unexpected field key ${key}; run npm run gen`);
-    const length = varint();
-    files.push(set.subarray(at, at + length));
-    at += length;
-  }
-  return files;
-}
 
 /** True when something accepts connections on the socket path. */
 function socketIsLive(socketPath: string): Promise<boolean> {
@@ -115,7 +85,7 @@ export interface SocketSpec {
 
 export interface GrpcServerHandle {
   /** grpc.health.v1 of both sockets: a status set here is answered on each. */
-  health: { setStatus(service: string, status: 'SERVING' | 'NOT_SERVING'): void };
+  health: { setStatus(service: string, status: HealthState): void };
   /**
    * Binds the observer and the control socket (each claimed first; mode applied before anyone
    * can connect) and serves.
@@ -188,15 +158,12 @@ class RateLimitedLog {
 }
 
 /** One socket's server: the DataPlane service for its role, health and reflection. */
-function buildServer(dataplane: DataPlane, role: SocketRole, controlSocket: string, fileDescriptorProtos: Buffer[], refusals: RateLimitedLog) {
+function buildServer(dataplane: DataPlane, role: SocketRole, controlSocket: string, health: HealthStatuses, reflection: ReflectionIndex, refusals: RateLimitedLog) {
   const server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_RECEIVE[role] });
   server.addService(SERVED_SERVICE, implementation(dataplane, role, controlSocket, refusals));
-  const health = new HealthImplementation({ '': 'SERVING', [DATAPLANE_SERVICE_NAME]: 'SERVING' });
-  health.addToServer(server);
-  // ReflectionService reads only `fileDescriptorProtos` of each entry.
-  const descriptors = { all: { format: 'Protocol Buffer 3 DescriptorProto', type: {}, fileDescriptorProtos } };
-  new ReflectionService(descriptors as unknown as protoLoader.PackageDefinition).addToServer(server);
-  return { server, health };
+  health.addTo(server);
+  reflection.addTo(server);
+  return server;
 }
 
 async function bind(server: grpc.Server, spec: SocketSpec, what: string): Promise<void> {
@@ -219,16 +186,17 @@ async function bind(server: grpc.Server, spec: SocketSpec, what: string): Promis
  * go, so control planes reattach without waiting for this.
  */
 export function createGrpcServer(dataplane: DataPlane, log: Logger, controlSocket: string): GrpcServerHandle {
-  const fileDescriptorProtos = DESCRIPTOR_SETS.flatMap((file) => fileDescriptorsOf(fs.readFileSync(file)));
+  const reflection = new ReflectionIndex(DESCRIPTOR_SETS.flatMap((file) => fileDescriptorsOf(fs.readFileSync(file))));
+  const health = new HealthStatuses({ '': 'SERVING', [DATAPLANE_SERVICE_NAME]: 'SERVING' });
   const refusals = new RateLimitedLog(log, 5000);
-  const built = (['observer', 'control'] as const).map((role) => buildServer(dataplane, role, controlSocket, fileDescriptorProtos, refusals));
+  const built = (['observer', 'control'] as const).map((role) => buildServer(dataplane, role, controlSocket, health, reflection, refusals));
   const bound: string[] = [];
   return {
-    health: { setStatus: (service, state) => built.forEach((b) => b.health.setStatus(service, state)) },
+    health,
     async listen(observer, control) {
-      await bind(built[0].server, observer, 'gRPC observer socket');
+      await bind(built[0], observer, 'gRPC observer socket');
       bound.push(observer.path);
-      await bind(built[1].server, control, 'gRPC control socket');
+      await bind(built[1], control, 'gRPC control socket');
       bound.push(control.path);
       log.info(
         { socket: observer.path, mode: observer.mode.toString(8), controlSocket: control.path, controlMode: control.mode.toString(8), controlGroup: control.group ?? undefined },
@@ -236,7 +204,7 @@ export function createGrpcServer(dataplane: DataPlane, log: Logger, controlSocke
       );
     },
     close: () =>
-      Promise.all(built.map(({ server }) => new Promise<void>((resolve) => {
+      Promise.all(built.map((server) => new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
           server.forceShutdown();
           resolve();

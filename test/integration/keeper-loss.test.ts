@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import { test, type TestContext } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
-import { service as healthService } from 'grpc-health-check';
 import { listContainers } from '../../common/dataplane-client';
 import { FdStoreState } from '../../proto/gen/seccompagent/v1/dataplane';
+import { HealthClient, healthCheckResponse_ServingStatusToJSON } from '../../proto/gen/grpc/health/v1/health';
 import { keeperChild, startDataPlane, type RunningDataPlane } from '../support/dataplane';
 import * as path from 'node:path';
 import { BENCH_WORKLOAD, ROOT, SOAK_WORKLOAD } from '../support/paths';
@@ -79,13 +79,11 @@ function scratchWithCleanup(t: TestContext): string {
 
 /** grpc.health.v1 Check of `service` on the data plane's socket, one client for the whole test. */
 function healthClient(t: TestContext, socket: string): (service: string) => Promise<string> {
-  const Health = grpc.makeGenericClientConstructor(healthService, 'Health');
-  const client = new Health(`unix://${socket}`, grpc.credentials.createInsecure()) as unknown as grpc.Client & {
-    check: (req: object, opts: object, cb: (e: Error | null, r: { status: string }) => void) => void;
-  };
+  const client = new HealthClient(`unix://${socket}`, grpc.credentials.createInsecure());
   t.after(() => client.close());
   return (service) => new Promise<string>((resolve, reject) =>
-    client.check({ service }, { deadline: Date.now() + 2000 }, (err, res) => (err ? reject(err) : resolve(res.status))));
+    client.check({ service }, new grpc.Metadata(), { deadline: Date.now() + 2000 }, (err, res) =>
+      (err ? reject(err) : resolve(healthCheckResponse_ServingStatusToJSON(res.status)))));
 }
 
 async function metricsUrl(proc: Started): Promise<string> {

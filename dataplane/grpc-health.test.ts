@@ -1,0 +1,39 @@
+// grpc.health.v1 from one table of statuses, served by a real grpc-js server on a Unix socket.
+import assert from 'node:assert/strict';
+import * as path from 'node:path';
+import { test } from 'node:test';
+import * as grpc from '@grpc/grpc-js';
+import { HealthCheckResponse_ServingStatus as ServingStatus, HealthClient } from '../proto/gen/grpc/health/v1/health';
+import { scratchDir } from '../test/support/scratch';
+import { waitUntil } from '../test/support/wait';
+import { HealthStatuses } from './grpc-health';
+
+test('health: a Watch gets the status now and every change after, and leaves no subscription when cancelled', async (t) => {
+  const dir = scratchDir(t, 'health');
+  const statuses = new HealthStatuses({ '': 'SERVING' });
+  const server = new grpc.Server();
+  statuses.addTo(server);
+  const socket = `unix://${path.join(dir, 'health.sock')}`;
+  await new Promise<void>((resolve, reject) => server.bindAsync(socket, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+  t.after(() => server.forceShutdown());
+  const client = new HealthClient(socket, grpc.credentials.createInsecure());
+  t.after(() => client.close());
+
+  const seen: ServingStatus[] = [];
+  const watch = client.watch({ service: 'fd-store' });
+  watch.on('data', (res: { status: ServingStatus }) => seen.push(res.status));
+  watch.on('error', () => {});
+  await waitUntil(() => seen.length === 1, 5000, 'the first Watch message');
+  statuses.setStatus('fd-store', 'SERVING');
+  statuses.setStatus('fd-store', 'SERVING'); // no change: nothing sent
+  statuses.setStatus('other', 'NOT_SERVING'); // another service: nothing sent
+  statuses.setStatus('fd-store', 'NOT_SERVING');
+  await waitUntil(() => seen.length === 3, 5000, 'two changes');
+  assert.deepEqual(seen, [ServingStatus.SERVICE_UNKNOWN, ServingStatus.SERVING, ServingStatus.NOT_SERVING]);
+  assert.equal(statuses.watching, 1);
+  watch.cancel();
+  await waitUntil(() => statuses.watching === 0, 5000, 'the cancelled Watch to unsubscribe');
+  const checked = await new Promise<ServingStatus>((resolve, reject) =>
+    client.check({ service: 'fd-store' }, (err, res) => (err ? reject(err) : resolve(res.status))));
+  assert.equal(checked, ServingStatus.NOT_SERVING);
+});
