@@ -133,6 +133,7 @@
         "native/addon/rule_arguments.cpp",
         "native/addon/policy_wire.cpp",
         "native/addon/journal.cpp",
+        "native/addon/record_file.cpp",
         "native/addon/handoff_formats.cpp",
         "native/addon/notify_fd.cpp",
         "native/tools/nshelper_target.cpp",

@@ -66,6 +66,8 @@ bool Engine::Init(Napi::Env env, Napi::Function on_batch, std::string* error) {
   if (journal_ == nullptr) return false;
   replay_book_ = ReplayBookFile::Create(error);
   if (replay_book_ == nullptr) return false;
+  records_ = RecordFile::Create(error);
+  if (records_ == nullptr) return false;
   pending_.SetJournal(journal_.get());
   std::string store_error;
   notifier_ = fd_store::Notifier::FromEnvironment(&store_error);
@@ -98,6 +100,10 @@ bool Engine::Start(std::string* error) {
   if (!replay_book_stored_) {
     StoreFd("replays", replay_book_->fd());
     replay_book_stored_ = true;
+  }
+  if (!records_stored_) {
+    StoreFd(kRecordsName, records_->fd());
+    records_stored_ = true;
   }
   // The engine thread takes no signals: they belong to Node's main thread.
   sigset_t all, old;
@@ -172,7 +178,6 @@ void Engine::Stop() {
     close_requests_.clear();
     for (auto& entry : containers_) {
       close(entry.second->fd);
-      if (entry.second->record_fd >= 0) close(entry.second->record_fd);
       if (entry.second->policy_fd >= 0) close(entry.second->policy_fd);
     }
     containers_.clear();
@@ -189,6 +194,7 @@ void Engine::Stop() {
   pending_.SetJournal(nullptr);
   journal_.reset();
   replay_book_.reset();  // after the emulator: its helpers were given copies, its pool a pointer
+  records_.reset();
   notifier_.reset();
   if (wake_fd_ >= 0) close(wake_fd_);
   if (timer_fd_ >= 0) close(timer_fd_);
@@ -212,7 +218,7 @@ void Engine::RemoveContainer(Container* container) {
     std::lock_guard<std::mutex> lock(mu_);
     epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, container->fd, nullptr);
     close(container->fd);
-    if (container->record_fd >= 0) close(container->record_fd);
+    records_->Release(container->record);
     if (container->policy_fd >= 0) close(container->policy_fd);
     journal_->ReleaseContainer(container->journal_slot);
     journal_->ReleaseInFlight(container->receipt_slot);
@@ -228,7 +234,6 @@ void Engine::RemoveContainer(Container* container) {
   // Its helper exits once no other container uses it (emulations in flight still finish: stale).
   if (emulator != nullptr) emulator->Forget(handle);
   UnstoreFd(NotifyName(handle));
-  UnstoreFd(RecordName(handle));
   UnstoreFd(PolicyName(handle));
   Event event;
   event.type = EventType::kRemoved;
@@ -266,17 +271,15 @@ uint32_t Engine::Adopt(uint32_t conn, uint32_t index, const std::string& record,
   const bool sync = NotifySetSyncWakeUp(fd);
   if (sync || errno == EINVAL || errno == ENOTTY) sync_wake_up_.store(sync);
   // Without its record a successor would still serve the fd, only without knowing whose it is.
-  int record_fd = -1;
+  // Written before the notify fd is stored: a successor that finds the fd finds its record too.
+  const uint32_t handle = next_handle_++;
+  RecordFile::Place place;
   std::string record_error;
-  if (!WriteRecordMemfd(record, &record_fd, &record_error)) {
+  if (!records_->Append(handle, record, &place, &record_error)) {
     queue_->PushError(record_error + "; a successor will serve this container without its record");
   }
-  const uint32_t handle = next_handle_++;
-  uint32_t added = AddContainer(fd, handle, record_fd, journal_->AddContainer(handle), container_id, error);
-  if (added != 0) {
-    StoreFd(NotifyName(handle), fd);
-    if (record_fd >= 0) StoreFd(RecordName(handle), record_fd);
-  }
+  uint32_t added = AddContainer(fd, handle, place, journal_->AddContainer(handle), container_id, error);
+  if (added != 0) StoreFd(NotifyName(handle), fd);
   return added;
 }
 
@@ -291,12 +294,12 @@ Engine::Naming Engine::NameContainer(uint32_t handle, const std::string& contain
 }
 
 // JS thread.
-uint32_t Engine::AddContainer(int fd, uint32_t handle, int record_fd, uint32_t journal_slot,
+uint32_t Engine::AddContainer(int fd, uint32_t handle, const RecordFile::Place& record, uint32_t journal_slot,
                               const std::string& container_id, std::string* error) {
   auto container = std::make_unique<Container>();
   container->fd = fd;
   container->handle = handle;
-  container->record_fd = record_fd;
+  container->record = record;
   container->journal_slot = journal_slot;
   container->container_id = container_id;
   Container* raw = container.get();
@@ -323,7 +326,7 @@ uint32_t Engine::AddContainer(int fd, uint32_t handle, int record_fd, uint32_t j
     journal_->ReleaseContainer(journal_slot);
     containers_.erase(handle);
     close(fd);
-    if (record_fd >= 0) close(record_fd);
+    records_->Release(record);
     if (inherited) rules_.Forget(handle);
     return 0;
   }
@@ -335,9 +338,9 @@ uint32_t Engine::AddContainer(int fd, uint32_t handle, int record_fd, uint32_t j
 std::string Engine::RecordOf(uint32_t handle, std::string* error) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = containers_.find(handle);
-  if (it == containers_.end() || it->second->record_fd < 0) return std::string();
+  if (it == containers_.end() || it->second->record.offset < 0 || records_ == nullptr) return std::string();
   std::string json;
-  if (!ReadRecordMemfd(it->second->record_fd, &json, error)) return std::string();
+  if (!records_->Read(it->second->record, handle, &json, error)) return std::string();
   return json;
 }
 

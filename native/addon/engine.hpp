@@ -4,7 +4,7 @@
 // by that session) until a decision answers them: from the session's decision channel
 // (decision_channel.hpp, on this thread), or from respond() at once or through an emulation
 // (emulator.hpp, action_worker.hpp) whose result comes back as an event. See docs/decision-channel.md.
-// Everything a successor needs survives this process: each notify fd, its record and the listener
+// Everything a successor needs survives this process: each notify fd, the records and the listener
 // go to the fd store when there is one ($NOTIFY_SOCKET: systemd or seccomp-keeper), ids in flight
 // to the journal (journal.hpp); Restore() takes them back, HandOff() gives them to a successor.
 // Pure C++: JS sees it through engine_binding.cpp and the EventQueue.
@@ -47,6 +47,7 @@
 #include "ingest.hpp"
 #include "journal.hpp"
 #include "pending_table.hpp"
+#include "record_file.hpp"
 #include "predecessor_emulations.hpp"
 #include "replay_book_file.hpp"
 #include "rule_table.hpp"
@@ -238,7 +239,7 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   struct Container : EpollSource, PendingTarget {
     Container() : EpollSource(Kind::kContainer) {}
     uint32_t recv_failures = 0;  // engine thread: consecutive unexpected RECV errors
-    int record_fd = -1;          // its record's memfd (journal.hpp)
+    RecordFile::Place record;    // its runtime record in records_ (none: offset -1)
     uint32_t journal_slot = InFlightJournal::kNoSlot;
     // Engine thread: its receipt in the journal (InFlightJournal::ReserveReceipt), taken at its
     // first notification (a restore clears the journal's slots before the thread starts).
@@ -319,8 +320,8 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   Answer DefaultAction() const;
   // JS thread: a new container in the table and the epoll set (0 with *error: fd closed). Its
   // caller has set SYNC_WAKE_UP on fd (Adopt after ingest's check; Restore as its check).
-  uint32_t AddContainer(int fd, uint32_t handle, int record_fd, uint32_t journal_slot, const std::string& container_id,
-                        std::string* error);
+  uint32_t AddContainer(int fd, uint32_t handle, const RecordFile::Place& record, uint32_t journal_slot,
+                        const std::string& container_id, std::string* error);
   // Keeps `fd` in the fd store under `name` (errors become 'error' events).
   void StoreFd(const std::string& name, int fd);
   void UnstoreFd(const std::string& name);
@@ -394,6 +395,8 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // Init or taken back from a predecessor, kept in the fd store as "replays".
   std::unique_ptr<ReplayBookFile> replay_book_;
   bool replay_book_stored_ = false;  // JS thread
+  std::unique_ptr<RecordFile> records_;  // every container's record, one fd for all (record_file.hpp)
+  bool records_stored_ = false;          // JS thread
   std::unique_ptr<fd_store::Notifier> notifier_;  // null: no fd store
   bool journal_stored_ = false;                   // JS thread
   bool handed_over_ = false;                      // JS thread

@@ -91,20 +91,32 @@ bool Engine::HandOff(int conn, int timeout_ms, std::string* summary, uint64_t* p
     handoff::SendRefusal(conn, *error);
     return false;
   }
-  if (!handoff::ReadHello(conn, timeout_ms, error)) return false;
+  handoff::FormatVersions reads;
+  if (!handoff::ReadHello(conn, timeout_ms, &reads, error)) return false;
+  const bool records_file = reads.ReadsRecordsFile();
   // From here until the successor acks, nobody answers: this is the pause a workload sees.
   const uint64_t parked_at = MonotonicNs();
   Park();
   std::vector<handoff::NamedFd> fds;
+  // A successor that does not read the records file (0.1.0) gets a memfd per container, made here
+  // and closed once sent (its copies are the successor's).
+  std::vector<Fd> record_memfds;
   size_t pending = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (int fd : ingest_->ListenerFds()) fds.push_back(handoff::NamedFd{fd, "listener"});
     fds.push_back(handoff::NamedFd{journal_->fd(), "journal"});
     fds.push_back(handoff::NamedFd{replay_book_->fd(), "replays"});
+    if (records_file) fds.push_back(handoff::NamedFd{records_->fd(), kRecordsName});
     for (const auto& entry : containers_) {
       fds.push_back(handoff::NamedFd{entry.second->fd, NotifyName(entry.first)});
-      if (entry.second->record_fd >= 0) fds.push_back(handoff::NamedFd{entry.second->record_fd, RecordName(entry.first)});
+      std::string json, record_error;
+      int memfd = -1;
+      if (!records_file && records_->Read(entry.second->record, entry.first, &json, &record_error) &&
+          WriteRecordMemfd(json, &memfd, &record_error)) {
+        record_memfds.emplace_back(memfd);
+        fds.push_back(handoff::NamedFd{memfd, RecordName(entry.first)});
+      }
       if (entry.second->policy_fd >= 0) fds.push_back(handoff::NamedFd{entry.second->policy_fd, PolicyName(entry.first)});
     }
     pending = pending_.size();
@@ -117,9 +129,12 @@ bool Engine::HandOff(int conn, int timeout_ms, std::string* summary, uint64_t* p
   }
   *paused_ns = MonotonicNs() - parked_at;
   journal_->Detach();
+  records_->Detach();
   handed_over_ = true;
   handoff_conn_ = owned.Release();
-  for (const handoff::NamedFd& f : fds) UnstoreFd(f.name);
+  for (const handoff::NamedFd& f : fds) {
+    if (HandleOfName(f.name, 'r') == 0) UnstoreFd(f.name);  // a record memfd made for the handoff was never stored
+  }
   return true;
 }
 

@@ -1,5 +1,5 @@
-// The names the engine gives what it keeps in the fd store ("n<handle>" notify fds, "r<handle>"
-// records), and the errno text of its messages. Pure, header-only (test/cmd/native-tests).
+// The names the engine gives what it keeps in the fd store ("n<handle>" notify fds, "records",
+// "p<handle>" policies), and the errno text of its messages. Pure, header-only (test/cmd/native-tests).
 #pragma once
 #include <string.h>
 
@@ -9,7 +9,11 @@
 namespace seccomp_agent {
 
 inline std::string NotifyName(uint32_t handle) { return "n" + std::to_string(handle); }
+// One memfd per container's record: what 0.1.0 keeps and reads, and what a successor
+// that does not read kRecordsName is handed.
 inline std::string RecordName(uint32_t handle) { return "r" + std::to_string(handle); }
+// Every container's record in one memfd (record_file.hpp).
+constexpr const char* kRecordsName = "records";
 // The serialized ContainerPolicy in force (rule_table.hpp), so a successor answers from it too.
 inline std::string PolicyName(uint32_t handle) { return "p" + std::to_string(handle); }
 

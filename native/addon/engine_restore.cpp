@@ -1,6 +1,6 @@
 // Restore: what a predecessor left (after a crash or restart, from the fd store; after a handoff,
 // from the predecessor itself) taken back by fd-store name: the listener, the journal, each
-// container's notify fd and record. The journal is replayed: the ids the predecessor received and
+// container's notify fd, and the records (one file, or 0.1.0's memfd per container). The journal is replayed: the ids the predecessor received and
 // never answered are answered from the container's rules, else with the default (or held for the
 // next control plane), and after a crash the ids it received but died before journaling are found
 // and answered too.
@@ -94,7 +94,8 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
   }
   std::unique_ptr<InFlightJournal> journal;
   std::map<uint32_t, int> notify_fds;
-  std::map<uint32_t, int> record_fds;
+  std::map<uint32_t, int> record_fds;  // 0.1.0's: one memfd per container
+  std::unique_ptr<RecordFile> records;
   std::map<uint32_t, int> policy_fds;
   std::vector<int> listener_fds;
   std::set<std::pair<dev_t, ino_t>> listener_inodes;
@@ -141,6 +142,14 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
         replay_book_ = std::move(book);
         replay_book_stored_ = !store_again;
       }
+    } else if (f.name == kRecordsName) {
+      std::string error;
+      if (records != nullptr) {
+        refuse(f, "a second records file");
+        continue;
+      }
+      records = RecordFile::Open(f.fd, &error);  // takes the fd
+      if (records == nullptr) result->problems.push_back(error + "; its containers are served without their records");
     } else if ((handle = HandleOfName(f.name, 'n')) != 0 && notify_fds.count(handle) == 0) {
       // The fds of our own predecessor: SYNC_WAKE_UP's ioctl, which only a notify fd takes, is the
       // check too (one syscall per container inside the handoff's pause); a kernel without the
@@ -171,22 +180,45 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
   const auto marks = journal_->ContainerMarks();
   std::unordered_map<uint32_t, uint32_t> slot_of;  // handle -> its slot in the predecessor's journal
   for (const auto& mark : marks) slot_of.emplace(mark.second.handle, mark.first);
+  if (records != nullptr) {
+    records_ = std::move(records);
+    records_stored_ = !store_again;
+  }
+  std::map<uint32_t, RecordFile::Place> record_places = records_->Scan();
+  // 0.1.0's records move into the file: stored before their memfds leave the store, so a crash in
+  // between loses none.
+  if (!record_fds.empty() && !store_again && !records_stored_) {
+    StoreFd(kRecordsName, records_->fd());
+    records_stored_ = true;
+  }
+  for (const auto& legacy : record_fds) {
+    std::string json, error;
+    RecordFile::Place place;
+    if (notify_fds.count(legacy.first) != 0 && ReadRecordMemfd(legacy.second, &json, &error) &&
+        records_->Append(legacy.first, json, &place, &error)) {
+      record_places[legacy.first] = place;
+    } else if (!error.empty()) {
+      result->problems.push_back("record of container handle " + std::to_string(legacy.first) + ": " + error);
+    }
+    close(legacy.second);
+    if (!store_again) UnstoreFd(RecordName(legacy.first));
+  }
   std::vector<uint32_t> kept_slots;
   for (const auto& entry : notify_fds) {
     const uint32_t handle = entry.first;
     RestoreResult::Restored restored{handle, nullptr};
     // Its record is read when JS takes it (RecordOf), after a successor's ack: only JS reads it.
-    int record_fd = -1;
-    auto record = record_fds.find(handle);
-    if (record != record_fds.end()) {
-      record_fd = record->second;
-      record_fds.erase(record);
+    RecordFile::Place record;
+    auto found = record_places.find(handle);
+    if (found != record_places.end()) {
+      record = found->second;
+      record_places.erase(found);
     }
     auto known = slot_of.find(handle);
     uint32_t slot = known != slot_of.end() ? known->second : journal_->AddContainer(handle);
     std::string error;
     // Its container id comes from JS (NameContainer), which reads the record.
-    if (AddContainer(entry.second, handle, record_fd, slot, std::string(), &error) == 0) {
+    if (AddContainer(entry.second, handle, record, slot, std::string(), &error) == 0) {
       result->problems.push_back("container handle " + std::to_string(handle) + ": " + error);
       continue;
     }
@@ -220,15 +252,10 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
       }
     }
     result->containers.push_back(std::move(restored));
-    if (store_again) {
-      StoreFd(NotifyName(handle), entry.second);
-      if (record_fd >= 0) StoreFd(RecordName(handle), record_fd);
-    }
+    if (store_again) StoreFd(NotifyName(handle), entry.second);
   }
-  for (const auto& orphan : record_fds) {
-    close(orphan.second);
-    if (!store_again) UnstoreFd(RecordName(orphan.first));
-  }
+  // Records of containers that left before the predecessor could drop them.
+  for (const auto& orphan : record_places) records_->Release(orphan.second);
   for (const auto& orphan : policy_fds) {
     close(orphan.second);
     if (!store_again) UnstoreFd(PolicyName(orphan.first));

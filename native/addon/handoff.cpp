@@ -140,12 +140,11 @@ int Listen(const std::string& path, unsigned mode, std::string* error) {
   return ListenUnixSocket(path, mode, "handoff socket", error, SOCK_SEQPACKET);
 }
 
-bool ReadHello(int conn, int timeout_ms, std::string* error) {
+bool ReadHello(int conn, int timeout_ms, FormatVersions* reads, std::string* error) {
   std::string text;
   if (!ExpectFrame(conn, kHello, timeout_ms, "hello from the successor", error, &text)) return false;
-  FormatVersions reads;
-  if (!ParseHelloReads(text, &reads, error)) return false;
-  const std::string why = FormatMismatch(reads, kVersion, InFlightJournal::kFormatVersion);
+  if (!ParseHelloReads(text, reads, error)) return false;
+  const std::string why = FormatMismatch(*reads, kVersion, InFlightJournal::kFormatVersion);
   if (!why.empty()) {
     *error = "the successor cannot read what this data plane hands over (" + why +
              "): refused before pausing anything; roll out a release that reads these formats, or node by node "
@@ -218,7 +217,7 @@ int Connect(const std::string& path, std::string* error) {
 }
 
 bool SendHello(int conn, std::string* error) {
-  const FormatVersions reads{{kVersion}, {InFlightJournal::kFormatVersion}};
+  const FormatVersions reads{{kVersion}, {InFlightJournal::kFormatVersion}, {kRecordsVersion}};
   return SendFrame(conn, kHello, HelloText(getpid(), reads), nullptr, 0, error);
 }
 

@@ -1,13 +1,15 @@
 // The wire of a planned data plane handoff (seccomp-dataplane --takeover): a SOCK_SEQPACKET Unix
 // socket beside the gRPC socket, only for the same user. The successor says hello; the serving data
 // plane stops receiving and sends every fd a successor needs under its fd-store name (listener,
-// journal, n<handle> notify fd, r<handle> record) in frames of at most kMaxFdsPerFrame, then an
+// journal, records, n<handle> notify fd, p<handle> policy) in frames of at most kMaxFdsPerFrame, then an
 // end frame with a JSON summary; the successor adopts them, starts answering and acks; the old one
 // then exits (the successor sees EOF). See docs/operators.md.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "handoff_formats.hpp"
 
 namespace seccomp_agent {
 namespace handoff {
@@ -24,8 +26,8 @@ constexpr size_t kMaxFdsPerFrame = 64;
 int Listen(const std::string& path, unsigned mode, std::string* error);
 // Serving side: the successor's hello within timeout_ms. False with *error, also when the
 // successor does not read this data plane's frame and journal versions (handoff_formats.hpp): it
-// is told why (a refusal frame) before anything is paused.
-bool ReadHello(int conn, int timeout_ms, std::string* error);
+// is told why (a refusal frame) before anything is paused. *reads: what it reads.
+bool ReadHello(int conn, int timeout_ms, FormatVersions* reads, std::string* error);
 // Serving side. False with *error (the successor went away, or a send failed).
 bool SendEntries(int conn, const std::vector<NamedFd>& entries, const std::string& summary, std::string* error);
 // Serving side: the successor's ack within timeout_ms (it answers from now on). False with *error.

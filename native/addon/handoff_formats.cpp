@@ -43,7 +43,7 @@ bool ReadList(const std::string& text, const std::string& key, std::vector<uint3
 
 std::string HelloText(int pid, const FormatVersions& reads) {
   return "{\"pid\":" + std::to_string(pid) + ",\"reads\":{\"frames\":" + List(reads.frames) + ",\"journal\":" +
-         List(reads.journals) + "}}";
+         List(reads.journals) + (reads.records.empty() ? "" : ",\"records\":" + List(reads.records)) + "}}";
 }
 
 bool ParseHelloReads(const std::string& text, FormatVersions* reads, std::string* error) {
@@ -59,6 +59,12 @@ bool ParseHelloReads(const std::string& text, FormatVersions* reads, std::string
   }
   if (!ReadList(text, "frames", &reads->frames) || !ReadList(text, "journal", &reads->journals)) {
     *error = "the successor's hello names what it reads in a shape this data plane does not know: " + text.substr(0, 200);
+    return false;
+  }
+  // Since 0.2.0; absent (0.1.0): one memfd per container record.
+  reads->records.clear();
+  if (text.find("\"records\":") != std::string::npos && !ReadList(text, "records", &reads->records)) {
+    *error = "the successor's hello names the records it reads in a shape this data plane does not know: " + text.substr(0, 200);
     return false;
   }
   return true;

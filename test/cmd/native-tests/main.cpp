@@ -40,6 +40,7 @@
 #include "event_layout.hpp"
 #include "handoff_formats.hpp"
 #include "journal.hpp"
+#include "record_file.hpp"
 #include "namespace_link.h"
 #include "json_boundary.hpp"
 #include "notify_fd.hpp"
@@ -1106,6 +1107,73 @@ void RecordCases() {
   });
 }
 
+void RecordFileCases() {
+  Case("record file: records of any size up to 1 MiB read back by handle; another handle's place, or a released one, reads as none", [] {
+    std::string error;
+    std::unique_ptr<RecordFile> file = RecordFile::Create(&error);
+    EXPECT(file != nullptr);
+    std::map<uint32_t, RecordFile::Place> places;
+    std::map<uint32_t, std::string> written;
+    uint32_t handle = 1;
+    for (const size_t size : {size_t(0), size_t(300), size_t(4096 - 16), size_t(4096), size_t(10000), size_t(1024 * 1024)}) {
+      std::string json(size, 'x');
+      for (size_t i = 0; i < size; i++) json[i] = char('a' + (i + handle) % 26);
+      EXPECT(file->Append(handle, json, &places[handle], &error));
+      EXPECT(places[handle].offset % int64_t(RecordFile::kAlign) == 0);
+      written[handle++] = json;
+    }
+    for (const auto& w : written) {
+      std::string read;
+      EXPECT(file->Read(places[w.first], w.first, &read, &error));
+      EXPECT(read == w.second);
+    }
+    std::string read;
+    EXPECT(!file->Read(places[2], 3, &read, &error));  // handle 2's region is not handle 3's
+    EXPECT(error.find("no record of container handle 3") != std::string::npos);
+    RecordFile::Place none;
+    EXPECT(!file->Read(none, 1, &read, &error));
+    EXPECT(!file->Append(99, std::string(1024 * 1024 + 1, 'y'), &none, &error));
+    EXPECT(error.find("over 1 MiB") != std::string::npos);
+    file->Release(places[2]);
+    EXPECT(!file->Read(places[2], 2, &read, &error));
+  });
+  Case("record file: a successor's scan finds every live record and none released, and appends after the last", [] {
+    std::string error;
+    std::unique_ptr<RecordFile> file = RecordFile::Create(&error);
+    EXPECT(file != nullptr);
+    std::map<uint32_t, RecordFile::Place> places;
+    for (uint32_t handle = 1; handle <= 2000; handle++) {
+      const std::string json = "{\"v\":1,\"id\":\"c" + std::to_string(handle) + "\"," + std::string(handle % 7 == 0 ? 5000 : 200, ' ') + "}";
+      EXPECT(file->Append(handle, json, &places[handle], &error));
+    }
+    for (uint32_t handle = 1; handle <= 2000; handle += 3) file->Release(places[handle]);
+    const int copy = dup(file->fd());
+    std::unique_ptr<RecordFile> successor = RecordFile::Open(copy, &error);
+    EXPECT(successor != nullptr);
+    const std::map<uint32_t, RecordFile::Place> found = successor->Scan();
+    size_t live = 0;
+    for (uint32_t handle = 1; handle <= 2000; handle++) {
+      const bool released = (handle - 1) % 3 == 0;
+      if (!released) live++;
+      auto it = found.find(handle);
+      EXPECT(released ? it == found.end() : it != found.end());
+      if (it == found.end()) continue;
+      EXPECT(it->second.offset == places[handle].offset && it->second.bytes == places[handle].bytes);
+      std::string read;
+      EXPECT(successor->Read(it->second, handle, &read, &error));
+      EXPECT(read.find("\"c" + std::to_string(handle) + "\"") != std::string::npos);
+    }
+    EXPECT(found.size() == live);
+    RecordFile::Place next;
+    EXPECT(successor->Append(5000, "{}", &next, &error));
+    EXPECT(next.offset >= places[2000].offset + int64_t(places[2000].bytes));
+    // Released regions hold no memory: only the live records' pages are allocated.
+    struct stat st;
+    EXPECT(fstat(successor->fd(), &st) == 0);
+    EXPECT(st.st_blocks * 512 < st.st_size * 3 / 4);
+  });
+}
+
 void NotifyFdCases() {
   Case("notify fd: a seccomp listener is one, before and while a notification waits; an eventfd, a pipe, /dev/null and a closed fd are not", [] {
     Target target;
@@ -1134,13 +1202,14 @@ void NotifyFdCases() {
 void HandoffFormatCases() {
   using handoff::FormatVersions;
   Case("handoff hello: this release's hello names what it reads, and reads back to the same versions", [] {
-    const FormatVersions mine{{handoff::kFrameVersion}, {InFlightJournal::kFormatVersion}};
+    const FormatVersions mine{{handoff::kFrameVersion}, {InFlightJournal::kFormatVersion}, {handoff::kRecordsVersion}};
     const std::string hello = handoff::HelloText(42, mine);
-    EXPECT(hello == "{\"pid\":42,\"reads\":{\"frames\":[1],\"journal\":[2]}}");
+    EXPECT(hello == "{\"pid\":42,\"reads\":{\"frames\":[1],\"journal\":[2],\"records\":[1]}}");
     FormatVersions read;
     std::string error;
     EXPECT(handoff::ParseHelloReads(hello, &read, &error));
-    EXPECT(read.frames == mine.frames && read.journals == mine.journals);
+    EXPECT(read.frames == mine.frames && read.journals == mine.journals && read.records == mine.records);
+    EXPECT(read.ReadsRecordsFile());
     EXPECT(handoff::FormatMismatch(read, handoff::kFrameVersion, InFlightJournal::kFormatVersion).empty());
   });
   Case("handoff hello: a release before 0.2.0 sends only its pid and reads frames 1 and journal 2 (taken over, not refused)", [] {
@@ -1148,6 +1217,7 @@ void HandoffFormatCases() {
     std::string error;
     EXPECT(handoff::ParseHelloReads("{\"pid\":4711}", &read, &error));
     EXPECT(read.frames == std::vector<uint32_t>{1} && read.journals == std::vector<uint32_t>{2});
+    EXPECT(!read.ReadsRecordsFile());  // it is handed a memfd per container record
     EXPECT(handoff::FormatMismatch(read, 1, 2).empty());
     // A later release that writes journal 3 must refuse it.
     EXPECT(handoff::FormatMismatch(read, 1, 3) == "it reads in-flight journal version(s) [2], this data plane writes 3");
@@ -1160,6 +1230,9 @@ void HandoffFormatCases() {
            "it reads handoff frame version(s) [2], this data plane writes 1, and reads in-flight journal version(s) [3,4], this data plane writes 2");
     EXPECT(handoff::ParseHelloReads("{\"pid\":7,\"reads\":{\"frames\":[1,2],\"journal\":[2,3]}}", &read, &error));
     EXPECT(handoff::FormatMismatch(read, 1, 2).empty() && handoff::FormatMismatch(read, 2, 3).empty());
+    EXPECT(!read.ReadsRecordsFile());  // reads no records file: gets memfds
+    EXPECT(handoff::ParseHelloReads("{\"pid\":7,\"reads\":{\"frames\":[1],\"journal\":[2],\"records\":[2]}}", &read, &error));
+    EXPECT(!read.ReadsRecordsFile());  // another records version only: memfds too
   });
   Case("handoff hello: a hello that is not one, or names its versions in an unknown shape, is an error (never taken as legacy)", [] {
     FormatVersions read;
@@ -1169,6 +1242,7 @@ void HandoffFormatCases() {
     EXPECT(!handoff::ParseHelloReads("{\"pid\":7,\"reads\":{\"journal\":[2]}}", &read, &error));
     EXPECT(!handoff::ParseHelloReads("{\"pid\":7,\"reads\":{\"frames\":[1],\"journal\":[\"2\"]}}", &read, &error));
     EXPECT(!handoff::ParseHelloReads("{\"pid\":7,\"reads\":{\"frames\":[1],\"journal\":[2}}", &read, &error));
+    EXPECT(!handoff::ParseHelloReads("{\"pid\":7,\"reads\":{\"frames\":[1],\"journal\":[2],\"records\":[x]}}", &read, &error));
     EXPECT(error.find("shape") != std::string::npos);
   });
 }
@@ -1334,6 +1408,7 @@ int main(int argc, char** argv) {
   AnswerCases();
   NotifyFdCases();
   RecordCases();
+  RecordFileCases();
   HandoffFormatCases();
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;
