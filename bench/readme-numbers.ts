@@ -75,7 +75,12 @@ export function renderReadmeNumbers(report: BenchReport): string {
   }
   const many = row(report, 'containers', '1 vs N containers');
   const n = metric(many, 'containers', 'N');
-  lines.push(`| ${n.toLocaleString('en-US')} live containers beside 1 | ${us(metric(many, 'besideP50Us', 'p50 beside N'))} | ${us(metric(many, 'aloneP50Us', 'p50 beside 1'))} (beside 1) | ${times(metric(many, 'besideP50Us', '') / metric(many, 'aloneP50Us', ''))} | data plane RSS ${metric(many, 'rssNMiB', 'RSS').toFixed(1)} MiB | |`);
+  // M (latency) and N (RSS) since the scenario grew to 10,000; a report before that has N only.
+  const m = many.median.scale ?? n;
+  const rss = many.median.rssMMiB === undefined
+    ? `data plane RSS ${metric(many, 'rssNMiB', 'RSS').toFixed(1)} MiB`
+    : `data plane RSS ${metric(many, 'rssNMiB', 'RSS').toFixed(1)} MiB at ${n.toLocaleString('en-US')}, ${many.median.rssMMiB.toFixed(1)} MiB at ${m.toLocaleString('en-US')}`;
+  lines.push(`| ${m.toLocaleString('en-US')} live containers beside 1 | ${us(metric(many, 'besideP50Us', 'p50 beside M'))} | ${us(metric(many, 'aloneP50Us', 'p50 beside 1'))} (beside 1) | ${times(many.median.besideVsAlone ?? metric(many, 'besideP50Us', '') / metric(many, 'aloneP50Us', ''))} | ${rss} | |`);
   const handoff = row(report, 'handoff', 'N containers');
   lines.push(`| data plane handoff with ${metric(handoff, 'containers', 'N').toLocaleString('en-US')} live containers: nothing answered for | ${metric(handoff, 'pauseMs', 'pause').toFixed(1)} ms | | | a workload's longest call ${metric(handoff, 'workloadMaxMs', 'workload max').toFixed(1)} ms | |`);
   for (const variant of ['CRI StartContainer', 'podman run']) {

@@ -2,7 +2,7 @@
 // process in its own process group, rounds interleaved so that the reference and the data plane
 // share the machine's noise; prints the machine, one table of medians per scenario with ratios
 // to the reference of the same run, and the targets.
-//   node dist/bench/run.js [--quick] [--json] [--runs N] [--seconds S] [--only id,id] [--containers N]
+//   node dist/bench/run.js [--quick] [--json] [--runs N] [--seconds S] [--only id,id] [--containers N] [--scale M]
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -21,15 +21,17 @@ interface RunOptions {
   seconds: number;
   warmupMs: number;
   containers: number;
+  scale: number;
   only: string[];
 }
 
-const USAGE = `usage: node dist/bench/run.js [--quick] [--json] [--runs N] [--seconds S] [--only ID,ID] [--containers N]
+const USAGE = `usage: node dist/bench/run.js [--quick] [--json] [--runs N] [--seconds S] [--only ID,ID] [--containers N] [--scale M]
   --quick         1 run, short durations: a smoke check of every scenario, not a measurement
   --json          print one JSON document instead of the tables
   --runs N        runs per row, medians quoted (env BENCH_RUNS, default 5)
   --seconds S     measured seconds per workload (env BENCH_SECONDS, default 2)
-  --containers N  live containers of the containers and handoff scenarios (env BENCH_CONTAINERS, default 1000)
+  --containers N  live containers of the handoff scenario, and where the containers scenario reads RSS (env BENCH_CONTAINERS, default 1000)
+  --scale M       the containers scenario's most live containers, its latency beside them (env BENCH_SCALE, default 10000; --quick: N)
   --only IDS      only these scenarios (${SCENARIOS.map((s) => s.id).join(', ')});
                   the reference each one is compared with runs too`;
 
@@ -50,6 +52,7 @@ function parseOptions(argv: string[]): RunOptions {
     seconds: env.BENCH_SECONDS ? positiveNumber(env.BENCH_SECONDS, 'BENCH_SECONDS') : 2,
     warmupMs: 300,
     containers: env.BENCH_CONTAINERS ? positiveNumber(env.BENCH_CONTAINERS, 'BENCH_CONTAINERS') : 1000,
+    scale: env.BENCH_SCALE ? positiveNumber(env.BENCH_SCALE, 'BENCH_SCALE') : 0,
   };
   let runsGiven = false;
   let secondsGiven = false;
@@ -60,6 +63,7 @@ function parseOptions(argv: string[]): RunOptions {
     else if (arg === '--runs') { options.runs = positiveNumber(argv[++i], '--runs'); runsGiven = true; }
     else if (arg === '--seconds') { options.seconds = positiveNumber(argv[++i], '--seconds'); secondsGiven = true; }
     else if (arg === '--containers') options.containers = positiveNumber(argv[++i], '--containers');
+    else if (arg === '--scale') options.scale = positiveNumber(argv[++i], '--scale');
     else if (arg === '--only') options.only = (argv[++i] ?? '').split(',').filter(Boolean);
     else if (arg === '--help' || arg === '-h') { process.stdout.write(`${USAGE}\n`); process.exit(0); }
     else { process.stderr.write(`bench: unknown argument "${arg}"\n${USAGE}\n`); process.exit(2); }
@@ -71,6 +75,8 @@ function parseOptions(argv: string[]): RunOptions {
   }
   options.runs = Math.floor(options.runs);
   options.containers = Math.floor(options.containers);
+  // 0: not given. Never below N: RSS is read on the way up.
+  options.scale = Math.max(options.containers, Math.floor(options.scale || (options.quick ? options.containers : 10_000)));
   for (const id of options.only) {
     if (!SCENARIOS.some((s) => s.id === id)) {
       process.stderr.write(`bench: no scenario "${id}"; known: ${SCENARIOS.map((s) => s.id).join(', ')}\n`);
@@ -175,7 +181,7 @@ async function main(): Promise<void> {
     for (const variant of scenario.variants) {
       const params: ScenarioParams = {
         threads: 1, syscall: 'getppid', channel: true, ...variant.params,
-        seconds: options.seconds, warmupMs: options.warmupMs, containers: options.containers,
+        seconds: options.seconds, warmupMs: options.warmupMs, containers: options.containers, scale: options.scale,
       };
       rows.set(key(scenario.id, variant.label), { variant: variant.label, params, runs: [], errors: [], median: {}, ratios: {}, targets: [] });
     }

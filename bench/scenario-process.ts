@@ -12,8 +12,10 @@ export interface ScenarioParams {
   seconds: number;
   warmupMs: number;
   syscall: BenchSyscall;
-  /** Live idle containers beside the measured one (containers and handoff scenarios). */
+  /** Live idle containers beside the measured one (handoff), and where the containers scenario reads RSS. */
   containers: number;
+  /** containers: the most live containers, where its latency beside them is measured (at least `containers`). */
+  scale: number;
   /** (c): decisions travel on the native decision channel (true) or over gRPC only (false). */
   channel: boolean;
   /** emulated-mkdir: one helper process per call instead of one kept per mount namespace. */
@@ -40,7 +42,7 @@ export interface ScenarioContext {
   children: Children;
 }
 
-const DEFAULTS: ScenarioParams = { threads: 1, seconds: 2, warmupMs: 300, syscall: 'getppid', containers: 1000, channel: true };
+const DEFAULTS: ScenarioParams = { threads: 1, seconds: 2, warmupMs: 300, syscall: 'getppid', containers: 1000, scale: 10_000, channel: true };
 
 /** Runs `body` as this process's scenario: prints {"metrics":…} or {"error":…}, exits 0 or 1. */
 export function runScenario(body: (context: ScenarioContext) => Promise<Metrics>): void {

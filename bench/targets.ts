@@ -34,6 +34,11 @@ const ratio = (key: string) => (row: Metrics, reference: Metrics | undefined) =>
 const inverseRatio = (key: string) => (row: Metrics, reference: Metrics | undefined) =>
   reference && row[key] && reference[key] !== undefined ? reference[key] / row[key] : undefined;
 
+// containers: the latency beside M against beside 1, paired within each run (containers.ts says why);
+// a report from before the pairing divides the two medians.
+const besideVsAlone = (row: Metrics) =>
+  row.besideVsAlone ?? (row.besideP50Us !== undefined && row.aloneP50Us ? row.besideP50Us / row.aloneP50Us : undefined);
+
 export const TARGETS: Target[] = [
   // Issue 2: (b) <= 1.3x (a) per intercepted syscall. Judged twice: on the median round trip
   // (p50), and on the mean cost per call (1 / rate), which also counts the work the data plane
@@ -55,10 +60,9 @@ export const TARGETS: Target[] = [
   { scenario: 'fast-path', variant: '(d) getppid, 8 threads', name: 'rate vs (a)', unit: '×', limit: 0.9, atMost: false, value: ratio('callsPerSec') },
   // Issue 9: (e) a MKDIR_TMPL mkdir answered by the fast path, end to end, p50 <= 100 µs.
   { scenario: 'fast-path', variant: '(e) MKDIR_TMPL mkdir, 1 thread', name: 'p50', unit: ' µs', limit: 100, atMost: true, value: (row) => row.p50Us },
-  // Issue 2: latency at 1,000 containers within 1.2x of one; RSS at 1,000 <= 120 MiB.
+  // Issue 2: latency at 1,000 containers within 1.2x of one (measured at M, 10,000); RSS at 1,000 <= 120 MiB.
   {
-    scenario: 'containers', variant: '1 vs N containers', name: 'p50@N vs p50@1', unit: '×', limit: 1.2, atMost: true,
-    value: (row) => (row.besideP50Us !== undefined && row.aloneP50Us ? row.besideP50Us / row.aloneP50Us : undefined),
+    scenario: 'containers', variant: '1 vs N containers', name: 'p50@M vs p50@1', unit: '×', limit: 1.2, atMost: true, value: besideVsAlone,
   },
   { scenario: 'containers', variant: '1 vs N containers', name: 'RSS@N', unit: ' MiB', limit: 120, atMost: true, value: (row) => row.rssNMiB },
   // Issue 18: every path near the bare C floor, as ratios that must hold on a fast machine too.
@@ -68,8 +72,7 @@ export const TARGETS: Target[] = [
   { scenario: 'controlplane-when', variant: 'getppid, 1 thread', name: 'p50 vs (a), issue 18', unit: '×', limit: 4, atMost: true, value: ratio('p50Us') },
   { scenario: 'fast-path', variant: '(e) MKDIR_TMPL mkdir, 1 thread', name: 'p50 vs bare C mkdir', unit: '×', limit: 5, atMost: true, value: ratio('p50Us') },
   {
-    scenario: 'containers', variant: '1 vs N containers', name: 'p50@N vs p50@1, issue 18', unit: '×', limit: 1.1, atMost: true,
-    value: (row) => (row.besideP50Us !== undefined && row.aloneP50Us ? row.besideP50Us / row.aloneP50Us : undefined),
+    scenario: 'containers', variant: '1 vs N containers', name: 'p50@M vs p50@1, issue 18', unit: '×', limit: 1.1, atMost: true, value: besideVsAlone,
   },
   { scenario: 'containers', variant: '1 vs N containers', name: 'RSS@N, issue 18', unit: ' MiB', limit: 64, atMost: true, value: (row) => row.rssNMiB },
   // Issue 18: a data plane handoff with 1,000 containers pauses answers at most 20 ms.
