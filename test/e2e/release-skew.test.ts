@@ -9,21 +9,23 @@
 // DEFAULT_ACTION=kill-container container is killed after each direction.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import * as path from 'node:path';
 import { createDataPlaneClient, getStatus } from '../../common/dataplane-client';
 import { VERSION } from '../../common/version';
 import type { DataPlaneClient } from '../../proto/gen/seccompagent/v1/dataplane';
 import { startControlPlane } from '../support/controlplane';
-import { startDataPlane, type RunningDataPlane } from '../support/dataplane';
+import { keeperChild, startDataPlane, type RunningDataPlane } from '../support/dataplane';
 import { CURRENT_BUILD, type AgentBuild } from '../support/paths';
 import { previousReleaseBuild } from '../support/release';
 import {
   assertPolicyAnswers, assertPolicyHeld, attaches, CP_ARGS, defaults, endPolicyWorkloads, handOffDataPlane, handOverControlPlane,
-  killContainerVictim, killDataPlaneUnderKeeper, killedByMkdir, reattached, startPolicyWorkloads, trackAnswers,
+  killContainerVictim, killDataPlaneUnderKeeper, killedByMkdir, listContainers, reattached, startPolicyWorkloads, trackAnswers,
 } from '../support/rollout';
 import { requireRunc } from '../support/runc';
 import { scratchDir } from '../support/scratch';
 import { sleep, waitUntil } from '../support/wait';
-import type { Started } from '../support/processes';
+import { start, type Started } from '../support/processes';
+import { startUnderFilter } from '../support/workload';
 
 /** Until the data plane that serves is of `version` and a control plane of `cpVersion` is attached to it. */
 async function servedBy(client: DataPlaneClient, version: string, cpVersion: string, what: string): Promise<void> {
@@ -92,4 +94,49 @@ test('release skew: previous release -> this tree -> previous release, both plan
   assert.equal(answers.defaultsForKnown(), 0n, 'no container whose policy is known got the default action');
   assert.deepEqual(kills.filter((k) => !k.killed), [], 'a kill-container container is killed after the upgrade and after the rollback');
   assert.ok(Object.values(results.finals).every((f) => f.calls > 0));
+});
+
+test('release skew, upgrade by restart: the previous release\'s fd store (a memfd per container record) read by this tree after a SIGKILL under the keeper; every container keeps its id and annotations, across a second SIGKILL too', { timeout: 10 * 60_000 }, async (t) => {
+  requireRunc();
+  const { release, build: previous } = await previousReleaseBuild((line) => t.diagnostic(line));
+  const dir = scratchDir(t);
+  const listenerSocket = path.join(dir, 'listener.sock');
+  const grpcSocket = path.join(dir, 'grpc', 'dataplane.sock');
+  const args = ['--listener-socket', listenerSocket, '--grpc-socket', grpcSocket, '--control-socket', path.join(dir, 'grpc', 'control.sock'), '--log-level', 'info'];
+  // The keeper (this tree's: the previous one's abstract socket is refused since) restarts the same
+  // command: the previous release's data plane first, this tree's from the first restart on (what
+  // a package upgrade and a crash do under systemd's fd store).
+  const upgraded = path.join(dir, 'upgraded');
+  const script = `if [ -e "${upgraded}" ]; then exec "$0" "${CURRENT_BUILD.dataplaneMain}" "$@"; fi; : > "${upgraded}"; exec "$0" "${previous.dataplaneMain}" "$@"`;
+  const keeper = start(t, CURRENT_BUILD.keeper, ['--restart-delay-ms', '50', '--', '/bin/sh', '-c', script, process.execPath, ...args]);
+  const client = createDataPlaneClient(grpcSocket);
+  t.after(() => client.close());
+  const servedByVersion = (version: string, what: string) => waitUntil(async () => {
+    const s = await getStatus(client).catch(() => null);
+    return s !== null && s.version === version && s.pid === keeperChild(keeper.child.pid!);
+  }, 15_000, () => `${what}: a data plane of ${version}; keeper output:\n${keeper.output()}`);
+  await servedByVersion(release.version, 'before the upgrade');
+
+  const ids = ['restart-a', 'restart-b', 'restart-c'];
+  for (const id of ids) {
+    startUnderFilter(t, { socket: listenerSocket, syscalls: ['mkdir'], id, annotations: { 'io.kubernetes.pod.name': `pod-${id}` } }, ['/bin/sleep', '600']);
+  }
+  const named = async () => new Map((await listContainers(client)).map((c) => [c.containerId, c.annotations['io.kubernetes.pod.name'] ?? '']));
+  const expected = new Map(ids.map((id) => [id, `pod-${id}`]));
+  await waitUntil(async () => (await named()).size === ids.length, 15_000, 'the previous release to hold the three containers');
+  assert.deepEqual(await named(), expected, 'the previous release knows them');
+
+  process.kill(keeperChild(keeper.child.pid!), 'SIGKILL');
+  await servedByVersion(VERSION, 'after the SIGKILL');
+  assert.deepEqual(await named(), expected, 'this tree, restarted from the previous release\'s fd store, knows every container by its record');
+
+  // The records were moved into this tree's records file and stored before the memfds left the
+  // store: a second crash finds them there.
+  const before = keeperChild(keeper.child.pid!);
+  process.kill(before, 'SIGKILL');
+  await waitUntil(async () => {
+    const s = await getStatus(client).catch(() => null);
+    return s !== null && s.pid !== before && s.pid === keeperChild(keeper.child.pid!);
+  }, 15_000, 'the keeper to restart this tree\'s data plane');
+  assert.deepEqual(await named(), expected, 'after a second SIGKILL, from this tree\'s own store');
 });
