@@ -1,9 +1,9 @@
 // Restore: what a predecessor left (after a crash or restart, from the fd store; after a handoff,
 // from the predecessor itself) taken back by fd-store name: the listener, the journal, each
-// container's notify fd, and the records (one file, or 0.1.0's memfd per container). The journal is replayed: the ids the predecessor received and
-// never answered are answered from the container's rules, else with the default (or held for the
-// next control plane), and after a crash the ids it received but died before journaling are found
-// and answered too.
+// container's notify fd, and the records (one file, or 0.1.0's memfd per container). The journal
+// is replayed: the ids the predecessor received and never answered are answered from the
+// container's rules, else with the default (or held for the next control plane), and after a
+// crash the ids it received but died before journaling are found and answered too.
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
