@@ -6,7 +6,7 @@ import * as grpc from '@grpc/grpc-js';
 import { HealthCheckResponse_ServingStatus as ServingStatus, HealthClient } from '../proto/gen/grpc/health/v1/health';
 import { scratchDir } from '../test/support/scratch';
 import { waitUntil } from '../test/support/wait';
-import { HealthStatuses } from './grpc-health';
+import { HealthStatuses, MAX_HEALTH_WATCHES } from './grpc-health';
 
 test('health: a Watch gets the status now and every change after, and leaves no subscription when cancelled', async (t) => {
   const dir = scratchDir(t, 'health');
@@ -36,4 +36,35 @@ test('health: a Watch gets the status now and every change after, and leaves no 
   const checked = await new Promise<ServingStatus>((resolve, reject) =>
     client.check({ service: 'fd-store' }, (err, res) => (err ? reject(err) : resolve(res.status))));
   assert.equal(checked, ServingStatus.NOT_SERVING);
+});
+
+test('health: Watch streams are capped; one past the cap is RESOURCE_EXHAUSTED and the others keep theirs', async (t) => {
+  const dir = scratchDir(t, 'health');
+  const statuses = new HealthStatuses({ '': 'SERVING' });
+  const server = new grpc.Server();
+  statuses.addTo(server);
+  const socket = `unix://${path.join(dir, 'health.sock')}`;
+  await new Promise<void>((resolve, reject) => server.bindAsync(socket, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+  t.after(() => server.forceShutdown());
+  const client = new HealthClient(socket, grpc.credentials.createInsecure());
+  t.after(() => client.close());
+  const open: grpc.ClientReadableStream<unknown>[] = [];
+  for (let i = 0; i < MAX_HEALTH_WATCHES; i++) {
+    const watch = client.watch({ service: '' });
+    watch.on('data', () => {});
+    watch.on('error', () => {});
+    open.push(watch);
+  }
+  await waitUntil(() => statuses.watching === MAX_HEALTH_WATCHES, 5000, 'every Watch subscribed');
+  // Served (a status came) or refused (an error): whichever comes first.
+  const refused = await new Promise<grpc.ServiceError | null>((resolve) => {
+    const watch = client.watch({ service: '' });
+    open.push(watch);
+    watch.on('data', () => resolve(null));
+    watch.on('error', resolve);
+  });
+  assert.equal(refused?.code, grpc.status.RESOURCE_EXHAUSTED, 'one Watch past the cap was served');
+  assert.equal(statuses.watching, MAX_HEALTH_WATCHES);
+  for (const watch of open) watch.cancel();
+  await waitUntil(() => statuses.watching === 0, 5000, 'every cancelled Watch to unsubscribe');
 });

@@ -14,6 +14,9 @@ import {
 
 export type HealthState = 'SERVING' | 'NOT_SERVING';
 
+/** Open Watch streams at most, over both sockets (a probe needs one; each costs a subscription). */
+export const MAX_HEALTH_WATCHES = 64;
+
 export class HealthStatuses {
   private readonly statuses = new Map<string, ServingStatus>();
   private readonly watchers = new Set<(service: string) => void>();
@@ -48,6 +51,10 @@ export class HealthStatuses {
       },
       // The status now, then each change, until the client goes.
       watch: (call: grpc.ServerWritableStream<HealthCheckRequest, HealthCheckResponse>) => {
+        if (this.watchers.size >= MAX_HEALTH_WATCHES) {
+          call.emit('error', { code: status.RESOURCE_EXHAUSTED, details: `${MAX_HEALTH_WATCHES} health Watch streams are open already` });
+          return;
+        }
         const service = call.request.service;
         let last: ServingStatus | undefined;
         const send = (changed: string) => {

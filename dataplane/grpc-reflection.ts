@@ -174,7 +174,13 @@ export class ReflectionIndex {
   addTo(server: grpc.Server): void {
     const method = ServerReflectionService.serverReflectionInfo;
     const handler = (call: grpc.ServerDuplexStream<ServerReflectionRequest, ServerReflectionResponse>) => {
-      call.on('data', (request: ServerReflectionRequest) => call.write(this.answer(request)));
+      // One answer buffered at most: a client that asks without reading is not read either (HTTP/2
+      // flow control holds it), so it cannot grow this process by its answers.
+      call.on('data', (request: ServerReflectionRequest) => {
+        if (call.write(this.answer(request))) return;
+        call.pause();
+        call.once('drain', () => call.resume());
+      });
       call.on('end', () => call.end());
       call.on('error', () => call.end());
     };
