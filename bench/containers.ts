@@ -2,7 +2,7 @@
 // is a seccomp-run'd process holding its own notify fd and never calling. Measures the data
 // plane's RSS at 1 and at N (issue 18's memory target is at 1,000), and the latency of one
 // workload beside 1 and beside M (its scale target is at 10,000), default path.
-import type { Child } from './children';
+import type { Child, Children } from './children';
 import { startDataPlane, waitForContainers, type DataPlaneProcess } from './dataplane-process';
 import { runScenario } from './scenario-process';
 import { checkTools, runWorkload, startIdleContainer } from './tools';
@@ -56,7 +56,7 @@ runScenario(async ({ params, dir, children }) => {
 });
 
 /** Starts idle containers until `count` live, and waits until the data plane holds them all. */
-async function growTo(dataplane: DataPlaneProcess, idle: Child[], count: number, children: Parameters<typeof startIdleContainer>[0]): Promise<void> {
+async function growTo(dataplane: DataPlaneProcess, idle: Child[], count: number, children: Children): Promise<void> {
   while (idle.length < count) idle.push(startIdleContainer(children, dataplane.listenerSocket, `bench-idle-${idle.length}`));
   // About 5 ms a container to spawn them (fork and exec from this process), and a margin.
   await waitForContainers(dataplane, count, 60_000 + count * 10);

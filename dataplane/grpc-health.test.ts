@@ -1,14 +1,15 @@
 // grpc.health.v1 from one table of statuses, served by a real grpc-js server on a Unix socket.
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { HealthCheckResponse_ServingStatus as ServingStatus, HealthClient } from '../proto/gen/grpc/health/v1/health';
 import { scratchDir } from '../test/support/scratch';
 import { waitUntil } from '../test/support/wait';
 import { HealthStatuses, MAX_HEALTH_WATCHES } from './grpc-health';
 
-test('health: a Watch gets the status now and every change after, and leaves no subscription when cancelled', async (t) => {
+/** A table with "" SERVING, served on a Unix socket of its own, and a client of it. */
+async function serve(t: TestContext): Promise<{ statuses: HealthStatuses; client: HealthClient }> {
   const dir = scratchDir(t, 'health');
   const statuses = new HealthStatuses({ '': 'SERVING' });
   const server = new grpc.Server();
@@ -18,6 +19,11 @@ test('health: a Watch gets the status now and every change after, and leaves no 
   t.after(() => server.forceShutdown());
   const client = new HealthClient(socket, grpc.credentials.createInsecure());
   t.after(() => client.close());
+  return { statuses, client };
+}
+
+test('health: a Watch gets the status now and every change after, and leaves no subscription when cancelled', async (t) => {
+  const { statuses, client } = await serve(t);
 
   const seen: ServingStatus[] = [];
   const watch = client.watch({ service: 'fd-store' });
@@ -39,15 +45,7 @@ test('health: a Watch gets the status now and every change after, and leaves no 
 });
 
 test('health: Watch streams are capped; one past the cap is RESOURCE_EXHAUSTED and the others keep theirs', async (t) => {
-  const dir = scratchDir(t, 'health');
-  const statuses = new HealthStatuses({ '': 'SERVING' });
-  const server = new grpc.Server();
-  statuses.addTo(server);
-  const socket = `unix://${path.join(dir, 'health.sock')}`;
-  await new Promise<void>((resolve, reject) => server.bindAsync(socket, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
-  t.after(() => server.forceShutdown());
-  const client = new HealthClient(socket, grpc.credentials.createInsecure());
-  t.after(() => client.close());
+  const { statuses, client } = await serve(t);
   const open: grpc.ClientReadableStream<unknown>[] = [];
   for (let i = 0; i < MAX_HEALTH_WATCHES; i++) {
     const watch = client.watch({ service: '' });

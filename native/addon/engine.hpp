@@ -166,7 +166,7 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   Naming NameContainer(uint32_t handle, const std::string& container_id);
   // JS thread: the record a restored container's predecessor wrote (the JSON its Adopt() was
   // given); "" with *error when it cannot be read, "" alone when it has none or the container is
-  // gone. Read under mu_, under which the engine thread closes a removed container's record fd.
+  // gone. Read under mu_, under which the engine thread releases a removed container's record.
   std::string RecordOf(uint32_t handle, std::string* error);
   // JS thread. A control plane's ContainerPolicy for `handle` (serialized): checked, and when good
   // in force from the next notification on, kept in the fd store as "p<handle>" (and in a

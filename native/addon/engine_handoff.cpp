@@ -113,7 +113,7 @@ bool Engine::HandOff(int conn, int timeout_ms, std::string* summary, uint64_t* p
       std::string json, record_error;
       int memfd = -1;
       if (!records_file && records_->Read(entry.second->record, entry.first, &json, &record_error) &&
-          WriteRecordMemfd(json, &memfd, &record_error)) {
+          WriteSealedMemfd(json, &memfd, &record_error)) {
         record_memfds.emplace_back(memfd);
         fds.push_back(handoff::NamedFd{memfd, RecordName(entry.first)});
       }

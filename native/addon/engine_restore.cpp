@@ -194,7 +194,7 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
   for (const auto& legacy : record_fds) {
     std::string json, error;
     RecordFile::Place place;
-    if (notify_fds.count(legacy.first) != 0 && ReadRecordMemfd(legacy.second, &json, &error) &&
+    if (notify_fds.count(legacy.first) != 0 && ReadSealedMemfd(legacy.second, &json, &error) &&
         records_->Append(legacy.first, json, &place, &error)) {
       record_places[legacy.first] = place;
     } else if (!error.empty()) {
@@ -231,7 +231,7 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
       policy_fds.erase(policy);
       std::string wire;
       PolicyVerdict verdict;
-      if (!ReadRecordMemfd(policy_fd, &wire, &error)) {
+      if (!ReadSealedMemfd(policy_fd, &wire, &error)) {
         verdict.nack.detail = error;
       } else {
         verdict = rules_.Apply(handle, reinterpret_cast<const uint8_t*>(wire.data()), wire.size(), /*check_handle=*/false);

@@ -90,7 +90,7 @@ void Engine::EnsureExecutorsFor(const RuleSet& set) {
 void Engine::KeepPolicy(uint32_t handle, const std::string& wire) {
   int fd = -1;
   std::string error;
-  if (!WriteRecordMemfd(wire, &fd, &error)) {
+  if (!WriteSealedMemfd(wire, &fd, &error)) {
     queue_->PushError("a policy of container " + std::to_string(handle) + " is in force but not kept for a successor (" +
                       error + "): after a restart its container answers as one without policy until a control plane pushes it again");
     return;

@@ -14,7 +14,6 @@ namespace {
 
 constexpr char kMagic[8] = {'S', 'C', 'A', 'J', 'R', 'N', 'L', '1'};
 constexpr uint32_t kVersion = InFlightJournal::kFormatVersion;
-constexpr size_t kMaxRecordBytes = 1024 * 1024;
 
 // A slot's helper mark is derived from its id: a release that never writes the field (0.1.0)
 // leaves a mark another id cannot match.
@@ -267,56 +266,6 @@ void InFlightJournal::ReleaseContainersExcept(const std::vector<uint32_t>& kept_
     }
   }
   RebuildFreeLists();
-}
-
-bool WriteRecordMemfd(const std::string& json, int* fd, std::string* error) {
-  int memfd = memfd_create("seccomp-agent-container", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (memfd < 0) {
-    *error = ErrnoText("memfd_create of a container record");
-    return false;
-  }
-  size_t done = 0;
-  while (done < json.size()) {
-    ssize_t n = pwrite(memfd, json.data() + done, json.size() - done, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      *error = ErrnoText("write of a container record");
-      close(memfd);
-      return false;
-    }
-    done += static_cast<size_t>(n);
-  }
-  // Nobody changes it afterwards, not even by mistake.
-  fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
-  *fd = memfd;
-  return true;
-}
-
-bool ReadRecordMemfd(int fd, std::string* json, std::string* error) {
-  // Read to its end with no fstat for the size: a record is a few hundred bytes, one pread reads
-  // it whole, and a successor reads 1,000 of them in a row.
-  json->resize(4096);
-  size_t done = 0;
-  for (;;) {
-    if (done == json->size()) {
-      if (done > kMaxRecordBytes) {
-        *error = "a container record over 1 MiB";
-        return false;
-      }
-      json->resize(std::min(json->size() * 2, kMaxRecordBytes + 1));
-    }
-    const ssize_t n = pread(fd, &(*json)[done], json->size() - done, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      *error = ErrnoText("read of a container record");
-      return false;
-    }
-    if (n == 0) break;
-    done += static_cast<size_t>(n);
-    if (done < json->size()) break;  // a short read of a memfd is its end: no second read for the 0
-  }
-  json->resize(done);
-  return true;
 }
 
 }  // namespace seccomp_agent

@@ -159,9 +159,4 @@ class InFlightJournal {
   std::vector<uint32_t> free_containers_;
 };
 
-// A container's runtime record (JSON from the data plane) in a sealed memfd kept beside its notify
-// fd, so a successor knows what the fd belongs to. Written once; never mapped (costs no RSS).
-bool WriteRecordMemfd(const std::string& json, int* fd, std::string* error);
-bool ReadRecordMemfd(int fd, std::string* json, std::string* error);
-
 }  // namespace seccomp_agent

@@ -13,9 +13,9 @@
 // Direct hand-off: a kept helper with room in its window and no backlog is published as ready for
 // its namespace; Submit sends a request for that namespace straight to its socket (under mutex_,
 // so the pool thread cannot close or write it meanwhile) and leaves the bookkeeping to the pool
-// thread, which adopts the requests, in the order sent, before it touches that helper again. The helper answers the target itself,
-// so a container's emulated call waits on one wake-up (the helper's), not two (the pool thread's,
-// then the helper's). A timerfd armed at the send wakes the pool thread for the request's
+// thread, which adopts the requests, in the order sent, before it touches that helper again. The
+// helper answers the target itself, so a container's emulated call waits on one wake-up (the
+// helper's), not two (the pool thread's, then the helper's). A timerfd armed at the send wakes the pool thread for the request's
 // timeout if nothing else does.
 #pragma once
 #include <errno.h>

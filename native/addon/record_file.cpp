@@ -6,10 +6,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 namespace seccomp_agent {
 namespace {
-
-constexpr size_t kMaxJsonBytes = 1024 * 1024;  // as a per-container record memfd (journal.hpp)
 
 std::string Errno(const std::string& what) { return what + ": " + strerror(errno); }
 
@@ -71,7 +71,7 @@ std::unique_ptr<RecordFile> RecordFile::Open(int fd, std::string* error) {
 RecordFile::~RecordFile() { close(fd_); }
 
 bool RecordFile::Append(uint32_t handle, const std::string& json, Place* place, std::string* error) {
-  if (json.size() > kMaxJsonBytes) {
+  if (json.size() > kMaxRecordBytes) {
     *error = "a container record over 1 MiB";
     return false;
   }
@@ -102,7 +102,7 @@ bool RecordFile::Append(uint32_t handle, const std::string& json, Place* place, 
 bool RecordFile::Read(const Place& place, uint32_t handle, std::string* json, std::string* error) const {
   Header header;
   if (place.offset < 0 || !PreadAll(fd_, &header, sizeof header, place.offset) || header.magic != kMagic || header.handle != handle ||
-      header.length > kMaxJsonBytes || kHeaderBytes + header.length > place.bytes) {
+      header.length > kMaxRecordBytes || kHeaderBytes + header.length > place.bytes) {
     *error = "no record of container handle " + std::to_string(handle) + " where it was written";
     return false;
   }
@@ -133,7 +133,7 @@ std::map<uint32_t, RecordFile::Place> RecordFile::Scan() const {
     Header header;
     if (!PreadAll(fd_, &header, sizeof header, data)) break;
     const int64_t bytes = RoundUp(int64_t(kHeaderBytes) + int64_t(header.length));
-    if (header.magic == kMagic && header.length <= kMaxJsonBytes && data + bytes <= RoundUp(size)) {
+    if (header.magic == kMagic && header.length <= kMaxRecordBytes && data + bytes <= RoundUp(size)) {
       found[header.handle] = Place{int64_t(data), uint32_t(bytes)};
       at = data + off_t(bytes);
     } else {
@@ -141,6 +141,50 @@ std::map<uint32_t, RecordFile::Place> RecordFile::Scan() const {
     }
   }
   return found;
+}
+
+bool WriteSealedMemfd(const std::string& bytes, int* fd, std::string* error) {
+  int memfd = memfd_create("seccomp-agent-container", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (memfd < 0) {
+    *error = Errno("memfd_create of a container record");
+    return false;
+  }
+  if (!PwriteAll(memfd, bytes.data(), bytes.size(), 0)) {
+    *error = Errno("write of a container record");
+    close(memfd);
+    return false;
+  }
+  // Nobody changes it afterwards, not even by mistake.
+  fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+  *fd = memfd;
+  return true;
+}
+
+bool ReadSealedMemfd(int fd, std::string* bytes, std::string* error) {
+  // Read to its end with no fstat for the size: a record or policy is a few hundred bytes, one
+  // pread reads it whole, and a successor reads 1,000 of them in a row.
+  bytes->resize(4096);
+  size_t done = 0;
+  for (;;) {
+    if (done == bytes->size()) {
+      if (done > kMaxRecordBytes) {
+        *error = "a container record over 1 MiB";
+        return false;
+      }
+      bytes->resize(std::min(bytes->size() * 2, kMaxRecordBytes + 1));
+    }
+    const ssize_t n = pread(fd, &(*bytes)[done], bytes->size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      *error = Errno("read of a container record");
+      return false;
+    }
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+    if (done < bytes->size()) break;  // a short read of a memfd is its end: no second read for the 0
+  }
+  bytes->resize(done);
+  return true;
 }
 
 }  // namespace seccomp_agent

@@ -19,6 +19,15 @@
 
 namespace seccomp_agent {
 
+// The most a record (or a policy, which travels the same way) may hold.
+constexpr size_t kMaxRecordBytes = 1024 * 1024;
+
+// Bytes in a sealed memfd, written once and never mapped (costs no RSS): each policy in force
+// ("p<handle>"), and each record for a successor that reads no records file (0.1.0's "r<handle>").
+bool WriteSealedMemfd(const std::string& bytes, int* fd, std::string* error);
+// Reads one back whole; false with *error past kMaxRecordBytes.
+bool ReadSealedMemfd(int fd, std::string* bytes, std::string* error);
+
 class RecordFile {
  public:
   static constexpr uint32_t kMagic = 0x43524153;  // "SARC"
@@ -39,7 +48,7 @@ class RecordFile {
   RecordFile& operator=(const RecordFile&) = delete;
 
   int fd() const { return fd_; }
-  // Any thread. Writes `json` (at most 1 MiB) as `handle`'s record. False with *error.
+  // Any thread. Writes `json` (at most kMaxRecordBytes) as `handle`'s record. False with *error.
   bool Append(uint32_t handle, const std::string& json, Place* place, std::string* error);
   // Any thread. `handle`'s record at `place`; false with *error when the region holds another
   // container's, or none.

@@ -97,7 +97,6 @@ test('release skew: previous release -> this tree -> previous release, both plan
 });
 
 test('release skew, upgrade by restart: the previous release\'s fd store (a memfd per container record) read by this tree after a SIGKILL under the keeper; every container keeps its id and annotations, across a second SIGKILL too', { timeout: 10 * 60_000 }, async (t) => {
-  requireRunc();
   const { release, build: previous } = await previousReleaseBuild((line) => t.diagnostic(line));
   const dir = scratchDir(t);
   const listenerSocket = path.join(dir, 'listener.sock');

@@ -1093,15 +1093,15 @@ void RecordCases() {
       for (size_t i = 0; i < size; i++) written[i] = char('a' + i % 26);
       int fd = -1;
       std::string error, read;
-      EXPECT(WriteRecordMemfd(written, &fd, &error));
-      EXPECT(ReadRecordMemfd(fd, &read, &error));
+      EXPECT(WriteSealedMemfd(written, &fd, &error));
+      EXPECT(ReadSealedMemfd(fd, &read, &error));
       EXPECT(read == written);
       close(fd);
     }
     const int big = memfd_create("too-big", MFD_CLOEXEC);
     EXPECT(big >= 0 && ftruncate(big, 1024 * 1024 + 1) == 0);
     std::string error, read;
-    EXPECT(!ReadRecordMemfd(big, &read, &error));
+    EXPECT(!ReadSealedMemfd(big, &read, &error));
     EXPECT(error.find("over 1 MiB") != std::string::npos);
     close(big);
   });
