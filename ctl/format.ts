@@ -100,6 +100,7 @@ export function formatStatus(s: GetStatusResponse): string {
     ['decision timeout', `${durationToMs(s.decisionTimeout)} ms`],
     ['sync wake-up', s.syncWakeUp ? 'yes' : 'no (kernel < 6.6)'],
     ['containers', String(s.containers)],
+    ...(s.engineThreads.length > 0 ? [['engine threads', s.engineThreads.map((t) => `${t.containers} containers, ${t.received} received`).join('; ')] as [string, string]] : []),
     ['pending', String(s.pending)],
     ['watchers', String(s.watchers)],
   ];

@@ -51,6 +51,8 @@ export interface DataPlaneConfig {
   decisionTimeoutMs: number;
   /** See --busy-poll; 0: off. */
   busyPollMs: number;
+  /** See --engine-threads: threads that receive and answer, each serving some containers. */
+  engineThreads: number;
   /**
    * See --control-plane-grace: after a handoff or restart from a data plane that had a control
    * plane, how long new notifications wait for one (a short pause instead of a gap in policy); 0: off.
@@ -113,6 +115,7 @@ export class DataPlane {
       // each JS wake-up costs the notification path CPU on a small machine (docs/benchmarks.md).
       batchDelayUs: 20_000,
       busyPollUs: config.busyPollMs * 1000,
+      lanes: config.engineThreads,
     });
     const { containers, counters, hub, engine } = this;
     const ledger = (this.ledger = new AnswerLedger(counters, containers, hub));
@@ -314,6 +317,7 @@ export class DataPlane {
       origin: this.origin,
       pid: process.pid,
       fdStoreStatus: this.fdStore.status(),
+      engineThreads: stats.lanes.map((lane) => ({ containers: lane.containers, received: BigInt(lane.received) })),
     };
   }
 

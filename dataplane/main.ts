@@ -94,6 +94,7 @@ async function main(): Promise<void> {
         defaultAction: options.defaultAction,
         decisionTimeoutMs: options.decisionTimeoutMs,
         busyPollMs: options.busyPollMs,
+        engineThreads: options.engineThreads,
         controlPlaneGraceMs: options.controlPlaneGraceMs,
       },
       log,

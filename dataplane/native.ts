@@ -55,6 +55,8 @@ export interface NativeEngineOptions {
   batchDelayUs?: number;
   /** While a control plane holds notifications, poll this long (µs) after the last event instead of sleeping; a kept emulation helper polls as long after each answer (0: off). */
   busyPollUs?: number;
+  /** Threads that receive and answer (engine_lanes.cpp), at least 1, at most 64 (1). */
+  lanes?: number;
   /** Ingest: a runtime connection that has not reached EOF by then is dropped, in ms. */
   ingestTimeoutMs?: number;
   /** Ingest: largest runtime message accepted, in bytes (1 MiB). */
@@ -266,6 +268,8 @@ export interface NativeStats {
    * over the per-pid, per-uid or total cap of connections being read, or to keep the fd reserve.
    */
   ingestDropped: { perPid: number; perUid: number; total: number; fdReserve: number };
+  /** Per engine thread (the engine thread first): containers it serves, notifications it received. */
+  lanes: Array<{ containers: number; received: number }>;
 }
 
 /** An fd with its fd-store name: listener, journal, n<handle> (notify fd), r<handle> (its record). */

@@ -1,4 +1,5 @@
 // The data plane's options: flag, environment variable, default and meaning side by side.
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseDefaultAction } from '../common/default-action';
 import { AgentError } from '../common/errors';
@@ -35,6 +36,22 @@ export function parseSocketList(text: string, flag: string): readonly string[] {
     seen.add(normal);
   }
   return Object.freeze(paths.map((p) => path.normalize(p)));
+}
+
+/** Most engine threads the native side runs (engine_lanes.cpp). */
+export const MAX_ENGINE_THREADS = 64;
+
+/**
+ * "auto" (one per CPU this process may run on, at most 4: a lane per container that floods, beside
+ * the engine thread, is what keeps another container's latency) or a count from 1 to 64.
+ */
+export function parseEngineThreads(text: string, flag: string): number {
+  if (text === 'auto') return Math.min(os.availableParallelism(), 4);
+  const n = /^[0-9]+$/.test(text) ? Number(text) : NaN;
+  if (!Number.isInteger(n) || n < 1 || n > MAX_ENGINE_THREADS) {
+    throw new AgentError('EBAD_OPTION', `--${flag}: "${text}" is neither auto nor a thread count from 1 to ${MAX_ENGINE_THREADS}`);
+  }
+  return n;
 }
 
 /** Optional group name or gid owning the sockets (mode then usually 0660). */
@@ -78,6 +95,10 @@ export const DATAPLANE_OPTIONS = {
     description: 'How long a control plane may take to decide before the default action answers',
   },
   busyPollMs: SHARED_OPTIONS.busyPollMs,
+  engineThreads: {
+    flag: 'engine-threads', env: 'SECCOMP_AGENT_ENGINE_THREADS', default: 'auto', parse: parseEngineThreads,
+    description: 'Threads that receive and answer notifications; each container is served by one (the least loaded when it arrives), so a container that floods the agent delays only those on its thread (auto: one per CPU, at most 4)',
+  },
   controlPlaneGraceMs: {
     flag: 'control-plane-grace', env: 'SECCOMP_AGENT_CONTROL_PLANE_GRACE', default: '1s', parse: parseDurationOrOffMs,
     description: 'After a handoff or restart from a data plane that had a control plane, how long new notifications wait for one to reattach instead of getting the default action (0: answer at once)',

@@ -39,29 +39,7 @@ Engine::~Engine() { Stop(); }
 
 // JS thread.
 bool Engine::Init(Napi::Env env, Napi::Function on_batch, std::string* error) {
-  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
-  if (epoll_fd_ < 0) {
-    *error = "epoll_create1: " + ErrnoText(errno);
-    return false;
-  }
-  wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake_fd_ < 0) {
-    *error = "eventfd: " + ErrnoText(errno);
-    return false;
-  }
-  if (EpollControl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &wake_source_, EPOLLIN) != 0) {
-    *error = "epoll_ctl(ADD) of the wake eventfd: " + ErrnoText(errno);
-    return false;
-  }
-  timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-  if (timer_fd_ < 0) {
-    *error = "timerfd_create: " + ErrnoText(errno);
-    return false;
-  }
-  if (EpollControl(epoll_fd_, EPOLL_CTL_ADD, timer_fd_, &timer_source_, EPOLLIN) != 0) {
-    *error = "epoll_ctl(ADD) of the timerfd: " + ErrnoText(errno);
-    return false;
-  }
+  if (!MakeLanes(error)) return false;
   journal_ = InFlightJournal::Create(error);
   if (journal_ == nullptr) return false;
   replay_book_ = ReplayBookFile::Create(error);
@@ -80,9 +58,9 @@ bool Engine::Init(Napi::Env env, Napi::Function on_batch, std::string* error) {
     *error = "cannot create the thread-safe function for events";
     return false;
   }
-  ingest_ = std::make_unique<Ingest>(epoll_fd_, queue_.get(),
+  ingest_ = std::make_unique<Ingest>(primary_->epoll_fd, queue_.get(),
                                      Ingest::Options{options_.ingest_timeout_ns, options_.ingest_max_bytes});
-  channel_ = std::make_unique<DecisionChannel>(epoll_fd_, queue_.get(), static_cast<ChannelSessions*>(this));
+  channel_ = std::make_unique<DecisionChannel>(primary_->epoll_fd, queue_.get(), static_cast<ChannelSessions*>(this));
   return true;
 }
 
@@ -116,9 +94,12 @@ bool Engine::Start(std::string* error) {
     return false;
   }
   thread_started_ = true;
-  std::unique_lock<std::mutex> lock(start_mu_);
-  start_cv_.wait(lock, [this] { return running_; });
-  return true;
+  {
+    std::unique_lock<std::mutex> lock(start_mu_);
+    start_cv_.wait(lock, [this] { return running_; });
+  }
+  // The other lanes: a lane that cannot start leaves the engine unusable (its containers unserved).
+  return StartLanes(error);
 }
 
 // JS thread.
@@ -138,6 +119,7 @@ void Engine::Stop() {
     pthread_join(thread_, nullptr);
     thread_started_ = false;
   }
+  StopLanes();
   // Emulations in flight hold copies of notify fds and answer through them: they end (answered with
   // the failure errno, ECANCELED) and report to the queue before the fds and the queue close.
   std::unique_ptr<Emulator> emulator;
@@ -172,6 +154,8 @@ void Engine::Stop() {
         PushAnswered(item.notification.handle, item.notification.id, AnsweredBy::kDetached, action, result, 0, true);
       }
       deferred_.clear();
+      // Notifications a lane handed the engine thread, which it never took: the default too.
+      AnswerUntakenHandovers();
     }
     pending_.Clear();
     sessions_.clear();
@@ -196,12 +180,12 @@ void Engine::Stop() {
   replay_book_.reset();  // after the emulator: its helpers were given copies, its pool a pointer
   records_.reset();
   notifier_.reset();
-  if (wake_fd_ >= 0) close(wake_fd_);
-  if (timer_fd_ >= 0) close(timer_fd_);
-  timer_fd_ = -1;
-  if (epoll_fd_ >= 0) close(epoll_fd_);
-  wake_fd_ = -1;
-  epoll_fd_ = -1;
+  for (const auto& lane : lanes_) {
+    for (int* fd : {&lane->wake_fd, &lane->timer_fd, &lane->epoll_fd}) {
+      if (*fd >= 0) close(*fd);
+      *fd = -1;
+    }
+  }
   if (queue_ != nullptr) queue_->Close();
 }
 
@@ -209,14 +193,16 @@ void Engine::Stop() {
 Answer Engine::DefaultAction() const { return UnpackAnswer(default_action_.load(std::memory_order_relaxed)); }
 
 // Engine thread: no task is left in the filter (or the fd failed): forget it and its pendings.
+// A container of another lane comes here from its lane (HandRemoval), out of its epoll set.
 void Engine::RemoveContainer(Container* container) {
-  // Its counts before its 'removed': JS forgets the container then.
-  DrainTally();
+  // Its counts before its 'removed': JS forgets the container then (its lane drained its own).
+  DrainTally(primary_);
   uint32_t handle = container->handle;
   Emulator* emulator = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, container->fd, nullptr);
+    if (container->lane == primary_) epoll_ctl(primary_->epoll_fd, EPOLL_CTL_DEL, container->fd, nullptr);
+    container->lane->containers.fetch_sub(1, std::memory_order_relaxed);
     close(container->fd);
     records_->Release(container->record);
     if (container->policy_fd >= 0) close(container->policy_fd);
@@ -321,8 +307,10 @@ uint32_t Engine::AddContainer(int fd, uint32_t handle, const RecordFile::Place& 
       break;
     }
   }
-  if (EpollControl(epoll_fd_, EPOLL_CTL_ADD, fd, raw, EPOLLIN) != 0) {
+  raw->lane = PlaceContainer();
+  if (EpollControl(raw->lane->epoll_fd, EPOLL_CTL_ADD, fd, raw, EPOLLIN) != 0) {
     *error = "epoll_ctl(ADD) of a notify fd: " + ErrnoText(errno) + "; closed it";
+    raw->lane->containers.fetch_sub(1, std::memory_order_relaxed);
     journal_->ReleaseContainer(journal_slot);
     containers_.erase(handle);
     close(fd);
@@ -411,6 +399,9 @@ Engine::Stats Engine::GetStats() {
   stats.predecessor_answered = predecessor_answered_.load(std::memory_order_relaxed);
   stats.predecessor_redecided = predecessor_redecided_.load(std::memory_order_relaxed);
   stats.predecessor_timed_out = predecessor_timed_out_.load(std::memory_order_relaxed);
+  for (const auto& lane : lanes_) {
+    stats.lanes.emplace_back(lane->containers.load(std::memory_order_relaxed), lane->received.load(std::memory_order_relaxed));
+  }
   return stats;
 }
 

@@ -1,6 +1,6 @@
-// The engine: one epoll thread that owns every container's notify fd, receives notifications,
-// reads their path arguments, and either answers them with the default action on the spot or
-// hands them to the active control-plane session and keeps them pending (with a deadline, owned
+// The engine: epoll threads ("lanes") that own the containers' notify fds, receive notifications,
+// read their path arguments, and either answer them with the default action (or the container's
+// own rules) on the spot or hand them to the active control-plane session and keeps them pending (with a deadline, owned
 // by that session) until a decision answers them: from the session's decision channel
 // (decision_channel.hpp, on this thread), or from respond() at once or through an emulation
 // (emulator.hpp, action_worker.hpp) whose result comes back as an event. See docs/decision-channel.md.
@@ -11,7 +11,8 @@
 //
 // One class, one room per file:
 //   engine.cpp            life (init, start, stop), containers (adopt, remove), the fd store, stats
-//   engine_loop.cpp       the epoll thread's loop and the hot path (RECV, default answer or pend)
+//   engine_loop.cpp       the engine thread's loop and the hot path (RECV, default answer or pend)
+//   engine_lanes.cpp      the other lanes: their loop, container placement, what they hand lane 0
 //   answer_tally.*        what the engine answered by itself while nobody watches, counted
 //   pending_table.*       the notifications waiting for an answer: the one take/answer/release
 //   engine_sessions.cpp   control plane sessions, their decision channels, respond()
@@ -74,6 +75,10 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
     // emulation helpers poll as long after each answer. See docs/benchmarks.md for what a
     // wake-up costs.
     uint64_t busy_poll_ns = 0;
+    // Threads that receive and answer (lanes, at least 1): each container's fd is served by one,
+    // the least loaded when it is added, so a container that floods the agent queues only the
+    // containers of its own lane. Lane 0 is the engine thread (sessions, channel, timers).
+    size_t lanes = 1;
     uint64_t ingest_timeout_ns = 5000000000ull;
     size_t ingest_max_bytes = 1024 * 1024;
     size_t max_queued_events = 65536;
@@ -130,6 +135,8 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
     uint64_t predecessor_answered = 0;
     uint64_t predecessor_redecided = 0;
     uint64_t predecessor_timed_out = 0;
+    // Per lane: the containers it serves and the notifications it received.
+    std::vector<std::pair<size_t, uint64_t>> lanes;
   };
   // How a container's tasks wait for an answer, as its emulations saw it ('D' killable: the filter
   // has WAIT_KILLABLE_RECV; 'S' interruptible: it has not). Containers not seen yet are absent.
@@ -236,12 +243,14 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   Stats GetStats();
 
  private:
+  struct Lane;
   struct Container : EpollSource, PendingTarget {
     Container() : EpollSource(Kind::kContainer) {}
-    uint32_t recv_failures = 0;  // engine thread: consecutive unexpected RECV errors
+    Lane* lane = nullptr;        // the lane that serves its fd; set before its fd is in an epoll set
+    uint32_t recv_failures = 0;  // its lane: consecutive unexpected RECV errors
     RecordFile::Place record;    // its runtime record in records_ (none: offset -1)
     uint32_t journal_slot = InFlightJournal::kNoSlot;
-    // Engine thread: its receipt in the journal (InFlightJournal::ReserveReceipt), taken at its
+    // Its lane: its receipt in the journal (InFlightJournal::ReserveReceipt), taken at its
     // first notification (a restore clears the journal's slots before the thread starts).
     uint32_t receipt_slot = InFlightJournal::kNoSlot;
     bool receipt_reserved = false;
@@ -249,10 +258,50 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
     int policy_fd = -1;          // the memfd of its policy in force ("p<handle>"), -1: none
     std::atomic<bool> has_policy{false};  // lets the hot path skip the rule table for containers without
     std::atomic<pid_t> init_pid{0};       // from the runtime, for kill-container rules
-    // Engine thread: its policy as RulesFor gave it while the rule table's generation was
+    // Its lane: its policy as RulesFor gave it while the rule table's generation was
     // `policy_generation` (the hot path then needs neither the table's lock nor a reference count).
     std::shared_ptr<const PolicyInForce> policy;
     uint64_t policy_generation = UINT64_MAX;
+  };
+  // One thread that receives and answers, and what only it touches. Lane 0 is the engine thread
+  // (Run: sessions, the channel, deadlines, removals, handoff); the others (RunLane) receive from
+  // their containers and answer what needs nobody else: the container's rules, the default while no
+  // control plane is attached. What needs lane 0 (a decision, a removal) they hand it (Handover).
+  struct Lane {
+    Engine* engine = nullptr;
+    size_t index = 0;
+    int epoll_fd = -1;
+    int wake_fd = -1;
+    EpollSource wake_source{EpollSource::Kind::kWake};
+    // Its timers (event batch, tally; lane 0: deadlines too) as one timerfd in its epoll set, armed
+    // only when the next wake-up moves earlier: the wait itself then has no timeout, so a
+    // notification costs no hrtimer set-up and tear-down per wait, as it did with epoll_pwait2's.
+    int timer_fd = -1;
+    EpollSource timer_source{EpollSource::Kind::kTimer};
+    // When timer_fd fires (UINT64_MAX: disarmed). Written by the lane; an executor reads lane 0's
+    // to know whether the engine will wake for the batch it just added to (OnEmulated).
+    std::atomic<uint64_t> timer_armed_ns{UINT64_MAX};
+    pthread_t thread{};
+    bool started = false;
+    std::atomic<size_t> containers{0};  // placement: the least loaded lane takes a new container
+    std::atomic<uint64_t> received{0};
+    // The lane's own, below.
+    NotifyBuffers buffers;
+    AnswerTally tally;
+    // The last clock read of the hot path in this iteration (0: none): the loop's `now` for its
+    // timers, so a notification costs two clock reads (receipt, answer), not four.
+    uint64_t answered_ns = 0;
+    bool queued = false;  // it pushed events since the queue last went out: it flushes them when due
+    char strings[6 * kTargetPathMax];
+  };
+  // What a lane hands lane 0: a notification its rules did not answer while a control plane is
+  // attached (or awaited), with its path arguments as read; or a container to remove.
+  struct Handover {
+    enum class Kind : uint8_t { kDecide, kRemove } kind = Kind::kDecide;
+    uint32_t handle = 0;
+    Notification notification;
+    Event event;
+    std::string strings;
   };
   // A control plane's session (gRPC Attach) as the engine knows it. Guarded by mu_.
   struct Session : PendingOwner {
@@ -263,57 +312,87 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
 
   // engine_loop.cpp
   static void* ThreadMain(void* self);
-  void Run();                                                 // engine thread
-  void OnNotifyReady(Container* container, uint32_t events);  // engine thread
-  // Engine thread: a notification received (or handed back by the predecessor's waiter) is
-  // decided: the container's rules, a control plane, or the default.
-  void OnReceived(Container* container, const Notification& n);
+  void Run();                                                             // engine thread (lane 0)
+  void OnNotifyReady(Lane* lane, Container* container, uint32_t events);  // the container's lane
+  // Its lane (or lane 0, for the predecessor's waiter): a notification received is decided: the
+  // container's rules, a control plane, or the default.
+  void OnReceived(Lane* lane, Container* container, const Notification& n);
+  // What OnReceived does once the container's rules did not answer: pend it for the active
+  // session (or one awaited), or the default at once. Lane 0; another lane only while no control
+  // plane is attached or awaited (else it hands lane 0 the notification). `strings`: event's.
+  void DecideUnanswered(Lane* lane, Container* container, const Notification& n, Event* event, const char* strings,
+                        size_t blob);
   // Engine thread: the predecessor's notifications no helper did, decided as if just received.
   void DecideDeferred();
   uint64_t NextWakeNs();                                       // engine thread
-  void WakeThread();                                           // any thread: the loop iterates once
-  // Engine thread: the epoll timeout for a wake-up due at `wake_ns` (0 or -1; arms timer_fd_).
-  int WaitTimeoutMs(uint64_t wake_ns, uint64_t now_ns);
+  void WakeThread() { WakeLane(primary_); }                   // any thread: the loop iterates once
+  static void WakeLane(Lane* lane);                            // any thread
+  // The lane: the epoll timeout for a wake-up due at `wake_ns` (0 or -1; arms its timer_fd).
+  static int WaitTimeoutMs(Lane* lane, uint64_t wake_ns, uint64_t now_ns);
+  // The lane, at the park flag: waits (holding nothing) until Unpark() or Stop().
+  void ParkLane(Lane* lane);
   // Reads the path arguments of `event` (x86_64) into buffer; false once the notification is gone.
   static bool ReadPathArgs(int notify_fd, Event* event, char* buffer, size_t* blob);
   void PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, SendResult result,
                     uint64_t latency_ns, bool urgent, Unseen unseen = Unseen(), int32_t rule = -1,
                     EmulatedKind emulated = EmulatedKind::kNone);
+  // The buffers of `lane`'s thread, or the JS thread's (null: Restore, respond()).
+  NotifyBuffers* BuffersOf(Lane* lane) { return lane != nullptr ? &lane->buffers : &js_buffers_; }
   // The one builder of an 'answered' event (PushAnswered, an emulation's report).
   static Event AnsweredEvent(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, bool gone,
                              uint64_t latency_ns, Unseen unseen, int32_t rule, EmulatedKind emulated);
   // What JS hears of an answer this engine gave at once by itself (default action, or `rule`'s):
-  // its notification and answer while someone watches; else a count in the tally (engine thread)
-  // or one 'answered' event that stands for both.
-  void ReportAnswer(Container* container, const Notification& n, const Event& event, size_t blob, AnsweredBy by,
-                    const Answer& action, SendResult result, uint64_t answered_ns, int32_t rule, bool engine_thread);
-  // Engine thread: an answer it gave by itself while nobody watches, counted in tally_ instead of
+  // its notification (`strings`: its path arguments) and answer while someone watches; else a
+  // count in the tally of `lane` or, on the JS thread (null), one 'answered' event for both.
+  void ReportAnswer(Lane* lane, Container* container, const Notification& n, const Event& event, const char* strings,
+                    size_t blob, AnsweredBy by, const Answer& action, SendResult result, uint64_t answered_ns, int32_t rule);
+  // The lane: an answer it gave by itself while nobody watches, counted in its tally instead of
   // an event; DrainTally() queues the counts (at the batch delay, when the table fills, before a
   // container's 'removed', before parking or stopping).
-  void TallyAnswer(uint32_t handle, uint32_t nr, uint32_t arch, AnsweredBy by, SendResult result, uint64_t latency_ns,
-                   uint64_t now_ns);
-  bool DrainTally();
-  uint64_t TallyDueNs() const;
+  void TallyAnswer(Lane* lane, uint32_t handle, uint32_t nr, uint32_t arch, AnsweredBy by, SendResult result,
+                   uint64_t latency_ns, uint64_t now_ns);
+  bool DrainTally(Lane* lane);
+  uint64_t TallyDueNs(const Lane& lane) const;
   // Under mu_: the 'answered' event of an entry the pending table answered; `by` for an owned one
   // (a held one was never seen by JS: by no control plane, and this event counts it).
   void PushSettled(const PendingTable::Answered& a, AnsweredBy by, bool urgent);
 
   // engine_rules.cpp
-  // Engine thread (or JS thread in Restore, `mu_held`): answers `n` from the container's policy
-  // when a rule other than "ask" matches (at once, or through an emulation's executor). False:
-  // no policy, no match, or "ask": the caller goes on as for a container without policy.
-  bool AnswerFromRules(Container* container, const Notification& n, const Event& event, size_t blob, bool mu_held);
+  // A lane (or the JS thread in Restore, `lane` null and mu_ held): answers `n` from the container's
+  // policy when a rule other than "ask" matches (at once, or through an emulation's executor), its
+  // path arguments in the lane's strings (Restore: lane 0's). False: no policy, no match, or "ask":
+  // the caller goes on as for a container without policy.
+  bool AnswerFromRules(Lane* lane, Container* container, const Notification& n, const Event& event, size_t blob);
   // JS thread: the serialized policy in force for `container` in a memfd, kept in the fd store.
   void KeepPolicy(uint32_t handle, const std::string& wire);
   // JS thread: starts the emulator and the action worker when the rules of `set` need them.
   void EnsureExecutorsFor(const RuleSet& set);
   // Under mu_: a rule's emulation handed to its executor, journaled until it reports.
   // `views`: the event's path arguments as AnswerFromRules matched them.
-  void DispatchRuleEmulationLocked(Container* container, const Notification& n, const Rule& rule, int index,
-                                   const Event& event, const PathView* views, NotifyBuffers* buffers);
-  // Any thread: a fast-path answer given at once (continue, errno, value, or an emulation refused up front).
-  void AnswerByRule(Container* container, const Notification& n, const Answer& answer, int index, EmulatedKind kind,
-                    const Event& event, size_t blob, NotifyBuffers* buffers);
+  void DispatchRuleEmulationLocked(Lane* lane, Container* container, const Notification& n, const Rule& rule, int index,
+                                   const Event& event, const PathView* views);
+  // A lane, or the JS thread (null): a fast-path answer given at once (continue, errno, value, or
+  // an emulation refused up front). `strings`: the event's path arguments.
+  void AnswerByRule(Lane* lane, Container* container, const Notification& n, const Answer& answer, int index,
+                    EmulatedKind kind, const Event& event, const char* strings, size_t blob);
+
+  // engine_lanes.cpp
+  // JS thread (Init): lanes 1.. with their epoll sets; Start/Stop: their threads.
+  bool MakeLanes(std::string* error);
+  bool StartLanes(std::string* error);
+  void StopLanes();
+  static void* LaneMain(void* arg);
+  void RunLane(Lane* lane);
+  // JS thread: the lane a new container goes to (the one serving the fewest).
+  Lane* PlaceContainer();
+  // A lane other than 0: `n` goes to lane 0 to be decided (a control plane is attached or awaited).
+  void HandToPrimary(Lane* lane, Container* container, const Notification& n, const Event& event, size_t blob);
+  // A lane other than 0: its container's fd is done; it leaves its epoll set and lane 0 removes it.
+  void HandRemoval(Lane* lane, Container* container);
+  // Engine thread: what the lanes handed it, in order.
+  void TakeHandovers();
+  // JS thread, after every lane ended: what was handed and never taken gets the default.
+  void AnswerUntakenHandovers();
 
   // engine.cpp
   void RemoveContainer(Container* container);  // engine thread
@@ -384,9 +463,6 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   std::unique_ptr<EventQueue> queue_;
   std::unique_ptr<Ingest> ingest_;
   std::unique_ptr<DecisionChannel> channel_;
-  int epoll_fd_ = -1;
-  int wake_fd_ = -1;
-  EpollSource wake_source_{EpollSource::Kind::kWake};
   EpollSource handoff_source_{EpollSource::Kind::kHandoffListener};
   int handoff_fd_ = -1;
   int handoff_conn_ = -1;  // the successor's connection after a handoff, closed by Stop()
@@ -403,8 +479,16 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   std::mutex park_mu_;
   std::condition_variable park_cv_;
   bool park_requested_ = false;  // guarded by park_mu_
-  bool parked_ = false;          // guarded by park_mu_
+  size_t parked_ = 0;            // guarded by park_mu_: lanes waiting in ParkLane
   std::atomic<bool> park_flag_{false};
+
+  // Every lane (lanes_[0] is primary_, the engine thread's); made by Init, so Restore can place
+  // containers before the threads start.
+  std::vector<std::unique_ptr<Lane>> lanes_;
+  Lane* primary_ = nullptr;
+  std::mutex handover_mu_;
+  std::vector<Handover> handovers_;  // guarded by handover_mu_
+  std::atomic<bool> has_handovers_{false};
 
   pthread_t thread_{};
   bool thread_started_ = false;
@@ -460,23 +544,9 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   uint64_t emulator_failed_ns_ = 0;
   std::string emulator_error_;
 
-  // Engine thread only.
-  NotifyBuffers engine_buffers_;
+  // Engine thread only (the rest of what it alone touches is primary_'s).
   uint64_t busy_until_ns_ = 0;
   bool forwarded_ = false;  // engine thread: this iteration forwarded a notification to a session
-  AnswerTally tally_;
-  // The last clock read of the hot path in this iteration (0: none): the loop's `now` for its
-  // timers, so a notification costs two clock reads (receipt, answer), not four.
-  uint64_t answered_ns_ = 0;
-  char strings_[6 * kTargetPathMax];
-  // The loop's timers (event batch, tally, deadlines) as one timerfd in the epoll set, armed only
-  // when the next wake-up moves earlier: the wait itself then has no timeout, so a notification
-  // costs no hrtimer set-up and tear-down per wait, as it did with epoll_pwait2's timeout.
-  int timer_fd_ = -1;
-  // When timer_fd_ fires (UINT64_MAX: disarmed). Written by the engine thread; an executor reads it
-  // to know whether the engine will wake for the batch it just added to (OnEmulated).
-  std::atomic<uint64_t> timer_armed_ns_{UINT64_MAX};
-  EpollSource timer_source_{EpollSource::Kind::kTimer};
 
   NotifyBuffers js_buffers_;  // JS thread (respond, closeSession, stop)
 };

@@ -99,6 +99,13 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     v = static_cast<double>(o.max_queued_events);
     if (!OptionalNumber(opts, "maxQueuedEvents", 1, &v)) return;
     o.max_queued_events = static_cast<size_t>(v);
+    v = static_cast<double>(o.lanes);
+    if (!OptionalNumber(opts, "lanes", 1, &v)) return;
+    if (v > 64) {
+      ThrowRange(env, "option lanes is at most 64");
+      return;
+    }
+    o.lanes = static_cast<size_t>(v);
     Napi::Value helper = opts.Get("helperPath");
     if (env.IsExceptionPending()) return;
     if (!helper.IsString()) {
@@ -544,6 +551,14 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     predecessor.Set("redecided", Napi::Number::New(env, static_cast<double>(s.predecessor_redecided)));
     predecessor.Set("timedOut", Napi::Number::New(env, static_cast<double>(s.predecessor_timed_out)));
     o.Set("predecessorEmulations", predecessor);
+    Napi::Array lanes = Napi::Array::New(env, s.lanes.size());
+    for (size_t i = 0; i < s.lanes.size(); i++) {
+      Napi::Object lane = Napi::Object::New(env);
+      lane.Set("containers", Napi::Number::New(env, static_cast<double>(s.lanes[i].first)));
+      lane.Set("received", Napi::Number::New(env, static_cast<double>(s.lanes[i].second)));
+      lanes.Set(static_cast<uint32_t>(i), lane);
+    }
+    o.Set("lanes", lanes);
     o.Set("fdStore", Napi::Boolean::New(env, engine_->fd_store_enabled()));
     Ingest::DropCounts d = engine_->ingest() != nullptr ? engine_->ingest()->Dropped() : Ingest::DropCounts();
     Napi::Object dropped = Napi::Object::New(env);

@@ -257,7 +257,7 @@ void Engine::OnEmulated(uint32_t handle, uint64_t id, EmulatedKind kind, uint64_
   }
   if (urgent) {
     queue_->Flush();
-  } else if (queue_->DueNs() < timer_armed_ns_.load(std::memory_order_relaxed)) {
+  } else if (queue_->DueNs() < primary_->timer_armed_ns.load(std::memory_order_relaxed)) {
     // The engine thread flushes due batches; it may be asleep with no timer for this one.
     WakeThread();
   }

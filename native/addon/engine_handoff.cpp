@@ -20,7 +20,7 @@ bool Engine::ListenHandoff(const std::string& path, unsigned mode, std::string* 
   int fd = handoff::Listen(path, mode, error);
   if (fd < 0) return false;
   handoff_fd_ = fd;
-  if (EpollControl(epoll_fd_, EPOLL_CTL_ADD, fd, &handoff_source_, EPOLLIN) != 0) {
+  if (EpollControl(primary_->epoll_fd, EPOLL_CTL_ADD, fd, &handoff_source_, EPOLLIN) != 0) {
     *error = "epoll_ctl(ADD) of the handoff socket: " + ErrnoText(errno);
     close(fd);
     handoff_fd_ = -1;
@@ -63,14 +63,15 @@ void Engine::SetAccepting(bool accepting) {
   if (!stopped_) ingest_->SetAccepting(accepting);
 }
 
-// JS thread: returns once the engine thread waits in its loop (holding nothing).
+// JS thread: returns once every lane waits in its loop (holding nothing), lane 0 last, having
+// taken what the others handed it.
 void Engine::Park() {
   if (!thread_started_) return;
   std::unique_lock<std::mutex> lock(park_mu_);
   park_requested_ = true;
   park_flag_.store(true, std::memory_order_release);
-  WakeThread();
-  park_cv_.wait(lock, [this] { return parked_; });
+  for (const auto& lane : lanes_) WakeLane(lane.get());
+  park_cv_.wait(lock, [this] { return parked_ == lanes_.size(); });
 }
 
 // JS thread.

@@ -46,19 +46,12 @@ void Engine::Run() {
   uint64_t now = MonotonicNs();
   while (!stop_requested_.load(std::memory_order_relaxed)) {
     if (park_flag_.load(std::memory_order_acquire)) {
-      // A successor (or a restart) reads the counts from JS's counters: they go out before the pause.
-      DrainTally();
-      queue_->Flush();
-      std::unique_lock<std::mutex> lock(park_mu_);
-      parked_ = true;
-      park_cv_.notify_all();
-      park_cv_.wait(lock, [this] { return !park_requested_ || stop_requested_.load(); });
-      parked_ = false;
+      ParkLane(primary_);
       now = MonotonicNs();
       continue;
     }
     const uint64_t wake = busy_until_ns_ > now ? now : NextWakeNs();
-    const int n = epoll_wait(epoll_fd_, events, kMaxEpollEvents, WaitTimeoutMs(wake, now));
+    const int n = epoll_wait(primary_->epoll_fd, events, kMaxEpollEvents, WaitTimeoutMs(primary_, wake, now));
     if (n < 0) {
       if (errno == EINTR) continue;
       queue_->PushError("epoll_wait failed: " + ErrnoText(errno) + "; retrying in 10 ms");
@@ -69,7 +62,7 @@ void Engine::Run() {
       EpollSource* source = static_cast<EpollSource*>(events[i].data.ptr);
       switch (source->kind) {
         case EpollSource::Kind::kContainer:
-          OnNotifyReady(static_cast<Container*>(source), events[i].events);
+          OnNotifyReady(primary_, static_cast<Container*>(source), events[i].events);
           break;
         case EpollSource::Kind::kListener:
         case EpollSource::Kind::kConnection:
@@ -84,19 +77,20 @@ void Engine::Run() {
           break;
         case EpollSource::Kind::kWake: {
           uint64_t value;
-          while (read(wake_fd_, &value, sizeof value) < 0 && errno == EINTR) {
+          while (read(primary_->wake_fd, &value, sizeof value) < 0 && errno == EINTR) {
           }
           break;
         }
         case EpollSource::Kind::kTimer: {
           uint64_t expirations;
-          while (read(timer_fd_, &expirations, sizeof expirations) < 0 && errno == EINTR) {
+          while (read(primary_->timer_fd, &expirations, sizeof expirations) < 0 && errno == EINTR) {
           }
-          timer_armed_ns_.store(UINT64_MAX, std::memory_order_relaxed);
+          primary_->timer_armed_ns.store(UINT64_MAX, std::memory_order_relaxed);
           break;
         }
       }
     }
+    if (has_handovers_.load(std::memory_order_acquire)) TakeHandovers();
     if (has_deferred_.load(std::memory_order_acquire)) DecideDeferred();
     // One write per channel for every frame this iteration produced.
     channel_->FlushAll();
@@ -108,55 +102,48 @@ void Engine::Run() {
       busy_until_ns_ = pending_.empty() ? 0 : MonotonicNs() + options_.busy_poll_ns;
     }
     if (close_requested_.load(std::memory_order_acquire)) CloseRequestedChannels();
-    now = answered_ns_ != 0 ? answered_ns_ : MonotonicNs();
-    answered_ns_ = 0;
+    now = primary_->answered_ns != 0 ? primary_->answered_ns : MonotonicNs();
+    primary_->answered_ns = 0;
     if (pending_.NextDeadline() <= now) {
       // Forwarded notifications past their deadline get the default action.
       std::lock_guard<std::mutex> lock(mu_);
-      pending_.ExpireDue(now, DefaultAction(), &engine_buffers_,
+      pending_.ExpireDue(now, DefaultAction(), &primary_->buffers,
                          [this](const PendingTable::Answered& a) { PushSettled(a, AnsweredBy::kDeadline, true); });
     }
     if (ingest_->NextDeadline() <= now) ingest_->OnTimer(now);
     if (channel_->NextDeadline() <= now) channel_->OnTimer(now);
     // The counts go with the next batch, or on their own at the batch delay.
-    if (!tally_.empty() && (queue_->DueNs() <= now || TallyDueNs() <= now)) DrainTally();
+    if (!primary_->tally.empty() && (queue_->DueNs() <= now || TallyDueNs(*primary_) <= now)) DrainTally(primary_);
     queue_->Flush(now);
   }
-  DrainTally();
+  DrainTally(primary_);
 }
 
 // Engine thread. pending_.NextDeadline() is read without mu_: only this thread adds deadlines
 // while it runs (Restore adds them before it starts), and the heap's top is only ever popped here.
 uint64_t Engine::NextWakeNs() {
-  uint64_t wake = std::min(queue_->DueNs(), TallyDueNs());
+  uint64_t wake = std::min(queue_->DueNs(), TallyDueNs(*primary_));
   if (pending_.NextDeadline() < wake) wake = pending_.NextDeadline();
   if (ingest_->NextDeadline() < wake) wake = ingest_->NextDeadline();
   if (channel_->NextDeadline() < wake) wake = channel_->NextDeadline();
   return wake;
 }
 
-// Any thread (the eventfd lives until Stop, after every other thread that calls this has ended).
-void Engine::WakeThread() {
-  uint64_t one = 1;
-  while (write(wake_fd_, &one, sizeof one) < 0 && errno == EINTR) {
-  }
-}
-
-// Engine thread. 0 when `wake_ns` is due (or busy polling); else -1, with timer_fd_ armed for it
+// The lane. 0 when `wake_ns` is due (or busy polling); else -1, with its timer_fd armed for it
 // unless it is armed for an earlier time already (a wake-up that comes early only loops once).
-int Engine::WaitTimeoutMs(uint64_t wake_ns, uint64_t now_ns) {
+int Engine::WaitTimeoutMs(Lane* lane, uint64_t wake_ns, uint64_t now_ns) {
   if (wake_ns <= now_ns) return 0;
-  const uint64_t armed = timer_armed_ns_.load(std::memory_order_relaxed);
+  const uint64_t armed = lane->timer_armed_ns.load(std::memory_order_relaxed);
   if (wake_ns == std::numeric_limits<uint64_t>::max() || (armed > now_ns && armed <= wake_ns)) return -1;
   struct itimerspec spec;
   memset(&spec, 0, sizeof spec);
   spec.it_value.tv_sec = static_cast<time_t>(wake_ns / 1000000000ull);
   spec.it_value.tv_nsec = static_cast<long>(wake_ns % 1000000000ull);
-  if (timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &spec, nullptr) != 0) {
+  if (timerfd_settime(lane->timer_fd, TFD_TIMER_ABSTIME, &spec, nullptr) != 0) {
     // Cannot happen with a valid fd and time; the old way then: wake up in a millisecond and look.
     return 1;
   }
-  timer_armed_ns_.store(wake_ns, std::memory_order_relaxed);
+  lane->timer_armed_ns.store(wake_ns, std::memory_order_relaxed);
   return -1;
 }
 
@@ -183,23 +170,27 @@ bool Engine::ReadPathArgs(int notify_fd, Event* event, char* buffer, size_t* blo
   return NotifyIdValid(notify_fd, event->id);
 }
 
-// Engine thread: the hot path. RECV -> (strings, ID_VALID) -> SEND, or pend and queue a channel
-// frame (written at the end of the iteration) -> event.
-void Engine::OnNotifyReady(Container* container, uint32_t events) {
+// The container's lane: the hot path. RECV -> (strings, ID_VALID) -> SEND, or pend and queue a
+// channel frame (written at the end of the iteration) -> event; or, on a lane other than 0, hand
+// lane 0 what only it decides.
+void Engine::OnNotifyReady(Lane* lane, Container* container, uint32_t events) {
+  // A lane other than 0 hands its removals to lane 0, which alone frees a container.
+  const auto remove = [&] { lane == primary_ ? RemoveContainer(container) : HandRemoval(lane, container); };
   if ((events & EPOLLIN) != 0) {
-    if (!NotifyRecv(container->fd, &engine_buffers_)) {
+    if (!NotifyRecv(container->fd, &lane->buffers)) {
       int err = errno;
       // ENOENT: the task went away between readiness and RECV. EINTR: retry on next readiness.
       if (err != ENOENT && err != EINTR && ++container->recv_failures >= kMaxRecvFailures) {
         queue_->PushError("NOTIF_RECV on container " + std::to_string(container->handle) + " failed " +
                           std::to_string(kMaxRecvFailures) + " times in a row (" + ErrnoText(err) +
                           "); closing its notify fd: its notified syscalls now fail with ENOSYS");
-        RemoveContainer(container);
+        remove();
       }
       return;
     }
     container->recv_failures = 0;
-    const Notification n = NotificationFromKernel(*engine_buffers_.notif(), container->handle, MonotonicNs());
+    lane->received.fetch_add(1, std::memory_order_relaxed);
+    const Notification n = NotificationFromKernel(*lane->buffers.notif(), container->handle, MonotonicNs());
     journal_->NoteReceived(container->journal_slot, n.id);
     if (!container->receipt_reserved) {
       container->receipt_slot = journal_->ReserveReceipt();
@@ -208,10 +199,10 @@ void Engine::OnNotifyReady(Container* container, uint32_t events) {
     // In the journal until decided: a crash before the answer leaves the successor its syscall
     // and arguments (journal.hpp, receipts), not a bare id.
     journal_->OpenReceipt(container->receipt_slot, n);
-    OnReceived(container, n);
+    OnReceived(lane, container, n);
     journal_->CloseReceipt(container->receipt_slot);
   }
-  if ((events & (EPOLLHUP | EPOLLERR)) != 0) RemoveContainer(container);
+  if ((events & (EPOLLHUP | EPOLLERR)) != 0) remove();
 }
 
 // Engine thread.
@@ -232,24 +223,38 @@ void Engine::DecideDeferred() {
     }
     if (container != nullptr) {
       item.notification.received_ns = MonotonicNs();
-      OnReceived(container, item.notification);
+      OnReceived(primary_, container, item.notification);
     }
     // Decided (and journaled again where it waits) or its container is gone: the waiter's slot goes.
     journal_->ReleaseInFlight(item.journal_slot);
   }
 }
 
-// Engine thread.
-void Engine::OnReceived(Container* container, const Notification& n) {
+// A lane (lane 0 for the predecessor's waiter, whatever lane serves the container).
+void Engine::OnReceived(Lane* lane, Container* container, const Notification& n) {
   Event event = NotificationEvent(n);
   size_t blob = 0;
-  if (!ReadPathArgs(container->fd, &event, strings_, &blob)) return;
+  if (!ReadPathArgs(container->fd, &event, lane->strings, &blob)) return;
   // The container's own rules first: they answer whether a control plane is attached or not.
-  if (AnswerFromRules(container, n, event, blob, /*mu_held=*/false)) return;
+  if (AnswerFromRules(lane, container, n, event, blob)) return;
+  if (lane != primary_ && (active_session_.load(std::memory_order_acquire) != 0 ||
+                           hold_until_ns_.load(std::memory_order_relaxed) > n.received_ns)) {
+    HandToPrimary(lane, container, n, event, blob);
+    return;
+  }
+  DecideUnanswered(lane, container, n, &event, lane->strings, blob);
+}
+
+// Lane 0; another lane only while no control plane is attached or awaited (both are read again
+// here under mu_: one that attached since is asked, by lane 0 alone, as only lane 0 pends).
+void Engine::DecideUnanswered(Lane* lane, Container* container, const Notification& n, Event* event_in,
+                              const char* strings, size_t blob) {
+  Event& event = *event_in;
   uint64_t owner = 0;
   bool held = false;
   ChannelConn* conn = nullptr;
-  if (active_session_.load(std::memory_order_acquire) != 0 || hold_until_ns_.load(std::memory_order_relaxed) > n.received_ns) {
+  if (lane == primary_ && (active_session_.load(std::memory_order_acquire) != 0 ||
+                           hold_until_ns_.load(std::memory_order_relaxed) > n.received_ns)) {
     std::lock_guard<std::mutex> lock(mu_);
     // Re-read under mu_: setActiveSession and closeSession change it under the same lock.
     Session* session = active_;
@@ -259,7 +264,7 @@ void Engine::OnReceived(Container* container, const Notification& n) {
     if (ask || held) {
       const uint64_t deadline = n.received_ns + decision_timeout_ns_.load(std::memory_order_relaxed);
       if (held) {
-        pending_.Add(container, nullptr, n, deadline, HoldStrings(event, strings_, blob));
+        pending_.Add(container, nullptr, n, deadline, HoldStrings(event, strings, blob));
       } else {
         pending_.Add(container, session, n, deadline);
         owner = session->id;
@@ -275,66 +280,69 @@ void Engine::OnReceived(Container* container, const Notification& n) {
     event.session = owner;
     // On the channel the control plane has it at the end of this iteration; JS only reports it,
     // so its event may wait for the batch. Otherwise JS forwards it: due at once.
-    event.via_channel = conn != nullptr && channel_->QueueNotification(conn, event, strings_, container->container_id);
-    queue_->Push(event, strings_, blob, !event.via_channel);
+    event.via_channel = conn != nullptr && channel_->QueueNotification(conn, event, strings, container->container_id);
+    queue_->Push(event, strings, blob, !event.via_channel);
     return;
   }
   // Nobody to ask (or no room to ask): the default action, now, on this thread.
   Answer action = DefaultAction();
   int err = 0;
-  SendResult result = NotifySend(container->fd, &engine_buffers_, n.id, action, &err);
-  ReportAnswer(container, n, event, blob, AnsweredBy::kNoControlPlane, action, result, MonotonicNs(), -1,
-               /*engine_thread=*/true);
+  SendResult result = NotifySend(container->fd, &lane->buffers, n.id, action, &err);
+  ReportAnswer(lane, container, n, event, strings, blob, AnsweredBy::kNoControlPlane, action, result, MonotonicNs(), -1);
   if (result == SendResult::kFailed) {
     queue_->PushError("NOTIF_SEND of the default action for notification " + std::to_string(n.id) +
                       " of container " + std::to_string(container->handle) + " failed: " + ErrnoText(err));
   }
 }
 
-// Engine thread, or the JS thread in Restore (`engine_thread` false).
-void Engine::ReportAnswer(Container* container, const Notification& n, const Event& event, size_t blob, AnsweredBy by,
-                          const Answer& action, SendResult result, uint64_t answered_ns, int32_t rule, bool engine_thread) {
+// A lane, or the JS thread in Restore (`lane` null).
+void Engine::ReportAnswer(Lane* lane, Container* container, const Notification& n, const Event& event, const char* strings,
+                          size_t blob, AnsweredBy by, const Answer& action, SendResult result, uint64_t answered_ns,
+                          int32_t rule) {
   const uint64_t latency = answered_ns - n.received_ns;
   if (detailed_events_.load(std::memory_order_relaxed)) {
-    queue_->Push(event, strings_, blob, false);
+    queue_->Push(event, strings, blob, false);
     PushAnswered(container->handle, n.id, by, action, result, latency, false, Unseen(), rule);
-  } else if (engine_thread) {
+    if (lane != nullptr) lane->queued = true;
+  } else if (lane != nullptr) {
     // Nobody watches: counted, not an event each (JS would convert 150k records a second).
-    answered_ns_ = answered_ns;
-    TallyAnswer(container->handle, n.nr, n.arch, by, result, latency, answered_ns);
+    lane->answered_ns = answered_ns;
+    TallyAnswer(lane, container->handle, n.nr, n.arch, by, result, latency, answered_ns);
   } else {
     PushAnswered(container->handle, n.id, by, action, result, latency, false, Unseen{n.nr, n.arch}, rule);
   }
 }
 
-// Engine thread.
-void Engine::TallyAnswer(uint32_t handle, uint32_t nr, uint32_t arch, AnsweredBy by, SendResult result, uint64_t latency_ns,
-                         uint64_t now_ns) {
+// The lane.
+void Engine::TallyAnswer(Lane* lane, uint32_t handle, uint32_t nr, uint32_t arch, AnsweredBy by, SendResult result,
+                         uint64_t latency_ns, uint64_t now_ns) {
   AnswerTally::Key key;
   key.handle = handle;
   key.nr = nr;
   key.arch = arch;
   key.by = by;
   key.gone = result == SendResult::kGone;
-  if (tally_.Add(key, latency_ns, now_ns)) return;
+  if (lane->tally.Add(key, latency_ns, now_ns)) return;
   // A 257th key before the batch delay: the counts so far go now.
-  if (!DrainTally() || !tally_.Add(key, latency_ns, now_ns)) queue_->CountDropped(1);
+  if (!DrainTally(lane) || !lane->tally.Add(key, latency_ns, now_ns)) queue_->CountDropped(1);
 }
 
-// Engine thread. When the tally must go on its own (UINT64_MAX: it is empty).
-uint64_t Engine::TallyDueNs() const {
-  return tally_.empty() ? std::numeric_limits<uint64_t>::max() : tally_.first_ns() + queue_->batch_delay_ns();
+// The lane. When its tally must go on its own (UINT64_MAX: it is empty).
+uint64_t Engine::TallyDueNs(const Lane& lane) const {
+  return lane.tally.empty() ? std::numeric_limits<uint64_t>::max() : lane.tally.first_ns() + queue_->batch_delay_ns();
 }
 
-// Engine thread. All of the tally or none of it: false (kept, tried again a batch delay later)
-// while the event queue has no room for it, as JS is that far behind.
-bool Engine::DrainTally() {
-  if (tally_.empty()) return true;
-  if (!queue_->HasRoom(tally_.entries().size())) {
-    tally_.Postpone(MonotonicNs());
+// The lane. All of its tally or none of it: false (kept, tried again a batch delay later) while
+// the event queue has no room for it, as JS is that far behind.
+bool Engine::DrainTally(Lane* lane) {
+  AnswerTally& tally = lane->tally;
+  if (tally.empty()) return true;
+  if (!queue_->HasRoom(tally.entries().size())) {
+    tally.Postpone(MonotonicNs());
     return false;
   }
-  for (const AnswerTally::Entry& entry : tally_.entries()) {
+  lane->queued = true;
+  for (const AnswerTally::Entry& entry : tally.entries()) {
     Event event;
     event.type = EventType::kTally;
     event.handle = entry.key.handle;
@@ -347,7 +355,7 @@ bool Engine::DrainTally() {
     event.text.length = sizeof entry.buckets;
     queue_->Push(event, reinterpret_cast<const char*>(entry.buckets), sizeof entry.buckets, false);
   }
-  tally_.Clear();
+  tally.Clear();
   return true;
 }
 

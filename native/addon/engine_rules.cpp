@@ -108,16 +108,21 @@ void Engine::KeepPolicy(uint32_t handle, const std::string& wire) {
   StoreFd(PolicyName(handle), fd);  // replaces the stored copy of the same name
 }
 
-// Engine thread, or JS thread in Restore (mu_ held).
-bool Engine::AnswerFromRules(Container* container, const Notification& n, const Event& event, size_t blob, bool mu_held) {
+// A lane, or the JS thread in Restore (`lane` null, mu_ held).
+bool Engine::AnswerFromRules(Lane* lane, Container* container, const Notification& n, const Event& event, size_t blob) {
   if (!container->has_policy.load(std::memory_order_acquire)) return false;
+  const bool mu_held = lane == nullptr;
+  // Restore read the arguments into lane 0's strings, before any lane runs.
+  const char* strings = lane != nullptr ? lane->strings : primary_->strings;
   std::shared_ptr<const PolicyInForce> looked_up;
   const PolicyInForce* policy;
-  if (mu_held) {
+  // Only the container's own lane keeps its policy (lane 0 decides a predecessor's notification
+  // of any container: it looks the policy up).
+  if (lane != container->lane) {
     looked_up = rules_.RulesFor(container->handle);
     policy = looked_up.get();
   } else {
-    // The engine thread keeps each container's policy until the table changes (generation first:
+    // The lane keeps each container's policy until the table changes (generation first:
     // a change between the two reads only makes the next notification look it up again).
     const uint64_t generation = rules_.generation();
     if (container->policy_generation != generation) {
@@ -130,25 +135,24 @@ bool Engine::AnswerFromRules(Container* container, const Notification& n, const 
   PathView views[6];
   for (uint8_t k = 0; k < event.string_count; ++k) {
     const StringArg& s = event.strings[k];
-    views[k] = PathView{s.index, strings_ + s.text.offset, s.text.length, s.truncated};
+    views[k] = PathView{s.index, strings + s.text.offset, s.text.length, s.truncated};
   }
   MatchInput in{n.arch, static_cast<int32_t>(n.nr), n.args, views, event.string_count};
   const int index = MatchRule(policy->set, in);
   if (index < 0) return false;
   const Rule& rule = policy->set.rules[static_cast<size_t>(index)];
-  NotifyBuffers* buffers = mu_held ? &js_buffers_ : &engine_buffers_;
   if (rule.kind == RuleKind::kAsk) return false;
   Answer now;
   if (ImmediateAnswer(rule, &now)) {
-    AnswerByRule(container, n, now, index, EmulatedKind::kNone, event, blob, buffers);
+    AnswerByRule(lane, container, n, now, index, EmulatedKind::kNone, event, strings, blob);
     return true;
   }
-  if (detailed_events_.load(std::memory_order_relaxed)) queue_->Push(event, strings_, blob, false);
+  if (detailed_events_.load(std::memory_order_relaxed)) queue_->Push(event, strings, blob, false);
   if (mu_held) {
-    DispatchRuleEmulationLocked(container, n, rule, index, event, views, buffers);
+    DispatchRuleEmulationLocked(lane, container, n, rule, index, event, views);
   } else {
     std::lock_guard<std::mutex> lock(mu_);
-    DispatchRuleEmulationLocked(container, n, rule, index, event, views, buffers);
+    DispatchRuleEmulationLocked(lane, container, n, rule, index, event, views);
   }
   return true;
 }
@@ -169,15 +173,14 @@ bool Engine::AnswerLostByRules(Container* container, uint64_t id) {
   return result == SendResult::kOk;
 }
 
-// Any thread (its buffers).
-void Engine::AnswerByRule(Container* container, const Notification& n, const Answer& answer, int index, EmulatedKind kind,
-                          const Event& event, size_t blob, NotifyBuffers* buffers) {
+// A lane, or the JS thread in Restore (null).
+void Engine::AnswerByRule(Lane* lane, Container* container, const Notification& n, const Answer& answer, int index,
+                          EmulatedKind kind, const Event& event, const char* strings, size_t blob) {
   int err = 0;
-  const SendResult result = NotifySend(container->fd, buffers, n.id, answer, &err);
+  const SendResult result = NotifySend(container->fd, BuffersOf(lane), n.id, answer, &err);
   const uint64_t now = MonotonicNs();
   if (kind == EmulatedKind::kNone) {
-    // The engine's own buffers mean the engine thread (the JS thread in Restore has its own).
-    ReportAnswer(container, n, event, blob, AnsweredBy::kFastPath, answer, result, now, index, buffers == &engine_buffers_);
+    ReportAnswer(lane, container, n, event, strings, blob, AnsweredBy::kFastPath, answer, result, now, index);
   } else {
     // An emulation refused up front: its notification event went out before the dispatch.
     const Unseen unseen = detailed_events_.load(std::memory_order_relaxed) ? Unseen() : Unseen{n.nr, n.arch};
@@ -190,8 +193,8 @@ void Engine::AnswerByRule(Container* container, const Notification& n, const Ans
 }
 
 // Under mu_.
-void Engine::DispatchRuleEmulationLocked(Container* container, const Notification& n, const Rule& rule, int index,
-                                         const Event& event, const PathView* views, NotifyBuffers* buffers) {
+void Engine::DispatchRuleEmulationLocked(Lane* lane, Container* container, const Notification& n, const Rule& rule, int index,
+                                         const Event& event, const PathView* views) {
   const EmulationRow* row = EmulationOf(rule.emulated);
   const EmulatedKind kind = rule.emulated;
   const size_t count = event.string_count;
@@ -233,7 +236,7 @@ void Engine::DispatchRuleEmulationLocked(Container* container, const Notificatio
                       " asks for an emulation whose executor is not running (see the error that said why): answered EPERM");
   }
   if (refused != 0) {
-    AnswerByRule(container, n, ErrorAnswer(refused), index, kind, event, 0, buffers);
+    AnswerByRule(lane, container, n, ErrorAnswer(refused), index, kind, event, nullptr, 0);
     return;
   }
   // Journaled like a pending one: a crash before its executor answers leaves it to the successor.

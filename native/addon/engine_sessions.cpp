@@ -224,7 +224,7 @@ void Engine::ApplyDecisions(ChannelConn* conn, uint64_t session, const decision_
     reason = ChannelAnswer(d, &answer);
     if (reason != DecisionReason::kOk) PushDropped(session, d.handle, d.id, DropReasonOf(reason));
     by = reason == DecisionReason::kOk ? AnsweredBy::kControlPlane : AnsweredBy::kNoControlPlane;
-    pending_.Settle(d.handle, d.id, answer, fallback, &engine_buffers_, &report);
+    pending_.Settle(d.handle, d.id, answer, fallback, &primary_->buffers, &report);
   }
 }
 

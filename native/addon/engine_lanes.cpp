@@ -1,0 +1,272 @@
+// The lanes: threads that each serve some containers' notify fds, so a container that floods the
+// agent queues only the containers of its own lane (issue 17: a neighbour's flood moved another
+// container's p99 as one bare C responder serving both does, not as a pair of them). Lane 0 is the
+// engine thread (engine_loop.cpp), which alone holds sessions, the channel, deadlines and
+// removals; another lane receives, reads path arguments, and answers what needs nobody else (the
+// container's rules, the default while no control plane is attached or awaited). The rest it hands
+// to lane 0 in order: a notification to decide (with its arguments as read: no second read), or
+// a container whose fd is done. Only lane 0 frees a container, so a lane's container stays valid
+// until lane 0 took the lane's removal, after which the lane never touches it.
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "engine.hpp"
+#include "engine_names.hpp"
+
+namespace seccomp_agent {
+namespace {
+
+constexpr int kMaxEpollEvents = 64;
+constexpr size_t kMaxLanes = 64;
+
+}  // namespace
+
+// JS thread (Init): every lane's epoll set, wake eventfd and timerfd.
+bool Engine::MakeLanes(std::string* error) {
+  const size_t count = std::min(std::max<size_t>(options_.lanes, 1), kMaxLanes);
+  for (size_t i = 0; i < count; i++) {
+    auto lane = std::make_unique<Lane>();
+    lane->index = i;
+    lane->engine = this;
+    lanes_.push_back(std::move(lane));
+    Lane* l = lanes_.back().get();
+    const std::string which = i == 0 ? "" : " of lane " + std::to_string(i);
+    l->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (l->epoll_fd < 0) {
+      *error = "epoll_create1" + which + ": " + ErrnoText(errno);
+      return false;
+    }
+    l->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (l->wake_fd < 0 || EpollControl(l->epoll_fd, EPOLL_CTL_ADD, l->wake_fd, &l->wake_source, EPOLLIN) != 0) {
+      *error = "the wake eventfd" + which + ": " + ErrnoText(errno);
+      return false;
+    }
+    l->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (l->timer_fd < 0 || EpollControl(l->epoll_fd, EPOLL_CTL_ADD, l->timer_fd, &l->timer_source, EPOLLIN) != 0) {
+      *error = "the timerfd" + which + ": " + ErrnoText(errno);
+      return false;
+    }
+  }
+  primary_ = lanes_.front().get();
+  return true;
+}
+
+// JS thread (Start, after the engine thread runs). Lanes take no signals either.
+bool Engine::StartLanes(std::string* error) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int rc = 0;
+  for (size_t i = 1; i < lanes_.size() && rc == 0; i++) {
+    rc = pthread_create(&lanes_[i]->thread, nullptr, &Engine::LaneMain, lanes_[i].get());
+    if (rc == 0) lanes_[i]->started = true;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (rc != 0) *error = "pthread_create of a lane: " + ErrnoText(rc);
+  return rc == 0;
+}
+
+// JS thread (Stop, stop_requested_ set): joins the lanes, then closes every lane's fds.
+void Engine::StopLanes() {
+  for (size_t i = 1; i < lanes_.size(); i++) {
+    if (!lanes_[i]->started) continue;
+    WakeLane(lanes_[i].get());
+    pthread_join(lanes_[i]->thread, nullptr);
+    lanes_[i]->started = false;
+  }
+}
+
+// Any thread (a lane's eventfd lives until Stop, after every thread that wakes it has ended).
+void Engine::WakeLane(Lane* lane) {
+  uint64_t one = 1;
+  while (write(lane->wake_fd, &one, sizeof one) < 0 && errno == EINTR) {
+  }
+}
+
+void* Engine::LaneMain(void* arg) {
+  Lane* lane = static_cast<Lane*>(arg);
+  const std::string name = "seccomp-lane-" + std::to_string(lane->index);
+  pthread_setname_np(pthread_self(), name.c_str());
+  lane->engine->RunLane(lane);  // the engine outlives its lanes: Stop joins them
+  return nullptr;
+}
+
+// JS thread: the least loaded lane (ties: the lowest, so one container is served by the engine
+// thread itself, as before lanes).
+Engine::Lane* Engine::PlaceContainer() {
+  Lane* best = primary_;
+  size_t fewest = primary_->containers.load(std::memory_order_relaxed);
+  for (const auto& lane : lanes_) {
+    const size_t served = lane->containers.load(std::memory_order_relaxed);
+    if (served < fewest) {
+      best = lane.get();
+      fewest = served;
+    }
+  }
+  best->containers.fetch_add(1, std::memory_order_relaxed);
+  return best;
+}
+
+// A lane: the loop. Like the engine thread's without sessions, channel or deadlines.
+void Engine::RunLane(Lane* lane) {
+  struct epoll_event events[kMaxEpollEvents];
+  uint64_t now = MonotonicNs();
+  while (!stop_requested_.load(std::memory_order_relaxed)) {
+    if (park_flag_.load(std::memory_order_acquire)) {
+      ParkLane(lane);
+      now = MonotonicNs();
+      continue;
+    }
+    // Its own tally, and the batch it added events to (the engine thread may sleep through it).
+    uint64_t wake = TallyDueNs(*lane);
+    if (lane->queued) {
+      const uint64_t due = queue_->DueNs();
+      if (due == std::numeric_limits<uint64_t>::max()) lane->queued = false;
+      wake = std::min(wake, due);
+    }
+    const int n = epoll_wait(lane->epoll_fd, events, kMaxEpollEvents, WaitTimeoutMs(lane, wake, now));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      queue_->PushError("epoll_wait of lane " + std::to_string(lane->index) + " failed: " + ErrnoText(errno) +
+                        "; retrying in 10 ms");
+      usleep(10000);
+      continue;
+    }
+    for (int i = 0; i < n; i++) {
+      EpollSource* source = static_cast<EpollSource*>(events[i].data.ptr);
+      uint64_t drained;
+      switch (source->kind) {
+        case EpollSource::Kind::kContainer:
+          OnNotifyReady(lane, static_cast<Container*>(source), events[i].events);
+          break;
+        case EpollSource::Kind::kWake:
+          while (read(lane->wake_fd, &drained, sizeof drained) < 0 && errno == EINTR) {
+          }
+          break;
+        case EpollSource::Kind::kTimer:
+          while (read(lane->timer_fd, &drained, sizeof drained) < 0 && errno == EINTR) {
+          }
+          lane->timer_armed_ns.store(UINT64_MAX, std::memory_order_relaxed);
+          break;
+        default:
+          break;  // only lane 0 serves listeners, connections and the channel
+      }
+    }
+    now = lane->answered_ns != 0 ? lane->answered_ns : MonotonicNs();
+    lane->answered_ns = 0;
+    if (!lane->tally.empty() && (queue_->DueNs() <= now || TallyDueNs(*lane) <= now)) DrainTally(lane);
+    if (lane->queued) queue_->Flush(now);
+  }
+  DrainTally(lane);
+}
+
+// The lane, at the park flag. Lane 0 parks last: it first takes what the others handed it (they
+// are parked, so nothing more comes), so a successor is never handed a notification only this
+// process's memory knows of.
+void Engine::ParkLane(Lane* lane) {
+  // A successor (or a restart) reads the counts from JS's counters: they go out before the pause.
+  DrainTally(lane);
+  std::unique_lock<std::mutex> lock(park_mu_);
+  if (lane == primary_) {
+    park_cv_.wait(lock, [this] { return parked_ + 1 >= lanes_.size() || !park_requested_ || stop_requested_.load(); });
+    lock.unlock();
+    if (has_handovers_.load(std::memory_order_acquire)) TakeHandovers();
+    channel_->FlushAll();
+    DrainTally(lane);
+    queue_->Flush();
+    lock.lock();
+  }
+  parked_++;
+  park_cv_.notify_all();
+  park_cv_.wait(lock, [this] { return !park_requested_ || stop_requested_.load(); });
+  parked_--;
+}
+
+// A lane other than 0, for a notification its container's rules did not answer while a control
+// plane is attached or awaited: lane 0 owns sessions and the channel. The receipt closes with the
+// lane's (OnNotifyReady); from here the id is in the journal as received until lane 0 pends it.
+void Engine::HandToPrimary(Lane* lane, Container* container, const Notification& n, const Event& event, size_t blob) {
+  Handover handover;
+  handover.kind = Handover::Kind::kDecide;
+  handover.handle = container->handle;
+  handover.notification = n;
+  handover.event = event;
+  handover.strings.assign(lane->strings, blob);
+  {
+    std::lock_guard<std::mutex> lock(handover_mu_);
+    handovers_.push_back(std::move(handover));
+  }
+  has_handovers_.store(true, std::memory_order_release);
+  WakeThread();
+}
+
+// A lane other than 0: no task is left in the container's filter (or its fd failed).
+void Engine::HandRemoval(Lane* lane, Container* container) {
+  // Its counts before its 'removed' (lane 0 pushes that).
+  DrainTally(lane);
+  epoll_ctl(lane->epoll_fd, EPOLL_CTL_DEL, container->fd, nullptr);
+  Handover handover;
+  handover.kind = Handover::Kind::kRemove;
+  handover.handle = container->handle;
+  {
+    std::lock_guard<std::mutex> lock(handover_mu_);
+    handovers_.push_back(std::move(handover));
+  }
+  has_handovers_.store(true, std::memory_order_release);
+  WakeThread();
+}
+
+// Engine thread.
+void Engine::TakeHandovers() {
+  std::vector<Handover> taken;
+  {
+    std::lock_guard<std::mutex> lock(handover_mu_);
+    taken.swap(handovers_);
+    has_handovers_.store(false, std::memory_order_relaxed);
+  }
+  for (Handover& h : taken) {
+    Container* container = nullptr;
+    {
+      // Only this thread removes containers: the pointer stays good after the lock.
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = containers_.find(h.handle);
+      if (it != containers_.end()) container = it->second.get();
+    }
+    if (container == nullptr) continue;
+    if (h.kind == Handover::Kind::kRemove) {
+      RemoveContainer(container);
+    } else {
+      DecideUnanswered(primary_, container, h.notification, &h.event, h.strings.data(), h.strings.size());
+    }
+  }
+}
+
+// JS thread (Stop, every lane ended, under mu_): what lane 0 never took gets the default, as what
+// was pending does.
+void Engine::AnswerUntakenHandovers() {
+  std::vector<Handover> taken;
+  {
+    std::lock_guard<std::mutex> lock(handover_mu_);
+    taken.swap(handovers_);
+    has_handovers_.store(false, std::memory_order_relaxed);
+  }
+  for (const Handover& h : taken) {
+    if (h.kind != Handover::Kind::kDecide) continue;
+    auto it = containers_.find(h.handle);
+    if (it == containers_.end()) continue;
+    const Answer action = DefaultAction();
+    const SendResult result = NotifySend(it->second->fd, &js_buffers_, h.notification.id, action, nullptr);
+    PushAnswered(h.handle, h.notification.id, AnsweredBy::kDetached, action, result, 0, true,
+                 Unseen{h.notification.nr, h.notification.arch});
+  }
+}
+
+}  // namespace seccomp_agent
