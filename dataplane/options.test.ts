@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import * as os from 'node:os';
 import { test } from 'node:test';
 import { parseCommandLine, parseDurationMs, parseDurationOrOffMs } from '../common/options';
 import { DATAPLANE_OPTIONS } from './options';
@@ -74,4 +75,14 @@ test('options: the control socket defaults to control.sock beside --grpc-socket,
   assert.equal(set.controlSocketGroup, 'ops');
   assert.deepEqual([set.maxWatchers, set.maxWatchersPerConnection], [3, 2]);
   assert.equal(errorCode(() => parseCommandLine(DATAPLANE_OPTIONS, ['--max-watchers', '0'], {})), 'EBAD_OPTION');
+});
+
+test('options: --engine-threads is auto (one per CPU, at most 4) or a count from 1 to 64', () => {
+  const auto = parseCommandLine(DATAPLANE_OPTIONS, [], {}).options.engineThreads;
+  assert.equal(auto, Math.min(os.availableParallelism(), 4));
+  assert.equal(parseCommandLine(DATAPLANE_OPTIONS, ['--engine-threads', '1'], {}).options.engineThreads, 1);
+  assert.equal(parseCommandLine(DATAPLANE_OPTIONS, [], { SECCOMP_AGENT_ENGINE_THREADS: '64' }).options.engineThreads, 64);
+  for (const bad of ['0', '65', '-1', '2.5', 'many', '']) {
+    assert.equal(errorCode(() => parseCommandLine(DATAPLANE_OPTIONS, [`--engine-threads=${bad}`], {})), 'EBAD_OPTION', bad);
+  }
 });

@@ -126,8 +126,8 @@ test('seccomp-dataplane under load: 8 parallel workers under one filter, every n
   assert.equal(counters.answeredDefaultDeadline + counters.answeredDefaultDetached + counters.answeredDefaultNoControlPlane, 0n);
 });
 
-test('seccomp-dataplane fds: 200 containers come and go and the data plane holds as many fds as before', async (t) => {
-  const dp = await startDataPlane(t, ['--log-level', 'warn']);
+test('seccomp-dataplane fds: 200 containers come and go over 3 engine threads and the data plane holds as many fds as before', async (t) => {
+  const dp = await startDataPlane(t, ['--log-level', 'warn', '--engine-threads', '3']);
   // Let the process settle (gRPC, logger) before taking the baseline.
   await dp.status();
   const before = fdCount(dp.proc.child.pid!);
@@ -141,6 +141,10 @@ test('seccomp-dataplane fds: 200 containers come and go and the data plane holds
   assert.equal(status.containers, 0);
   assert.equal(status.counters!.containersAdded, 200n);
   assert.equal(fdCount(dp.proc.child.pid!), before);
+  // Twenty at a time, spread over the three: each served some, and between them every notification.
+  assert.deepEqual(status.engineThreads.map((e) => e.containers), [0, 0, 0]);
+  assert.ok(status.engineThreads.every((e) => e.received > 0n), `every engine thread received: ${status.engineThreads.map((e) => e.received).join(', ')}`);
+  assert.equal(status.engineThreads.reduce((sum, e) => sum + e.received, 0n), status.counters!.notifications);
 });
 
 test('seccomp-dataplane ListContainers: lists a live container with its annotations and metadata', async (t) => {

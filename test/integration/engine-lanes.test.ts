@@ -1,0 +1,98 @@
+// The engine's lanes (native/addon/engine_lanes.cpp): containers spread over threads that each
+// receive and answer their own; what only the engine thread decides (a control plane's decision, a
+// hold for one, a removal) handed to it in order. Real filters, real notify fds, real syscalls.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+import type { NativeEvent, NotificationEvent } from '../../dataplane/native';
+import { AnsweredBy } from '../../proto/gen/seccompagent/v1/dataplane';
+import { EngineHarness as Harness, fdCountBackTo, native } from '../support/engine-harness';
+import { waitUntil } from '../support/wait';
+
+const MKDIR_SYSCALLS = ['--syscalls', 'mkdir,mkdirat'];
+
+function isMkdirOf(dir: string) {
+  return (e: NativeEvent): e is NotificationEvent => e.type === 'notification' && e.strings.some((s) => s.value === dir);
+}
+
+/** A container that makes `dir` and then sleeps until it is killed (it stays on its lane); resolves once `dir` exists. */
+async function stayingContainer(h: Harness, dir: string) {
+  const run = h.run(MKDIR_SYSCALLS, ['/bin/sh', '-c', `mkdir "${dir}" && exec sleep 60`]);
+  await waitUntil(() => fs.existsSync(dir), 5000, `${dir} made by its container`);
+  return run;
+}
+
+test('engine lanes: two containers go to two lanes, each answered there by the default; a lane\'s removal reaches JS after its counts', async (t) => {
+  const h = new Harness(t, { lanes: 2 });
+  h.engine.setDetailedEvents(false);
+  const a = await stayingContainer(h, path.join(h.dir, 'a'));
+  const b = await stayingContainer(h, path.join(h.dir, 'b'));
+  const lanes = h.engine.stats().lanes;
+  assert.deepEqual(lanes.map((l) => l.containers), [1, 1], 'one container per lane');
+  assert.ok(lanes.every((l) => l.received >= 1), `each lane received its container's mkdir: ${JSON.stringify(lanes)}`);
+  // Unwatched, each answer is a tally count; lane 1's counts must precede its container's 'removed'.
+  b.child.kill('SIGKILL');
+  a.child.kill('SIGKILL');
+  await Promise.all([a.exit, b.exit]);
+  await h.until(() => (h.events.filter((e) => e.type === 'removed').length === 2 ? true : undefined), 'both removed');
+  for (const removed of h.events.filter((e) => e.type === 'removed')) {
+    const at = h.events.indexOf(removed);
+    const counted = h.events.slice(0, at).filter((e) => e.type === 'tally' && e.handle === removed.handle);
+    assert.ok(counted.length > 0, `container ${removed.handle}'s tally before its 'removed'`);
+    for (const tally of counted) assert.equal(tally.type === 'tally' && tally.by, AnsweredBy.ANSWERED_BY_DEFAULT_NO_CONTROL_PLANE);
+  }
+  assert.deepEqual(h.engine.stats().lanes.map((l) => l.containers), [0, 0]);
+  assert.equal(h.engine.stats().containers, 0);
+});
+
+test('engine lanes: a container of lane 1 is decided by the control plane (handed to the engine thread), and held for one while one is awaited', async (t) => {
+  const h = new Harness(t, { lanes: 2 });
+  // Lane 0 takes the first container: this one stays, so the next ones go to lane 1.
+  const first = await stayingContainer(h, path.join(h.dir, 'first'));
+  h.attach(1);
+  const decided = path.join(h.dir, 'decided');
+  const run = h.mkdir(decided);
+  const n = await h.waitFor(isMkdirOf(decided), 'the forwarded mkdir of lane 1\'s container');
+  assert.equal(n.forwarded, true);
+  assert.equal(n.session, 1);
+  assert.equal(h.engine.stats().lanes[1].containers, 1, 'its container is on lane 1');
+  assert.equal(h.engine.respond(n.handle, n.id, { kind: 'error', errno: 13 }, 1).status, 'ok');
+  const result = await run.exit;
+  assert.match(result.stderr, /Permission denied/);
+  assert.equal(fs.existsSync(decided), false);
+
+  // No control plane, one awaited: lane 1's notification waits (held by the engine thread) and is
+  // forwarded to the session that attaches.
+  h.engine.closeSession(1);
+  h.engine.holdForControlPlane(30_000);
+  const held = path.join(h.dir, 'held');
+  const heldRun = h.mkdir(held);
+  await waitUntil(() => h.engine.stats().pending === 1, 1500, 'the held notification (held at most the 2 s decision timeout)', 5);
+  assert.equal(h.notifications().some(isMkdirOf(held)), false, 'a held notification is not reported before a control plane attaches');
+  h.attach(2);
+  const forwarded = await h.waitFor(isMkdirOf(held), 'the held mkdir, forwarded to session 2');
+  assert.equal(forwarded.session, 2);
+  assert.equal(h.engine.respond(forwarded.handle, forwarded.id, { kind: 'continue' }, 2).status, 'ok');
+  assert.equal((await heldRun.exit).code, 0);
+  assert.ok(fs.statSync(held).isDirectory());
+  first.child.kill('SIGKILL');
+  await first.exit;
+});
+
+test('engine lanes: stop answers what lane 1 handed the engine thread and what is pending; every fd closed', async (t) => {
+  const baseline = native.openFdCount();
+  const h = new Harness(t, { lanes: 3 });
+  h.attach(1);
+  const runs = [0, 1, 2].map((i) => h.mkdir(path.join(h.dir, `m${i}`)));
+  await h.until(() => (h.notifications().length === 3 ? true : undefined), 'three forwarded mkdirs');
+  assert.deepEqual(h.engine.stats().lanes.map((l) => l.containers), [1, 1, 1], 'three containers, three lanes');
+  h.engine.stop();
+  for (const run of runs) {
+    const result = await run.exit;
+    // The default (continue) answered each when the engine stopped: never ENOSYS.
+    assert.equal(result.code, 0, result.stderr);
+  }
+  assert.equal(await fdCountBackTo(baseline), baseline, 'every lane\'s epoll set, eventfd and timerfd closed');
+});
