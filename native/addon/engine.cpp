@@ -155,7 +155,7 @@ void Engine::Stop() {
       }
       deferred_.clear();
       // Notifications a lane handed the engine thread, which it never took: the default too.
-      AnswerUntakenHandovers();
+      AnswerUntakenVisits();
     }
     pending_.Clear();
     sessions_.clear();
@@ -201,8 +201,10 @@ void Engine::RemoveContainer(Container* container) {
   Emulator* emulator = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (container->lane == primary_) epoll_ctl(primary_->epoll_fd, EPOLL_CTL_DEL, container->fd, nullptr);
-    container->lane->containers.fetch_sub(1, std::memory_order_relaxed);
+    if (container->lane.load(std::memory_order_relaxed) == primary_) {
+      epoll_ctl(primary_->epoll_fd, EPOLL_CTL_DEL, container->fd, nullptr);
+    }
+    container->home->containers.fetch_sub(1, std::memory_order_relaxed);
     close(container->fd);
     records_->Release(container->record);
     if (container->policy_fd >= 0) close(container->policy_fd);
@@ -307,10 +309,10 @@ uint32_t Engine::AddContainer(int fd, uint32_t handle, const RecordFile::Place& 
       break;
     }
   }
-  raw->lane = PlaceContainer();
-  if (EpollControl(raw->lane->epoll_fd, EPOLL_CTL_ADD, fd, raw, EPOLLIN) != 0) {
+  raw->home = PlaceContainer();
+  if (!Serve(raw->home, raw)) {
     *error = "epoll_ctl(ADD) of a notify fd: " + ErrnoText(errno) + "; closed it";
-    raw->lane->containers.fetch_sub(1, std::memory_order_relaxed);
+    raw->home->containers.fetch_sub(1, std::memory_order_relaxed);
     journal_->ReleaseContainer(journal_slot);
     containers_.erase(handle);
     close(fd);

@@ -246,7 +246,12 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   struct Lane;
   struct Container : EpollSource, PendingTarget {
     Container() : EpollSource(Kind::kContainer) {}
-    Lane* lane = nullptr;        // the lane that serves its fd; set before its fd is in an epoll set
+    // Where it lives (the least loaded lane when it was added), and the lane serving its fd now:
+    // its home, or lane 0 while it needs the control plane (a visitor), null while it moves.
+    // Only the lane serving it touches what the lane fields below say; it moves by message.
+    Lane* home = nullptr;
+    std::atomic<Lane*> lane{nullptr};
+    uint32_t native_streak = 0;  // lane 0, a visitor: notifications in a row it answered without asking
     uint32_t recv_failures = 0;  // its lane: consecutive unexpected RECV errors
     RecordFile::Place record;    // its runtime record in records_ (none: offset -1)
     uint32_t journal_slot = InFlightJournal::kNoSlot;
@@ -263,10 +268,21 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
     std::shared_ptr<const PolicyInForce> policy;
     uint64_t policy_generation = UINT64_MAX;
   };
+  // What one lane sends another (engine_lanes.cpp): a container that moves to lane 0 with the
+  // notification that needs a control plane (kVisit), one going home (kHome), or one whose fd is done
+  // (kRemove, to lane 0, which alone frees containers).
+  struct Handover {
+    enum class Kind : uint8_t { kVisit, kHome, kRemove } kind = Kind::kVisit;
+    uint32_t handle = 0;
+    Notification notification;  // kVisit: received, its path arguments in `strings` as read
+    Event event;
+    std::string strings;
+  };
   // One thread that receives and answers, and what only it touches. Lane 0 is the engine thread
   // (Run: sessions, the channel, deadlines, removals, handoff); the others (RunLane) receive from
-  // their containers and answer what needs nobody else: the container's rules, the default while no
-  // control plane is attached. What needs lane 0 (a decision, a removal) they hand it (Handover).
+  // the containers that live on them and answer what needs nobody else: the container's rules, the
+  // default while no control plane is attached or awaited. A container that needs one moves to
+  // lane 0 with that notification, and goes home once it has answered natively for a while.
   struct Lane {
     Engine* engine = nullptr;
     size_t index = 0;
@@ -293,15 +309,10 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
     uint64_t answered_ns = 0;
     bool queued = false;  // it pushed events since the queue last went out: it flushes them when due
     char strings[6 * kTargetPathMax];
-  };
-  // What a lane hands lane 0: a notification its rules did not answer while a control plane is
-  // attached (or awaited), with its path arguments as read; or a container to remove.
-  struct Handover {
-    enum class Kind : uint8_t { kDecide, kRemove } kind = Kind::kDecide;
-    uint32_t handle = 0;
-    Notification notification;
-    Event event;
-    std::string strings;
+    // What other lanes sent it, taken in order by its own thread.
+    std::mutex inbox_mu;
+    std::vector<Handover> inbox;  // guarded by inbox_mu
+    std::atomic<bool> has_inbox{false};
   };
   // A control plane's session (gRPC Attach) as the engine knows it. Guarded by mu_.
   struct Session : PendingOwner {
@@ -315,13 +326,15 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   void Run();                                                             // engine thread (lane 0)
   void OnNotifyReady(Lane* lane, Container* container, uint32_t events);  // the container's lane
   // Its lane (or lane 0, for the predecessor's waiter): a notification received is decided: the
-  // container's rules, a control plane, or the default.
-  void OnReceived(Lane* lane, Container* container, const Notification& n);
+  // container's rules, a control plane, or the default. kMoved: the container went to lane 0 with
+  // it (a control plane is attached or awaited): `lane` no longer serves it.
+  enum class Outcome { kAnswered, kAsked, kMoved };
+  Outcome OnReceived(Lane* lane, Container* container, const Notification& n);
   // What OnReceived does once the container's rules did not answer: pend it for the active
-  // session (or one awaited), or the default at once. Lane 0; another lane only while no control
-  // plane is attached or awaited (else it hands lane 0 the notification). `strings`: event's.
-  void DecideUnanswered(Lane* lane, Container* container, const Notification& n, Event* event, const char* strings,
-                        size_t blob);
+  // session (or one awaited; kAsked), or the default at once. Lane 0; another lane only while no
+  // control plane is attached or awaited. `strings`: the event's path arguments.
+  Outcome DecideUnanswered(Lane* lane, Container* container, const Notification& n, Event* event, const char* strings,
+                           size_t blob);
   // Engine thread: the predecessor's notifications no helper did, decided as if just received.
   void DecideDeferred();
   uint64_t NextWakeNs();                                       // engine thread
@@ -385,14 +398,20 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   void RunLane(Lane* lane);
   // JS thread: the lane a new container goes to (the one serving the fewest).
   Lane* PlaceContainer();
-  // A lane other than 0: `n` goes to lane 0 to be decided (a control plane is attached or awaited).
-  void HandToPrimary(Lane* lane, Container* container, const Notification& n, const Event& event, size_t blob);
+  // A lane other than 0: the container leaves its epoll set for lane 0's, which decides `n` (a
+  // control plane is attached or awaited). Its receipt is closed first: lane 0 opens its own.
+  void MoveToPrimary(Lane* lane, Container* container, const Notification& n, const Event& event, size_t blob);
+  // Lane 0: a visitor that answered natively for a while goes back to its home lane.
+  void SendHome(Container* container);
   // A lane other than 0: its container's fd is done; it leaves its epoll set and lane 0 removes it.
   void HandRemoval(Lane* lane, Container* container);
-  // Engine thread: what the lanes handed it, in order.
-  void TakeHandovers();
-  // JS thread, after every lane ended: what was handed and never taken gets the default.
-  void AnswerUntakenHandovers();
+  void Send(Lane* to, Handover&& handover);  // any lane
+  // The lane: what others sent it, in order (kVisit and kRemove to lane 0, kHome to a home lane).
+  void TakeInbox(Lane* lane);
+  // The lane taking it: `container` is served by `lane` from now on (in its epoll set).
+  bool Serve(Lane* lane, Container* container);
+  // JS thread, after every lane ended (under mu_): a visit never taken gets the default.
+  void AnswerUntakenVisits();
 
   // engine.cpp
   void RemoveContainer(Container* container);  // engine thread
@@ -486,9 +505,6 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // containers before the threads start.
   std::vector<std::unique_ptr<Lane>> lanes_;
   Lane* primary_ = nullptr;
-  std::mutex handover_mu_;
-  std::vector<Handover> handovers_;  // guarded by handover_mu_
-  std::atomic<bool> has_handovers_{false};
 
   pthread_t thread_{};
   bool thread_started_ = false;

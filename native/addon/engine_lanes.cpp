@@ -38,6 +38,7 @@ bool Engine::MakeLanes(std::string* error) {
     lane->engine = this;
     lanes_.push_back(std::move(lane));
     Lane* l = lanes_.back().get();
+    if (i == 0) primary_ = l;  // Stop() and GetStats() find lane 0 even when a later lane failed
     const std::string which = i == 0 ? "" : " of lane " + std::to_string(i);
     l->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     if (l->epoll_fd < 0) {
@@ -55,7 +56,6 @@ bool Engine::MakeLanes(std::string* error) {
       return false;
     }
   }
-  primary_ = lanes_.front().get();
   return true;
 }
 
@@ -99,8 +99,8 @@ void* Engine::LaneMain(void* arg) {
   return nullptr;
 }
 
-// JS thread: the least loaded lane (ties: the lowest, so one container is served by the engine
-// thread itself, as before lanes).
+// JS thread: a new container's home, the lane with the fewest (ties: the lowest, so one container
+// is served by the engine thread itself, as before lanes).
 Engine::Lane* Engine::PlaceContainer() {
   Lane* best = primary_;
   size_t fewest = primary_->containers.load(std::memory_order_relaxed);
@@ -160,6 +160,7 @@ void Engine::RunLane(Lane* lane) {
           break;  // only lane 0 serves listeners, connections and the channel
       }
     }
+    if (lane->has_inbox.load(std::memory_order_acquire)) TakeInbox(lane);
     now = lane->answered_ns != 0 ? lane->answered_ns : MonotonicNs();
     lane->answered_ns = 0;
     if (!lane->tally.empty() && (queue_->DueNs() <= now || TallyDueNs(*lane) <= now)) DrainTally(lane);
@@ -178,7 +179,7 @@ void Engine::ParkLane(Lane* lane) {
   if (lane == primary_) {
     park_cv_.wait(lock, [this] { return parked_ + 1 >= lanes_.size() || !park_requested_ || stop_requested_.load(); });
     lock.unlock();
-    if (has_handovers_.load(std::memory_order_acquire)) TakeHandovers();
+    if (lane->has_inbox.load(std::memory_order_acquire)) TakeInbox(lane);
     channel_->FlushAll();
     DrainTally(lane);
     queue_->Flush();
@@ -191,21 +192,30 @@ void Engine::ParkLane(Lane* lane) {
 }
 
 // A lane other than 0, for a notification its container's rules did not answer while a control
-// plane is attached or awaited: lane 0 owns sessions and the channel. The receipt closes with the
-// lane's (OnNotifyReady); from here the id is in the journal as received until lane 0 pends it.
-void Engine::HandToPrimary(Lane* lane, Container* container, const Notification& n, const Event& event, size_t blob) {
+// plane is attached or awaited: the container moves to lane 0 (sessions and the channel are its),
+// so what it asks next costs no hand-over. The lane touches the container no more after Send.
+void Engine::MoveToPrimary(Lane* lane, Container* container, const Notification& n, const Event& event, size_t blob) {
+  epoll_ctl(lane->epoll_fd, EPOLL_CTL_DEL, container->fd, nullptr);
+  journal_->CloseReceipt(container->receipt_slot);
+  container->lane.store(nullptr, std::memory_order_release);
   Handover handover;
-  handover.kind = Handover::Kind::kDecide;
+  handover.kind = Handover::Kind::kVisit;
   handover.handle = container->handle;
   handover.notification = n;
   handover.event = event;
   handover.strings.assign(lane->strings, blob);
-  {
-    std::lock_guard<std::mutex> lock(handover_mu_);
-    handovers_.push_back(std::move(handover));
-  }
-  has_handovers_.store(true, std::memory_order_release);
-  WakeThread();
+  Send(primary_, std::move(handover));
+}
+
+// Engine thread: a visitor that answered kGoHomeAfter notifications in a row by itself.
+void Engine::SendHome(Container* container) {
+  epoll_ctl(primary_->epoll_fd, EPOLL_CTL_DEL, container->fd, nullptr);
+  container->lane.store(nullptr, std::memory_order_release);
+  container->native_streak = 0;
+  Handover handover;
+  handover.kind = Handover::Kind::kHome;
+  handover.handle = container->handle;
+  Send(container->home, std::move(handover));
 }
 
 // A lane other than 0: no task is left in the container's filter (or its fd failed).
@@ -216,56 +226,86 @@ void Engine::HandRemoval(Lane* lane, Container* container) {
   Handover handover;
   handover.kind = Handover::Kind::kRemove;
   handover.handle = container->handle;
-  {
-    std::lock_guard<std::mutex> lock(handover_mu_);
-    handovers_.push_back(std::move(handover));
-  }
-  has_handovers_.store(true, std::memory_order_release);
-  WakeThread();
+  Send(primary_, std::move(handover));
 }
 
-// Engine thread.
-void Engine::TakeHandovers() {
+// Any lane.
+void Engine::Send(Lane* to, Handover&& handover) {
+  {
+    std::lock_guard<std::mutex> lock(to->inbox_mu);
+    to->inbox.push_back(std::move(handover));
+  }
+  to->has_inbox.store(true, std::memory_order_release);
+  WakeLane(to);
+}
+
+// The lane taking `container` (or the JS thread adding it, before its lane runs it).
+bool Engine::Serve(Lane* lane, Container* container) {
+  container->lane.store(lane, std::memory_order_release);
+  return EpollControl(lane->epoll_fd, EPOLL_CTL_ADD, container->fd, container, EPOLLIN) == 0;
+}
+
+// The lane.
+void Engine::TakeInbox(Lane* lane) {
   std::vector<Handover> taken;
   {
-    std::lock_guard<std::mutex> lock(handover_mu_);
-    taken.swap(handovers_);
-    has_handovers_.store(false, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lock(lane->inbox_mu);
+    taken.swap(lane->inbox);
+    lane->has_inbox.store(false, std::memory_order_relaxed);
   }
   for (Handover& h : taken) {
     Container* container = nullptr;
     {
-      // Only this thread removes containers: the pointer stays good after the lock.
+      // Only lane 0 frees containers, and never one on its way (nobody serves it to ask): the
+      // pointer stays good after the lock.
       std::lock_guard<std::mutex> lock(mu_);
       auto it = containers_.find(h.handle);
       if (it != containers_.end()) container = it->second.get();
     }
     if (container == nullptr) continue;
-    if (h.kind == Handover::Kind::kRemove) {
-      RemoveContainer(container);
-    } else {
-      DecideUnanswered(primary_, container, h.notification, &h.event, h.strings.data(), h.strings.size());
+    switch (h.kind) {
+      case Handover::Kind::kRemove:
+        RemoveContainer(container);
+        break;
+      case Handover::Kind::kHome:
+      case Handover::Kind::kVisit:
+        if (!Serve(lane, container)) {
+          // Cannot happen with a valid fd (it was in another epoll set a moment ago).
+          queue_->PushError("epoll_ctl(ADD) of container " + std::to_string(h.handle) + "'s notify fd on lane " +
+                            std::to_string(lane->index) + " failed: " + ErrnoText(errno) +
+                            "; closing it: its notified syscalls now fail with ENOSYS");
+          if (lane == primary_) RemoveContainer(container); else HandRemoval(lane, container);
+          break;
+        }
+        if (h.kind == Handover::Kind::kVisit) {
+          journal_->OpenReceipt(container->receipt_slot, h.notification);
+          DecideUnanswered(lane, container, h.notification, &h.event, h.strings.data(), h.strings.size());
+          journal_->CloseReceipt(container->receipt_slot);
+        }
+        break;
     }
   }
 }
 
-// JS thread (Stop, every lane ended, under mu_): what lane 0 never took gets the default, as what
-// was pending does.
-void Engine::AnswerUntakenHandovers() {
-  std::vector<Handover> taken;
-  {
-    std::lock_guard<std::mutex> lock(handover_mu_);
-    taken.swap(handovers_);
-    has_handovers_.store(false, std::memory_order_relaxed);
-  }
-  for (const Handover& h : taken) {
-    if (h.kind != Handover::Kind::kDecide) continue;
-    auto it = containers_.find(h.handle);
-    if (it == containers_.end()) continue;
-    const Answer action = DefaultAction();
-    const SendResult result = NotifySend(it->second->fd, &js_buffers_, h.notification.id, action, nullptr);
-    PushAnswered(h.handle, h.notification.id, AnsweredBy::kDetached, action, result, 0, true,
-                 Unseen{h.notification.nr, h.notification.arch});
+// JS thread (Stop, every lane ended, under mu_): a container moved to lane 0 with a notification
+// lane 0 never took: the default, as for what was pending.
+void Engine::AnswerUntakenVisits() {
+  for (const auto& lane : lanes_) {
+    std::vector<Handover> taken;
+    {
+      std::lock_guard<std::mutex> lock(lane->inbox_mu);
+      taken.swap(lane->inbox);
+      lane->has_inbox.store(false, std::memory_order_relaxed);
+    }
+    for (const Handover& h : taken) {
+      if (h.kind != Handover::Kind::kVisit) continue;
+      auto it = containers_.find(h.handle);
+      if (it == containers_.end()) continue;
+      const Answer action = DefaultAction();
+      const SendResult result = NotifySend(it->second->fd, &js_buffers_, h.notification.id, action, nullptr);
+      PushAnswered(h.handle, h.notification.id, AnsweredBy::kDetached, action, result, 0, true,
+                   Unseen{h.notification.nr, h.notification.arch});
+    }
   }
 }
 

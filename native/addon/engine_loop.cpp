@@ -22,6 +22,9 @@ namespace {
 
 constexpr int kMaxEpollEvents = 64;
 constexpr uint32_t kMaxRecvFailures = 1000;  // consecutive unexpected RECV errors before giving up a fd
+// A visitor of lane 0 answered this many times in a row without asking goes home: a move costs an
+// epoll_ctl on each side and a wake-up, so a container that asks now and then is not bounced.
+constexpr uint32_t kGoHomeAfter = 32;
 
 }  // namespace
 
@@ -90,7 +93,7 @@ void Engine::Run() {
         }
       }
     }
-    if (has_handovers_.load(std::memory_order_acquire)) TakeHandovers();
+    if (primary_->has_inbox.load(std::memory_order_acquire)) TakeInbox(primary_);
     if (has_deferred_.load(std::memory_order_acquire)) DecideDeferred();
     // One write per channel for every frame this iteration produced.
     channel_->FlushAll();
@@ -199,8 +202,19 @@ void Engine::OnNotifyReady(Lane* lane, Container* container, uint32_t events) {
     // In the journal until decided: a crash before the answer leaves the successor its syscall
     // and arguments (journal.hpp, receipts), not a bare id.
     journal_->OpenReceipt(container->receipt_slot, n);
-    OnReceived(lane, container, n);
+    const Outcome outcome = OnReceived(lane, container, n);
+    // Moved to lane 0 (which sees its hang-up too, if any): no longer this lane's to touch.
+    if (outcome == Outcome::kMoved) return;
     journal_->CloseReceipt(container->receipt_slot);
+    if (lane == primary_ && container->home != primary_) {
+      // A visitor: it goes home once it no longer needs the control plane (a policy now answers
+      // it, or no control plane is attached), so the containers of lane 0 are not its neighbours.
+      container->native_streak = outcome == Outcome::kAsked ? 0 : container->native_streak + 1;
+      if (container->native_streak >= kGoHomeAfter && (events & (EPOLLHUP | EPOLLERR)) == 0) {
+        SendHome(container);
+        return;
+      }
+    }
   }
   if ((events & (EPOLLHUP | EPOLLERR)) != 0) remove();
 }
@@ -231,24 +245,24 @@ void Engine::DecideDeferred() {
 }
 
 // A lane (lane 0 for the predecessor's waiter, whatever lane serves the container).
-void Engine::OnReceived(Lane* lane, Container* container, const Notification& n) {
+Engine::Outcome Engine::OnReceived(Lane* lane, Container* container, const Notification& n) {
   Event event = NotificationEvent(n);
   size_t blob = 0;
-  if (!ReadPathArgs(container->fd, &event, lane->strings, &blob)) return;
+  if (!ReadPathArgs(container->fd, &event, lane->strings, &blob)) return Outcome::kAnswered;  // its task is gone
   // The container's own rules first: they answer whether a control plane is attached or not.
-  if (AnswerFromRules(lane, container, n, event, blob)) return;
+  if (AnswerFromRules(lane, container, n, event, blob)) return Outcome::kAnswered;
   if (lane != primary_ && (active_session_.load(std::memory_order_acquire) != 0 ||
                            hold_until_ns_.load(std::memory_order_relaxed) > n.received_ns)) {
-    HandToPrimary(lane, container, n, event, blob);
-    return;
+    MoveToPrimary(lane, container, n, event, blob);
+    return Outcome::kMoved;
   }
-  DecideUnanswered(lane, container, n, &event, lane->strings, blob);
+  return DecideUnanswered(lane, container, n, &event, lane->strings, blob);
 }
 
 // Lane 0; another lane only while no control plane is attached or awaited (both are read again
 // here under mu_: one that attached since is asked, by lane 0 alone, as only lane 0 pends).
-void Engine::DecideUnanswered(Lane* lane, Container* container, const Notification& n, Event* event_in,
-                              const char* strings, size_t blob) {
+Engine::Outcome Engine::DecideUnanswered(Lane* lane, Container* container, const Notification& n, Event* event_in,
+                                         const char* strings, size_t blob) {
   Event& event = *event_in;
   uint64_t owner = 0;
   bool held = false;
@@ -273,7 +287,7 @@ void Engine::DecideUnanswered(Lane* lane, Container* container, const Notificati
     }
   }
   // JS hears of a held one when setActiveSession() forwards it, or from its deadline's answer.
-  if (held) return;
+  if (held) return Outcome::kAsked;
   if (owner != 0) {
     forwarded_ = true;
     event.forwarded = true;
@@ -282,7 +296,7 @@ void Engine::DecideUnanswered(Lane* lane, Container* container, const Notificati
     // so its event may wait for the batch. Otherwise JS forwards it: due at once.
     event.via_channel = conn != nullptr && channel_->QueueNotification(conn, event, strings, container->container_id);
     queue_->Push(event, strings, blob, !event.via_channel);
-    return;
+    return Outcome::kAsked;
   }
   // Nobody to ask (or no room to ask): the default action, now, on this thread.
   Answer action = DefaultAction();
@@ -293,6 +307,7 @@ void Engine::DecideUnanswered(Lane* lane, Container* container, const Notificati
     queue_->PushError("NOTIF_SEND of the default action for notification " + std::to_string(n.id) +
                       " of container " + std::to_string(container->handle) + " failed: " + ErrnoText(err));
   }
+  return Outcome::kAnswered;
 }
 
 // A lane, or the JS thread in Restore (`lane` null).

@@ -116,9 +116,9 @@ bool Engine::AnswerFromRules(Lane* lane, Container* container, const Notificatio
   const char* strings = lane != nullptr ? lane->strings : primary_->strings;
   std::shared_ptr<const PolicyInForce> looked_up;
   const PolicyInForce* policy;
-  // Only the container's own lane keeps its policy (lane 0 decides a predecessor's notification
-  // of any container: it looks the policy up).
-  if (lane != container->lane) {
+  // Only the lane serving the container keeps its policy (lane 0 decides a predecessor's
+  // notification of any container: it looks the policy up).
+  if (lane != container->lane.load(std::memory_order_acquire)) {
     looked_up = rules_.RulesFor(container->handle);
     policy = looked_up.get();
   } else {
