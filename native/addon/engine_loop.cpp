@@ -3,6 +3,7 @@
 // or while nobody watches a count in the tally), or pend (owned by the active session, or held for
 // one that has not attached) and queue a channel frame and an event.
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
@@ -55,6 +56,9 @@ void Engine::Run() {
     }
     const uint64_t wake = busy_until_ns_ > now ? now : NextWakeNs();
     const int n = epoll_wait(primary_->epoll_fd, events, kMaxEpollEvents, WaitTimeoutMs(primary_, wake, now));
+    // Busy polling is for an idle CPU: a task runnable here (another container's lane, a workload)
+    // runs first rather than waiting out the spin.
+    if (n == 0 && busy_until_ns_ > now) sched_yield();
     if (n < 0) {
       if (errno == EINTR) continue;
       queue_->PushError("epoll_wait failed: " + ErrnoText(errno) + "; retrying in 10 ms");

@@ -20,6 +20,7 @@
 // nshelper_resolve (paths inside the target's root), nshelper_mkdir and nshelper_mount.
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -148,6 +149,9 @@ bool ServeOne(char* buf) {
   while (!polled && g_busy_poll_ns != 0 && MonotonicNs() < poll_until) {
     n = recvmsg(nshelper::kSocketFd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
     polled = n >= 0 || (errno != EAGAIN && errno != EINTR);
+    // A poll is for an idle CPU: another task that is runnable here (a container's thread, an
+    // engine lane) runs first rather than waiting out our spin.
+    if (!polled) sched_yield();
   }
   if (!polled) {
     // Idle: the partition is another helper's to take, and the data plane's death is ours again.
