@@ -3,10 +3,11 @@
 // container's p99 as one bare C responder serving both does, not as a pair of them). Lane 0 is the
 // engine thread (engine_loop.cpp), which alone holds sessions, the channel, deadlines and
 // removals; another lane receives, reads path arguments, and answers what needs nobody else (the
-// container's rules, the default while no control plane is attached or awaited). The rest it hands
-// to lane 0 in order: a notification to decide (with its arguments as read: no second read), or
-// a container whose fd is done. Only lane 0 frees a container, so a lane's container stays valid
-// until lane 0 took the lane's removal, after which the lane never touches it.
+// container's rules, the default while no control plane is attached or awaited). A container that
+// needs a control plane moves to lane 0 with that notification (its arguments as read: no second
+// read) and goes home once it answers by itself again; a container whose fd is done is handed to
+// lane 0 to remove. Lanes talk only by messages (Send, TakeInbox). Only lane 0 frees a container,
+// and only once its lane handed it over, after which that lane never touches it.
 #include <errno.h>
 #include <signal.h>
 #include <string.h>

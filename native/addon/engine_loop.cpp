@@ -263,8 +263,8 @@ Engine::Outcome Engine::OnReceived(Lane* lane, Container* container, const Notif
   return DecideUnanswered(lane, container, n, &event, lane->strings, blob);
 }
 
-// Lane 0; another lane only while no control plane is attached or awaited (both are read again
-// here under mu_: one that attached since is asked, by lane 0 alone, as only lane 0 pends).
+// Lane 0; another lane only when no control plane was attached or awaited as it received `n` (a
+// control plane that attaches meanwhile gets the next one: only lane 0 pends, under mu_).
 Engine::Outcome Engine::DecideUnanswered(Lane* lane, Container* container, const Notification& n, Event* event_in,
                                          const char* strings, size_t blob) {
   Event& event = *event_in;
