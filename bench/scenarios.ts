@@ -105,7 +105,7 @@ const NEIGHBOUR_ROWS: Array<{ path: 'default' | 'fast-path' | 'control-plane' | 
 const NOISY_REFERENCE: Scenario = {
   id: 'noisy-neighbour-reference',
   title: 'noisy neighbour, reference: the same two workloads, each against its own bare C responder (issue 17)',
-  about: 'two seccomp-bench-responders; the neighbour floods its own with N threads while the victim (one thread of getppid) is measured against the other ("one responder for both": a single responder thread serves both, as the engine thread does; "victim\'s own responder": the neighbour floods the agent\'s path, the victim has a bare C responder: the agent\'s CPU load without its sharing)',
+  about: 'two seccomp-bench-responders; the neighbour floods its own with N threads while the victim (one thread of getppid) is measured against the other ("one responder for both": a single responder thread serves both, as one engine thread would (the data plane with --engine-threads 1); "victim\'s own responder": the neighbour floods the agent\'s path, the victim has a bare C responder: the agent\'s CPU load without its sharing)',
   script: 'noisy-neighbour',
   variants: [
     ...NEIGHBOUR_LOADS.map(({ load, params }): Variant => ({ label: `neighbour ${load}`, params: { ...params, neighbourPath: 'bare' } })),
@@ -232,7 +232,7 @@ export const SCENARIOS: Scenario[] = [
   {
     id: 'noisy-neighbour',
     title: 'noisy neighbour: another container\'s latency while one floods the agent, beside the bare C pair (issue 17)',
-    about: 'one data plane serves both; the neighbour floods one path with N threads, the victim (one thread of getppid) is measured on the native path of that configuration '
+    about: 'one data plane serves both (--engine-threads auto: each container on its own engine thread when there are two or more); the neighbour floods one path with N threads, the victim (one thread of getppid) is measured on the native path of that configuration '
       + '(default without a control plane, else the fast path: the path a container without ask rules is on, and the only one a bare C responder can be compared with), '
       + 'so the row says what the neighbour\'s path does to another container; control-plane path: the neighbour\'s getppid is a `when` rule of its namespace (loopback Kubernetes API)',
     script: 'noisy-neighbour',
