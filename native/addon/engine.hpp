@@ -1,9 +1,10 @@
-// The engine: epoll threads ("lanes") that own the containers' notify fds, receive notifications,
-// read their path arguments, and either answer them with the default action (or the container's
-// own rules) on the spot or hand them to the active control-plane session and keeps them pending (with a deadline, owned
-// by that session) until a decision answers them: from the session's decision channel
-// (decision_channel.hpp, on this thread), or from respond() at once or through an emulation
-// (emulator.hpp, action_worker.hpp) whose result comes back as an event. See docs/decision-channel.md.
+// The engine: epoll threads ("lanes", engine_lanes.cpp) that own the containers' notify fds,
+// receive notifications, read their path arguments, and either answer them on the spot (the
+// container's own rules, or the default action) or hand them to the active control-plane session
+// on the engine thread (lane 0), pending with a deadline owned by that session, until a decision
+// answers them: from the session's decision channel (decision_channel.hpp, on lane 0), or from
+// respond() at once or through an emulation (emulator.hpp, action_worker.hpp) whose result comes
+// back as an event. See docs/decision-channel.md.
 // Everything a successor needs survives this process: each notify fd, the records and the listener
 // go to the fd store when there is one ($NOTIFY_SOCKET: systemd or seccomp-keeper), ids in flight
 // to the journal (journal.hpp); Restore() takes them back, HandOff() gives them to a successor.

@@ -81,6 +81,28 @@ test('engine lanes: a container of lane 1 is decided by the control plane (hande
   await first.exit;
 });
 
+test('engine lanes: a visitor of the engine thread goes home after 32 answers in a row without asking', async (t) => {
+  const h = new Harness(t, { lanes: 2 });
+  const first = await stayingContainer(h, path.join(h.dir, 'first'));
+  h.attach(1);
+  const dirs = path.join(h.dir, 'many');
+  fs.mkdirSync(dirs);
+  // One container (one filter) whose mkdirs come one after another: each asked one blocks it.
+  const run = h.run(MKDIR_SYSCALLS, ['/bin/sh', '-c', `cd "${dirs}" && for i in $(seq 1 100); do mkdir d$i; done`]);
+  const asked = await h.waitFor((e): e is NotificationEvent => e.type === 'notification' && e.forwarded && e.handle !== h.notifications()[0].handle, 'its first mkdir, asked');
+  assert.equal(h.engine.stats().lanes[1].received, 1, 'received on its home lane, then moved to lane 0 with it');
+  assert.equal(h.engine.respond(asked.handle, asked.id, { kind: 'continue' }, 1).status, 'ok');
+  // No control plane from here: lane 0 answers the visitor by default, 32 times, then it goes home.
+  h.engine.closeSession(1);
+  const result = await run.exit;
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(fs.readdirSync(dirs).length, 100);
+  const lanes = h.engine.stats().lanes;
+  assert.ok(lanes[1].received >= 100 - 2 - 32, `home again, lane 1 received the rest: ${JSON.stringify(lanes)}`);
+  first.child.kill('SIGKILL');
+  await first.exit;
+});
+
 test('engine lanes: stop answers what lane 1 handed the engine thread and what is pending; every fd closed', async (t) => {
   const baseline = native.openFdCount();
   const h = new Harness(t, { lanes: 3 });
