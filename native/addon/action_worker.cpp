@@ -9,6 +9,7 @@
 
 #include "monotonic_clock.h"
 #include "notify_fd.hpp"
+#include "quiet_thread.hpp"
 
 namespace seccomp_agent {
 namespace {
@@ -27,12 +28,7 @@ ActionResult NotRun(const NotificationRef& ref, int answer_errno, int failure_er
 
 std::unique_ptr<ActionWorker> ActionWorker::Start(int failure_errno, std::string* error) {
   std::unique_ptr<ActionWorker> worker(new ActionWorker(failure_errno));
-  // Signals belong to Node's main thread.
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  int rc = pthread_create(&worker->thread_, nullptr, &ActionWorker::ThreadMain, worker.get());
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  const int rc = StartQuietThread(&worker->thread_, &ActionWorker::ThreadMain, worker.get());
   if (rc != 0) {
     *error = std::string("pthread_create: ") + strerror(rc);
     return nullptr;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "engine_names.hpp"
+#include "quiet_thread.hpp"
 
 namespace seccomp_agent {
 namespace {
@@ -83,12 +84,7 @@ bool Engine::Start(std::string* error) {
     StoreFd(kRecordsName, records_->fd());
     records_stored_ = true;
   }
-  // The engine thread takes no signals: they belong to Node's main thread.
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  int rc = pthread_create(&thread_, nullptr, &Engine::ThreadMain, this);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  const int rc = StartQuietThread(&thread_, &Engine::ThreadMain, this);
   if (rc != 0) {
     *error = "pthread_create: " + ErrnoText(rc);
     return false;
@@ -146,13 +142,7 @@ void Engine::Stop() {
                          [this](const PendingTable::Answered& a) { PushSettled(a, AnsweredBy::kDetached, true); });
       // The predecessor's notifications no helper did, not decided yet: the default, like the rest.
       std::lock_guard<std::mutex> deferred_lock(deferred_mu_);
-      for (const PredecessorEmulations::Item& item : deferred_) {
-        auto it = containers_.find(item.notification.handle);
-        if (it == containers_.end()) continue;
-        const Answer action = DefaultAction();
-        const SendResult result = NotifySend(it->second->fd, &js_buffers_, item.notification.id, action, nullptr);
-        PushAnswered(item.notification.handle, item.notification.id, AnsweredBy::kDetached, action, result, 0, true);
-      }
+      for (const PredecessorEmulations::Item& item : deferred_) AnswerDetachedLocked(item.notification, Unseen());
       deferred_.clear();
       // Notifications a lane handed the engine thread, which it never took: the default too.
       AnswerUntakenVisits();
@@ -187,6 +177,23 @@ void Engine::Stop() {
     }
   }
   if (queue_ != nullptr) queue_->Close();
+}
+
+// JS thread (Stop), under mu_: `n`, which no session owns, gets the default as 'detached'.
+void Engine::AnswerDetachedLocked(const Notification& n, Unseen unseen) {
+  auto it = containers_.find(n.handle);
+  if (it == containers_.end()) return;
+  const Answer action = DefaultAction();
+  const SendResult result = NotifySend(it->second->fd, &js_buffers_, n.id, action, nullptr);
+  PushAnswered(n.handle, n.id, AnsweredBy::kDetached, action, result, 0, true, unseen);
+}
+
+// A lane (or the JS thread): the container of `handle`, or null. Only lane 0 frees containers, and
+// only one its lane handed it: for lane 0, or for the lane serving it, the pointer stays good.
+Engine::Container* Engine::FindContainer(uint32_t handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = containers_.find(handle);
+  return it != containers_.end() ? it->second.get() : nullptr;
 }
 
 // Any thread.

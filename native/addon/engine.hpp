@@ -409,6 +409,9 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   void Send(Lane* to, Handover&& handover);  // any lane
   // The lane: what others sent it, in order (kVisit and kRemove to lane 0, kHome to a home lane).
   void TakeInbox(Lane* lane);
+  static std::vector<Handover> TakeAll(Lane* lane);
+  // The lane serving `container`: its fd is done (lane 0 removes it, another lane hands it over).
+  void RemoveServed(Lane* lane, Container* container);
   // The lane taking it: `container` is served by `lane` from now on (in its epoll set).
   bool Serve(Lane* lane, Container* container);
   // JS thread, after every lane ended (under mu_): a visit never taken gets the default.
@@ -416,6 +419,9 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
 
   // engine.cpp
   void RemoveContainer(Container* container);  // engine thread
+  Container* FindContainer(uint32_t handle);   // takes mu_
+  // JS thread (Stop), under mu_: `n`, which no session owns, gets the default as 'detached'.
+  void AnswerDetachedLocked(const Notification& n, Unseen unseen);
   Answer DefaultAction() const;
   // JS thread: a new container in the table and the epoll set (0 with *error: fd closed). Its
   // caller has set SYNC_WAKE_UP on fd (Adopt after ingest's check; Restore as its check).

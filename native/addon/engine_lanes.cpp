@@ -21,6 +21,7 @@
 
 #include "engine.hpp"
 #include "engine_names.hpp"
+#include "quiet_thread.hpp"
 
 namespace seccomp_agent {
 namespace {
@@ -60,17 +61,13 @@ bool Engine::MakeLanes(std::string* error) {
   return true;
 }
 
-// JS thread (Start, after the engine thread runs). Lanes take no signals either.
+// JS thread (Start, after the engine thread runs).
 bool Engine::StartLanes(std::string* error) {
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
   int rc = 0;
   for (size_t i = 1; i < lanes_.size() && rc == 0; i++) {
-    rc = pthread_create(&lanes_[i]->thread, nullptr, &Engine::LaneMain, lanes_[i].get());
+    rc = StartQuietThread(&lanes_[i]->thread, &Engine::LaneMain, lanes_[i].get());
     if (rc == 0) lanes_[i]->started = true;
   }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (rc != 0) *error = "pthread_create of a lane: " + ErrnoText(rc);
   return rc == 0;
 }
@@ -246,23 +243,29 @@ bool Engine::Serve(Lane* lane, Container* container) {
   return EpollControl(lane->epoll_fd, EPOLL_CTL_ADD, container->fd, container, EPOLLIN) == 0;
 }
 
+// The lane (or the JS thread at Stop, every lane ended): everything in its inbox, in order.
+std::vector<Engine::Handover> Engine::TakeAll(Lane* lane) {
+  std::vector<Handover> taken;
+  std::lock_guard<std::mutex> lock(lane->inbox_mu);
+  taken.swap(lane->inbox);
+  lane->has_inbox.store(false, std::memory_order_relaxed);
+  return taken;
+}
+
+// The lane serving `container`: its fd is done. Lane 0 removes it; another lane hands it over.
+void Engine::RemoveServed(Lane* lane, Container* container) {
+  if (lane == primary_) {
+    RemoveContainer(container);
+  } else {
+    HandRemoval(lane, container);
+  }
+}
+
 // The lane.
 void Engine::TakeInbox(Lane* lane) {
-  std::vector<Handover> taken;
-  {
-    std::lock_guard<std::mutex> lock(lane->inbox_mu);
-    taken.swap(lane->inbox);
-    lane->has_inbox.store(false, std::memory_order_relaxed);
-  }
-  for (Handover& h : taken) {
-    Container* container = nullptr;
-    {
-      // Only lane 0 frees containers, and never one on its way (nobody serves it to ask): the
-      // pointer stays good after the lock.
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = containers_.find(h.handle);
-      if (it != containers_.end()) container = it->second.get();
-    }
+  for (Handover& h : TakeAll(lane)) {
+    // Never freed on its way (nobody serves it to ask for that), nor before lane 0 took a removal.
+    Container* container = FindContainer(h.handle);
     if (container == nullptr) continue;
     switch (h.kind) {
       case Handover::Kind::kRemove:
@@ -275,7 +278,7 @@ void Engine::TakeInbox(Lane* lane) {
           queue_->PushError("epoll_ctl(ADD) of container " + std::to_string(h.handle) + "'s notify fd on lane " +
                             std::to_string(lane->index) + " failed: " + ErrnoText(errno) +
                             "; closing it: its notified syscalls now fail with ENOSYS");
-          if (lane == primary_) RemoveContainer(container); else HandRemoval(lane, container);
+          RemoveServed(lane, container);
           break;
         }
         if (h.kind == Handover::Kind::kVisit) {
@@ -292,20 +295,9 @@ void Engine::TakeInbox(Lane* lane) {
 // lane 0 never took: the default, as for what was pending.
 void Engine::AnswerUntakenVisits() {
   for (const auto& lane : lanes_) {
-    std::vector<Handover> taken;
-    {
-      std::lock_guard<std::mutex> lock(lane->inbox_mu);
-      taken.swap(lane->inbox);
-      lane->has_inbox.store(false, std::memory_order_relaxed);
-    }
-    for (const Handover& h : taken) {
-      if (h.kind != Handover::Kind::kVisit) continue;
-      auto it = containers_.find(h.handle);
-      if (it == containers_.end()) continue;
-      const Answer action = DefaultAction();
-      const SendResult result = NotifySend(it->second->fd, &js_buffers_, h.notification.id, action, nullptr);
-      PushAnswered(h.handle, h.notification.id, AnsweredBy::kDetached, action, result, 0, true,
-                   Unseen{h.notification.nr, h.notification.arch});
+    for (const Handover& h : TakeAll(lane.get())) {
+      // JS never had its notification: its answer stands for it.
+      if (h.kind == Handover::Kind::kVisit) AnswerDetachedLocked(h.notification, Unseen{h.notification.nr, h.notification.arch});
     }
   }
 }

@@ -181,8 +181,6 @@ bool Engine::ReadPathArgs(int notify_fd, Event* event, char* buffer, size_t* blo
 // channel frame (written at the end of the iteration) -> event; or, on a lane other than 0, hand
 // lane 0 what only it decides.
 void Engine::OnNotifyReady(Lane* lane, Container* container, uint32_t events) {
-  // A lane other than 0 hands its removals to lane 0, which alone frees a container.
-  const auto remove = [&] { lane == primary_ ? RemoveContainer(container) : HandRemoval(lane, container); };
   if ((events & EPOLLIN) != 0) {
     if (!NotifyRecv(container->fd, &lane->buffers)) {
       int err = errno;
@@ -191,7 +189,7 @@ void Engine::OnNotifyReady(Lane* lane, Container* container, uint32_t events) {
         queue_->PushError("NOTIF_RECV on container " + std::to_string(container->handle) + " failed " +
                           std::to_string(kMaxRecvFailures) + " times in a row (" + ErrnoText(err) +
                           "); closing its notify fd: its notified syscalls now fail with ENOSYS");
-        remove();
+        RemoveServed(lane, container);
       }
       return;
     }
@@ -220,7 +218,7 @@ void Engine::OnNotifyReady(Lane* lane, Container* container, uint32_t events) {
       }
     }
   }
-  if ((events & (EPOLLHUP | EPOLLERR)) != 0) remove();
+  if ((events & (EPOLLHUP | EPOLLERR)) != 0) RemoveServed(lane, container);
 }
 
 // Engine thread.
@@ -232,13 +230,7 @@ void Engine::DecideDeferred() {
     has_deferred_.store(false, std::memory_order_relaxed);
   }
   for (PredecessorEmulations::Item& item : items) {
-    Container* container = nullptr;
-    {
-      // Only this thread removes containers: the pointer stays good after the lock.
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = containers_.find(item.notification.handle);
-      if (it != containers_.end()) container = it->second.get();
-    }
+    Container* container = FindContainer(item.notification.handle);
     if (container != nullptr) {
       item.notification.received_ns = MonotonicNs();
       OnReceived(primary_, container, item.notification);
