@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AgentError } from '../../../common/errors';
-import { activation, compileCondition, DEFAULT_CEL_COST_LIMIT, LIMITS, type ConditionInput } from './cel-condition';
+import { compileCondition, DEFAULT_CEL_COST_LIMIT, LIMITS, type ConditionInput } from './cel-condition';
 
 const input: ConditionInput = {
   syscall: 'mkdirat',
@@ -12,7 +12,7 @@ const input: ConditionInput = {
 };
 const evaluate = (source: string, over: Partial<ConditionInput> = {}) => {
   const i = { ...input, ...over };
-  return compileCondition(source, DEFAULT_CEL_COST_LIMIT).evaluate(activation(i), i);
+  return compileCondition(source, DEFAULT_CEL_COST_LIMIT).evaluate(i);
 };
 const code = (c: string) => (err: unknown) => err instanceof AgentError && err.code === c;
 
@@ -67,7 +67,7 @@ test('cel when: matches is costed by the compiled RE2 program, not the pattern t
   // A short pattern stays cheap; the estimate follows the program (1,002 instructions) times the input.
   const light = compileCondition('paths[1].matches("^/etc/[a-z]+")', DEFAULT_CEL_COST_LIMIT);
   assert.ok(light.cost < 10_000, `cost ${light.cost}`);
-  assert.deepEqual(light.evaluate(activation(input), input), { matched: true, error: null });
+  assert.deepEqual(light.evaluate(input), { matched: true, error: null });
   assert.ok(compileCondition('paths[1].matches("[a-z]{1000}")', 10_000_000).cost > 400_000);
   assert.throws(() => compileCondition('paths[1].matches(pod.annotations["re"])', DEFAULT_CEL_COST_LIMIT), (err: unknown) => code('ECEL_COST')(err) && /string constant/.test((err as Error).message));
   assert.throws(() => compileCondition('paths[1].matches("(")', DEFAULT_CEL_COST_LIMIT), code('ECEL_COMPILE'));
@@ -75,8 +75,8 @@ test('cel when: matches is costed by the compiled RE2 program, not the pattern t
 
 test('cel when: each evaluation is metered at run time: a matches that would exceed the evaluation\'s budget stops as overBudget', () => {
   const c = compileCondition('paths[1].matches("^/etc/[a-z.]+$") || paths[1].matches("x")', DEFAULT_CEL_COST_LIMIT);
-  assert.deepEqual(c.evaluate(activation(input), input), { matched: true, error: null });
-  const r = c.evaluate(activation(input), input, 3);
+  assert.deepEqual(c.evaluate(input), { matched: true, error: null });
+  const r = c.evaluate(input, 3);
   assert.equal(r.overBudget, true);
   assert.equal(r.matched, false);
   assert.match(r.error ?? '', /^evaluation budget exceeded: matches on 11 bytes/);

@@ -29,6 +29,7 @@ import { RE2JS } from '@bufbuild/re2';
 import { celEnv, CelScalar, celUint, isCelError, listType, mapType, parse, plan, type CelEnv, type CelInput } from '@bufbuild/cel';
 import { strings } from '@bufbuild/cel/ext';
 import { AgentError } from '../../../common/errors';
+import { CEL_ERROR, compileDirect } from './cel-direct';
 
 /** The default --cel-cost-limit: per evaluation, a notification's worth of work. */
 export const DEFAULT_CEL_COST_LIMIT = 100_000;
@@ -325,8 +326,20 @@ export function boundsProblem(input: ConditionInput): string | null {
   return null;
 }
 
-/** The CEL activation of an input: uint args, uint-keyed paths, pod as a map. */
+/** Activations already built, by input: the rules of one notification share one. */
+const ACTIVATIONS = new WeakMap<ConditionInput, Record<string, CelInput>>();
+
+/** The CEL activation of an input (built once per input object): uint args, uint-keyed paths, pod as a map. */
 export function activation(input: ConditionInput): Record<string, CelInput> {
+  let bindings = ACTIVATIONS.get(input);
+  if (!bindings) {
+    bindings = buildActivation(input);
+    ACTIVATIONS.set(input, bindings);
+  }
+  return bindings;
+}
+
+function buildActivation(input: ConditionInput): Record<string, CelInput> {
   return {
     syscall: input.syscall,
     arch: input.arch ?? 'x86_64',
@@ -353,18 +366,25 @@ export interface CompiledCondition {
   readonly source: string;
   /** The worst-case cost of one evaluation. */
   readonly cost: number;
+  /** Evaluated by a closure (cel-direct.ts) rather than the interpreter; same results. */
+  readonly direct: boolean;
   /**
    * true/false, or an error (no such key, not a bool, an input outside the bounds): the rule does
    * not match; or over `budget` (default: the estimate): `overBudget`.
    */
-  evaluate(bindings: Record<string, CelInput>, input: ConditionInput, budget?: number): ConditionResult;
+  evaluate(input: ConditionInput, budget?: number): ConditionResult;
+}
+
+export interface CompileOptions {
+  /** false: always the interpreter (the differential test's reference). Default true. */
+  readonly direct?: boolean;
 }
 
 /**
  * Compiles a `when` expression. Throws AgentError ECEL_COMPILE (syntax, an undeclared name, an
  * unknown function) or ECEL_COST (the worst-case estimate exceeds costLimit).
  */
-export function compileCondition(source: string, costLimit: number): CompiledCondition {
+export function compileCondition(source: string, costLimit: number, options: CompileOptions = {}): CompiledCondition {
   let parsed;
   try {
     parsed = parse(source);
@@ -378,16 +398,24 @@ export function compileCondition(source: string, costLimit: number): CompiledCon
     throw new AgentError('ECEL_COST', `estimated worst-case cost ${cost} exceeds the limit ${costLimit} per evaluation (--cel-cost-limit); bound the comprehension, the strings it reads, or the regex's counted repetitions`);
   }
   const run = plan(ENV, parsed);
+  // The subset it compiles has no `matches`, the one metered call: its cost never reaches a budget.
+  const direct = options.direct === false ? null : compileDirect(parsed.expr);
   return Object.freeze({
     source,
     cost,
-    evaluate(bindings: Record<string, CelInput>, input: ConditionInput, budget = cost): ConditionResult {
+    direct: direct !== null,
+    evaluate(input: ConditionInput, budget = cost): ConditionResult {
       const outside = boundsProblem(input);
       if (outside) return { matched: false, error: `input outside the declared bounds: ${outside}` };
+      if (direct !== null) {
+        const value = direct(input);
+        // An error: the interpreter below gives it its words.
+        if (value !== CEL_ERROR) return { matched: value, error: null };
+      }
       let result;
       meter = { left: budget };
       try {
-        result = run(bindings as never);
+        result = run(activation(input) as never);
       } catch (err) {
         return overBudget((err as Error).message);
       } finally {

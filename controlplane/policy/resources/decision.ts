@@ -14,7 +14,7 @@ import type { Logger } from '../../../common/logger';
 import type { Decision, Notification, PolicyFinding } from '../../../proto/gen/seccompagent/v1/dataplane';
 import { answerKindOf } from '../../../common/answer-labels';
 import { performance } from 'node:perf_hooks';
-import { activation, type ConditionInput, type ConditionResult } from './cel-condition';
+import { type ConditionInput, type ConditionResult } from './cel-condition';
 import type { ContainerEntry } from '../../container-registry';
 import { renderMkdirTemplate } from '../../../common/profile/mkdir-template';
 import type { CompiledPolicy, CompiledRule, RuleAction } from './compiler';
@@ -190,17 +190,15 @@ export class ResourcePolicy {
     const audits: RuleAnswer[] = [];
     const errors: Array<{ policy: CompiledPolicy; rule: CompiledRule; error: string }> = [];
     let input: ConditionInput | null = null;
-    let bindings: ReturnType<typeof activation> | null = null;
     for (const policy of cached.selection.policies) {
       if (!policy.syscalls.has(syscall)) continue;
       for (const rule of policy.rules) {
         if (!rule.syscalls.has(syscall)) continue;
         if (rule.when) {
           input ??= { syscall, arch: (n && abiOf(n.arch, n.syscallNr)) || 'x86_64', args, paths, pod: cached.pod, container: entry.identity?.container ?? '' };
-          bindings ??= activation(input);
           const result: ConditionResult = performance.now() >= deadline
             ? { matched: false, error: 'the decision\'s deadline passed before this when was evaluated', overBudget: true }
-            : rule.when.evaluate(bindings, input);
+            : rule.when.evaluate(input);
           if (result.overBudget) {
             this.overBudget.set(answerKey(policy, rule), (this.overBudget.get(answerKey(policy, rule)) ?? 0) + 1);
             errors.push({ policy, rule, error: `${result.error}; failurePolicy ${rule.failurePolicy}: ${rule.failurePolicy === 'Fail' ? 'the rule answers' : 'the next rule decides'}` });
