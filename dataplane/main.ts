@@ -2,6 +2,7 @@
 // notifications natively (default action) or through the attached control plane. Its containers
 // come from the runtime, from the fd store after a restart (LISTEN_FDS), or from the data plane it
 // takes over from (--takeover); see docs/operators.md.
+import './young-generation';
 import { AgentError } from '../common/errors';
 import { createLogger, type Logger } from '../common/logger';
 import { helpText, parseCommandLine } from '../common/options';
