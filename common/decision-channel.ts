@@ -42,9 +42,10 @@ export interface ChannelDecision {
 
 /** Encodes decisions into one buffer (one write for a whole batch). */
 export function encodeDecisions(decisions: readonly ChannelDecision[]): Buffer {
-  const out = Buffer.alloc(DECISION_FRAME * decisions.length);
+  const out = Buffer.allocUnsafe(DECISION_FRAME * decisions.length);
   let at = 0;
   for (const d of decisions) {
+    out.fill(0, at + 33, at + DECISION_FRAME);  // the padding: every other byte is written below
     out.writeUInt32LE(DECISION_FRAME, at);
     out.writeUInt16LE(FrameType.Decision, at + 4);
     out.writeUInt16LE(0, at + 6);
@@ -105,8 +106,10 @@ function decodeNotification(frame: Buffer, start: number, end: number): Notifica
 export type ChannelFrame = { type: 'ready'; session: bigint } | { type: 'notification'; notification: Notification };
 
 /** Splits a byte stream into frames; keeps (a copy of) a partial frame for the next chunk, so the caller may reuse its read buffer. */
+const NO_BYTES = Buffer.alloc(0);
+
 export class FrameReader {
-  private pending: Buffer = Buffer.alloc(0);
+  private pending: Buffer = NO_BYTES;
 
   push(chunk: Buffer): ChannelFrame[] {
     const data = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
@@ -121,7 +124,7 @@ export class FrameReader {
       else if (type === FrameType.Ready) frames.push({ type: 'ready', session: data.readBigUInt64LE(at + FRAME_HEADER) });
       at += length;
     }
-    this.pending = at === data.length ? Buffer.alloc(0) : Buffer.from(data.subarray(at));
+    this.pending = at === data.length ? NO_BYTES : Buffer.from(data.subarray(at));
     return frames;
   }
 }
