@@ -330,7 +330,7 @@ export function boundsProblem(input: ConditionInput): string | null {
 const ACTIVATIONS = new WeakMap<ConditionInput, Record<string, CelInput>>();
 
 /** The CEL activation of an input (built once per input object): uint args, uint-keyed paths, pod as a map. */
-export function activation(input: ConditionInput): Record<string, CelInput> {
+function activation(input: ConditionInput): Record<string, CelInput> {
   let bindings = ACTIVATIONS.get(input);
   if (!bindings) {
     bindings = buildActivation(input);
