@@ -203,17 +203,7 @@ function equality(equal: boolean, left: Expr, right: Expr): Compiled | null {
   const a = compile(left);
   const b = compile(right);
   if (!a || !b || a.kind !== b.kind) return null;
-  const [runA, runB] = [a.run, b.run];
-  return {
-    kind: 'bool',
-    run: (input) => {
-      const x = runA(input);
-      if (x === CEL_ERROR) return x;
-      const y = runB(input);
-      if (y === CEL_ERROR) return y;
-      return (x === y) === equal;
-    },
-  };
+  return strict(a.run, b.run, (x, y) => (x === y) === equal);
 }
 
 /** Numbers only: strings order by code point in CEL, by UTF-16 unit in JavaScript. */
@@ -221,19 +211,9 @@ function ordering(name: string, left: Expr, right: Expr): Compiled | null {
   const a = compile(left);
   const b = compile(right);
   if (a?.kind !== 'number' || b?.kind !== 'number') return null;
-  const [runA, runB] = [a.run, b.run];
   const holds: (x: bigint, y: bigint) => boolean =
     name === '_<_' ? (x, y) => x < y : name === '_<=_' ? (x, y) => x <= y : name === '_>_' ? (x, y) => x > y : (x, y) => x >= y;
-  return {
-    kind: 'bool',
-    run: (input) => {
-      const x = runA(input);
-      if (x === CEL_ERROR) return x;
-      const y = runB(input);
-      if (y === CEL_ERROR) return y;
-      return holds(x as bigint, y as bigint);
-    },
-  };
+  return strict(a.run, b.run, holds as Test);
 }
 
 /** s.startsWith(t), s.endsWith(t), s.contains(t). */
@@ -242,17 +222,23 @@ function stringTest(name: string, target: Expr, arg: Expr): Compiled | null {
   const s = compile(target);
   const t = compile(arg);
   if (s?.kind !== 'string' || t?.kind !== 'string') return null;
-  const [runS, runT] = [s.run, t.run];
   const test: (x: string, y: string) => boolean =
     name === 'startsWith' ? (x, y) => x.startsWith(y) : name === 'endsWith' ? (x, y) => x.endsWith(y) : (x, y) => x.includes(y);
+  return strict(s.run, t.run, test as Test);
+}
+
+type Test = (x: Value, y: Value) => boolean;
+
+/** A bool from both operands, the left evaluated first; an error in either is the result. */
+function strict(runA: Eval, runB: Eval, test: Test): Compiled {
   return {
     kind: 'bool',
     run: (input) => {
-      const x = runS(input);
+      const x = runA(input);
       if (x === CEL_ERROR) return x;
-      const y = runT(input);
+      const y = runB(input);
       if (y === CEL_ERROR) return y;
-      return test(x as string, y as string);
+      return test(x, y);
     },
   };
 }
