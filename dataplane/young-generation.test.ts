@@ -27,6 +27,8 @@ test('young generation: the data plane keeps its initial size under allocation; 
 });
 
 test('young generation: a semi-space flag in NODE_OPTIONS is the operator\'s, not overridden', () => {
-  const chosen = newSpace(true, '--max-semi-space-size=8');
-  assert.ok(chosen.after >= 8, `new space ${chosen.before} -> ${chosen.after} MiB`);
+  for (const flag of ['--max-semi-space-size=8', '--max_semi_space_size=8']) {
+    const chosen = newSpace(true, flag);
+    assert.ok(chosen.after >= 8, `${flag}: new space ${chosen.before} -> ${chosen.after} MiB`);
+  }
 });

@@ -14,7 +14,7 @@ import type { Logger } from '../../../common/logger';
 import type { Decision, Notification, PolicyFinding } from '../../../proto/gen/seccompagent/v1/dataplane';
 import { answerKindOf } from '../../../common/answer-labels';
 import { performance } from 'node:perf_hooks';
-import { type ConditionInput, type ConditionResult } from './cel-condition';
+import type { ConditionInput, ConditionResult } from './cel-condition';
 import type { ContainerEntry } from '../../container-registry';
 import { renderMkdirTemplate } from '../../../common/profile/mkdir-template';
 import type { CompiledPolicy, CompiledRule, RuleAction } from './compiler';
