@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "answer_tally.hpp"
+#include "engine_lane.hpp"
 #include "action_worker.hpp"
 #include "emulator.hpp"
 #include "decision_channel.hpp"
@@ -244,7 +245,8 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   Stats GetStats();
 
  private:
-  struct Lane;
+  using Lane = EngineLane;
+  using Handover = LaneHandover;
   struct Container : EpollSource, PendingTarget {
     Container() : EpollSource(Kind::kContainer) {}
     // Where it lives (the least loaded lane when it was added), and the lane serving its fd now:
@@ -268,52 +270,6 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
     // `policy_generation` (the hot path then needs neither the table's lock nor a reference count).
     std::shared_ptr<const PolicyInForce> policy;
     uint64_t policy_generation = UINT64_MAX;
-  };
-  // What one lane sends another (engine_lanes.cpp): a container that moves to lane 0 with the
-  // notification that needs a control plane (kVisit), one going home (kHome), or one whose fd is done
-  // (kRemove, to lane 0, which alone frees containers).
-  struct Handover {
-    enum class Kind : uint8_t { kVisit, kHome, kRemove } kind = Kind::kVisit;
-    uint32_t handle = 0;
-    Notification notification;  // kVisit: received, its path arguments in `strings` as read
-    Event event;
-    std::string strings;
-  };
-  // One thread that receives and answers, and what only it touches. Lane 0 is the engine thread
-  // (Run: sessions, the channel, deadlines, removals, handoff); the others (RunLane) receive from
-  // the containers that live on them and answer what needs nobody else: the container's rules, the
-  // default while no control plane is attached or awaited. A container that needs one moves to
-  // lane 0 with that notification, and goes home once it has answered natively for a while.
-  struct Lane {
-    Engine* engine = nullptr;
-    size_t index = 0;
-    int epoll_fd = -1;
-    int wake_fd = -1;
-    EpollSource wake_source{EpollSource::Kind::kWake};
-    // Its timers (event batch, tally; lane 0: deadlines too) as one timerfd in its epoll set, armed
-    // only when the next wake-up moves earlier: the wait itself then has no timeout, so a
-    // notification costs no hrtimer set-up and tear-down per wait, as it did with epoll_pwait2's.
-    int timer_fd = -1;
-    EpollSource timer_source{EpollSource::Kind::kTimer};
-    // When timer_fd fires (UINT64_MAX: disarmed). Written by the lane; an executor reads lane 0's
-    // to know whether the engine will wake for the batch it just added to (OnEmulated).
-    std::atomic<uint64_t> timer_armed_ns{UINT64_MAX};
-    pthread_t thread{};
-    bool started = false;
-    std::atomic<size_t> containers{0};  // placement: the least loaded lane takes a new container
-    std::atomic<uint64_t> received{0};
-    // The lane's own, below.
-    NotifyBuffers buffers;
-    AnswerTally tally;
-    // The last clock read of the hot path in this iteration (0: none): the loop's `now` for its
-    // timers, so a notification costs two clock reads (receipt, answer), not four.
-    uint64_t answered_ns = 0;
-    bool queued = false;  // it pushed events since the queue last went out: it flushes them when due
-    char strings[6 * kTargetPathMax];
-    // What other lanes sent it, taken in order by its own thread.
-    std::mutex inbox_mu;
-    std::vector<Handover> inbox;  // guarded by inbox_mu
-    std::atomic<bool> has_inbox{false};
   };
   // A control plane's session (gRPC Attach) as the engine knows it. Guarded by mu_.
   struct Session : PendingOwner {
@@ -407,6 +363,8 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // A lane other than 0: its container's fd is done; it leaves its epoll set and lane 0 removes it.
   void HandRemoval(Lane* lane, Container* container);
   void Send(Lane* to, Handover&& handover);  // any lane
+  // The lane serving `container`: out of its epoll set, `handover` (for it) to `to`.
+  void LetGo(Lane* from, Container* container, Lane* to, Handover&& handover);
   // The lane: what others sent it, in order (kVisit and kRemove to lane 0, kHome to a home lane).
   void TakeInbox(Lane* lane);
   static std::vector<Handover> TakeAll(Lane* lane);

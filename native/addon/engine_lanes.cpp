@@ -193,38 +193,39 @@ void Engine::ParkLane(Lane* lane) {
 // plane is attached or awaited: the container moves to lane 0 (sessions and the channel are its),
 // so what it asks next costs no hand-over. The lane touches the container no more after Send.
 void Engine::MoveToPrimary(Lane* lane, Container* container, const Notification& n, const Event& event, size_t blob) {
-  epoll_ctl(lane->epoll_fd, EPOLL_CTL_DEL, container->fd, nullptr);
   journal_->CloseReceipt(container->receipt_slot);
-  container->lane.store(nullptr, std::memory_order_release);
   Handover handover;
   handover.kind = Handover::Kind::kVisit;
-  handover.handle = container->handle;
   handover.notification = n;
   handover.event = event;
   handover.strings.assign(lane->strings, blob);
-  Send(primary_, std::move(handover));
+  LetGo(lane, container, primary_, std::move(handover));
 }
 
 // Engine thread: a visitor that answered kGoHomeAfter notifications in a row by itself.
 void Engine::SendHome(Container* container) {
-  epoll_ctl(primary_->epoll_fd, EPOLL_CTL_DEL, container->fd, nullptr);
-  container->lane.store(nullptr, std::memory_order_release);
   container->native_streak = 0;
   Handover handover;
   handover.kind = Handover::Kind::kHome;
-  handover.handle = container->handle;
-  Send(container->home, std::move(handover));
+  LetGo(primary_, container, container->home, std::move(handover));
 }
 
 // A lane other than 0: no task is left in the container's filter (or its fd failed).
 void Engine::HandRemoval(Lane* lane, Container* container) {
   // Its counts before its 'removed' (lane 0 pushes that).
   DrainTally(lane);
-  epoll_ctl(lane->epoll_fd, EPOLL_CTL_DEL, container->fd, nullptr);
   Handover handover;
   handover.kind = Handover::Kind::kRemove;
+  LetGo(lane, container, primary_, std::move(handover));
+}
+
+// The lane serving `container`: it leaves that lane's epoll set, served by nobody until `to` takes
+// `handover` (Serve, or lane 0's removal); `from` touches it no more.
+void Engine::LetGo(Lane* from, Container* container, Lane* to, Handover&& handover) {
+  epoll_ctl(from->epoll_fd, EPOLL_CTL_DEL, container->fd, nullptr);
+  container->lane.store(nullptr, std::memory_order_release);
   handover.handle = container->handle;
-  Send(primary_, std::move(handover));
+  Send(to, std::move(handover));
 }
 
 // Any lane.

@@ -50,6 +50,11 @@ const POD_STRINGS: Readonly<Record<string, (input: ConditionInput) => string>> =
 
 type PodMap = 'labels' | 'annotations';
 
+/** A name's reader, never Object.prototype's (`toString` is no variable). */
+function own(readers: Readonly<Record<string, (input: ConditionInput) => string>>, name: string): ((input: ConditionInput) => string) | undefined {
+  return Object.hasOwn(readers, name) ? readers[name] : undefined;
+}
+
 function compile(expr: Expr): Compiled | null {
   const kind = expr.exprKind;
   switch (kind.case) {
@@ -64,7 +69,7 @@ function compile(expr: Expr): Compiled | null {
       }
     }
     case 'identExpr': {
-      const read = STRING_VARIABLES[kind.value.name];
+      const read = own(STRING_VARIABLES, kind.value.name);
       return read ? { kind: 'string', run: read } : null;
     }
     case 'selectExpr': {
@@ -73,7 +78,7 @@ function compile(expr: Expr): Compiled | null {
       const map = podMapOf(operand);
       if (map !== null) return testOnly ? { kind: 'bool', run: (input) => Object.hasOwn(input.pod[map], field) } : podMapEntry(map, field);
       if (testOnly || !isIdent(operand, 'pod')) return null;
-      const read = Object.hasOwn(POD_STRINGS, field) ? POD_STRINGS[field] : undefined;
+      const read = own(POD_STRINGS, field);
       return read ? { kind: 'string', run: read } : null;
     }
     case 'callExpr':

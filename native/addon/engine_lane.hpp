@@ -1,0 +1,74 @@
+// An engine thread ("lane", engine_lanes.cpp) and the messages lanes send each other: what each
+// lane alone touches (its epoll set, buffers, tally, timer) and its inbox. Engine (engine.hpp)
+// owns the lanes; these are its types, apart so that engine.hpp stays the engine's interface.
+#pragma once
+
+#include <pthread.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "answer_tally.hpp"
+#include "epoll_source.hpp"
+#include "event.hpp"
+#include "notification.hpp"
+#include "notify_fd.hpp"
+#include "target_memory.hpp"
+
+namespace seccomp_agent {
+
+class Engine;
+
+// What one lane sends another (engine_lanes.cpp): a container that moves to lane 0 with the
+// notification that needs a control plane (kVisit), one going home (kHome), or one whose fd is done
+// (kRemove, to lane 0, which alone frees containers).
+struct LaneHandover {
+  enum class Kind : uint8_t { kVisit, kHome, kRemove } kind = Kind::kVisit;
+  uint32_t handle = 0;
+  Notification notification;  // kVisit: received, its path arguments in `strings` as read
+  Event event;
+  std::string strings;
+};
+
+// One thread that receives and answers, and what only it touches. Lane 0 is the engine thread
+// (Run: sessions, the channel, deadlines, removals, handoff); the others (RunLane) receive from
+// the containers that live on them and answer what needs nobody else: the container's rules, the
+// default while no control plane is attached or awaited. A container that needs one moves to
+// lane 0 with that notification, and goes home once it has answered natively for a while.
+struct EngineLane {
+  Engine* engine = nullptr;
+  size_t index = 0;
+  int epoll_fd = -1;
+  int wake_fd = -1;
+  EpollSource wake_source{EpollSource::Kind::kWake};
+  // Its timers (event batch, tally; lane 0: deadlines too) as one timerfd in its epoll set, armed
+  // only when the next wake-up moves earlier: the wait itself then has no timeout, so a
+  // notification costs no hrtimer set-up and tear-down per wait, as it did with epoll_pwait2's.
+  int timer_fd = -1;
+  EpollSource timer_source{EpollSource::Kind::kTimer};
+  // When timer_fd fires (UINT64_MAX: disarmed). Written by the lane; an executor reads lane 0's
+  // to know whether the engine will wake for the batch it just added to (OnEmulated).
+  std::atomic<uint64_t> timer_armed_ns{UINT64_MAX};
+  pthread_t thread{};
+  bool started = false;
+  std::atomic<size_t> containers{0};  // placement: the least loaded lane takes a new container
+  std::atomic<uint64_t> received{0};
+  // The lane's own, below.
+  NotifyBuffers buffers;
+  AnswerTally tally;
+  // The last clock read of the hot path in this iteration (0: none): the loop's `now` for its
+  // timers, so a notification costs two clock reads (receipt, answer), not four.
+  uint64_t answered_ns = 0;
+  bool queued = false;  // it pushed events since the queue last went out: it flushes them when due
+  char strings[6 * kTargetPathMax];
+  // What other lanes sent it, taken in order by its own thread.
+  std::mutex inbox_mu;
+  std::vector<LaneHandover> inbox;  // guarded by inbox_mu
+  std::atomic<bool> has_inbox{false};
+};
+
+}  // namespace seccomp_agent
