@@ -166,6 +166,13 @@
       ]
     },
     {
+      "target_name": "seccomp-uffd-workload",
+      "type": "executable",
+      "sources": [
+        "test/cmd/uffd-workload/main.cpp"
+      ]
+    },
+    {
       "target_name": "seccomp-abi-workload",
       "type": "executable",
       "sources": [

@@ -36,7 +36,12 @@ Engine::Engine(const Options& options)
       decision_timeout_ns_(options.decision_timeout_ns) {}
 
 // JS thread (or the addon's cleanup hook).
-Engine::~Engine() { Stop(); }
+Engine::~Engine() {
+  Stop();
+  if (LiveOrphans() > 0) {
+    for (auto& lane : lanes_) (void)lane.release();  // an orphan still holds its lane (Stop)
+  }
+}
 
 // JS thread.
 bool Engine::Init(Napi::Env env, Napi::Function on_batch, std::string* error) {
@@ -89,13 +94,15 @@ bool Engine::Start(std::string* error) {
     *error = "pthread_create: " + ErrnoText(rc);
     return false;
   }
+  // Detached, as every lane's: a stalled read may give lane 0 another thread (engine_read_watch.cpp).
+  pthread_detach(thread_);
   thread_started_ = true;
   {
     std::unique_lock<std::mutex> lock(start_mu_);
     start_cv_.wait(lock, [this] { return running_; });
   }
   // The other lanes: a lane that cannot start leaves the engine unusable (its containers unserved).
-  return StartLanes(error);
+  return StartLanes(error) && StartReadWatch(error);
 }
 
 // JS thread.
@@ -112,10 +119,11 @@ void Engine::Stop() {
     }
     park_cv_.notify_all();
     WakeThread();
-    pthread_join(thread_, nullptr);
+    WaitEnded(primary_);
     thread_started_ = false;
   }
   StopLanes();
+  StopReadWatch();
   // Emulations in flight hold copies of notify fds and answer through them: they end (answered with
   // the failure errno, ECANCELED) and report to the queue before the fds and the queue close.
   std::unique_ptr<Emulator> emulator;
@@ -170,7 +178,11 @@ void Engine::Stop() {
   replay_book_.reset();  // after the emulator: its helpers were given copies, its pool a pointer
   records_.reset();
   notifier_.reset();
+  // A thread whose read was taken over may still return and write to its lane's wake fd: while one
+  // lives the lanes' fds stay open (and the lanes, ~Engine), for the process's life.
+  const bool orphans = LiveOrphans() > 0;
   for (const auto& lane : lanes_) {
+    if (orphans) break;
     for (int* fd : {&lane->wake_fd, &lane->timer_fd, &lane->epoll_fd}) {
       if (*fd >= 0) close(*fd);
       *fd = -1;

@@ -284,9 +284,14 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   void OnNotifyReady(Lane* lane, Container* container, uint32_t events);  // the container's lane
   // Its lane (or lane 0, for the predecessor's waiter): a notification received is decided: the
   // container's rules, a control plane, or the default. kMoved: the container went to lane 0 with
-  // it (a control plane is attached or awaited): `lane` no longer serves it.
-  enum class Outcome { kAnswered, kAsked, kMoved };
-  Outcome OnReceived(Lane* lane, Container* container, const Notification& n);
+  // it (a control plane is attached or awaited): `lane` no longer serves it. kOrphaned: reading its
+  // arguments outlived kReadStallNs and a new thread took the lane over; this thread, its
+  // notification handed to the lane (kResume), touches nothing more and ends (engine_read_watch.cpp).
+  // `watched`: the read may be taken over (not for the predecessor's waiters, lane 0 at start).
+  enum class Outcome { kAnswered, kAsked, kMoved, kOrphaned };
+  Outcome OnReceived(Lane* lane, Container* container, const Notification& n, bool watched = true);
+  // OnReceived once the arguments are read (into the lane's strings): the rules, then the rest.
+  Outcome DecideRead(Lane* lane, Container* container, const Notification& n, Event* event, size_t blob);
   // What OnReceived does once the container's rules did not answer: pend it for the active
   // session (or one awaited; kAsked), or the default at once. Lane 0; another lane only while no
   // control plane is attached or awaited. `strings`: the event's path arguments.
@@ -301,8 +306,11 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   static int WaitTimeoutMs(Lane* lane, uint64_t wake_ns, uint64_t now_ns);
   // The lane, at the park flag: waits (holding nothing) until Unpark() or Stop().
   void ParkLane(Lane* lane);
-  // Reads the path arguments of `event` (x86_64) into buffer; false once the notification is gone.
-  static bool ReadPathArgs(int notify_fd, Event* event, char* buffer, size_t* blob);
+  // Reads the path arguments of `event` into buffer: kGone once the notification is gone. With a
+  // `lane` (its thread), the read is watched (engine_read_watch.cpp): kOrphaned when it outlived
+  // kReadStallNs and the lane has a new thread.
+  enum class ArgsRead { kRead, kGone, kOrphaned };
+  static ArgsRead ReadPathArgs(Lane* lane, int notify_fd, Event* event, char* buffer, size_t* blob);
   void PushAnswered(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, SendResult result,
                     uint64_t latency_ns, bool urgent, Unseen unseen = Unseen(), int32_t rule = -1,
                     EmulatedKind emulated = EmulatedKind::kNone);
@@ -362,16 +370,40 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   void SendHome(Container* container);
   // A lane other than 0: its container's fd is done; it leaves its epoll set and lane 0 removes it.
   void HandRemoval(Lane* lane, Container* container);
-  void Send(Lane* to, Handover&& handover);  // any lane
+  static void Send(Lane* to, Handover&& handover);  // any thread
   // The lane serving `container`: out of its epoll set, `handover` (for it) to `to`.
   void LetGo(Lane* from, Container* container, Lane* to, Handover&& handover);
-  // The lane: what others sent it, in order (kVisit and kRemove to lane 0, kHome to a home lane).
+  // The lane: what others sent it, in order (kVisit and kRemove to lane 0, kHome to a home lane,
+  // kResume from its former thread).
   void TakeInbox(Lane* lane);
   static std::vector<Handover> TakeAll(Lane* lane);
   // The lane serving `container`: its fd is done (lane 0 removes it, another lane hands it over).
   void RemoveServed(Lane* lane, Container* container);
   // The lane taking it: `container` is served by `lane` from now on (in its epoll set).
   bool Serve(Lane* lane, Container* container);
+  // The thread serving `lane` ends (MarkEnded, not as an orphan); Stop waits for it (WaitEnded).
+  static void MarkEnded(Lane* lane);
+  static void WaitEnded(Lane* lane);
+
+  // engine_read_watch.cpp: a read of a target's memory that never returns (a page fault that a
+  // userfaultfd or a FUSE server of the container holds) holds one thread, not a lane. The watch
+  // gives a lane whose read outlived kReadStallNs a new thread; the container whose memory stalled
+  // is out of the lane's epoll set until that read returns (its former thread hands it back,
+  // kResume), so it holds at most one thread, and the lane serves everyone else meanwhile.
+  bool StartReadWatch(std::string* error);  // JS thread (Start)
+  void StopReadWatch();                     // JS thread (Stop, every lane ended)
+  static void* ReadWatchMain(void* self);
+  void WatchReads();
+  // The read watch: `lane`'s read that began at `since_ns` is still stuck; a new thread serves it.
+  void TakeOver(Lane* lane, uint64_t since_ns);
+  // A lane's thread, whose read was taken over: `n`, as read, to the lane; then it ends.
+  static void HandBackOrphaned(Lane* lane, const Notification& n, const Event& event, char* buffer, size_t blob);
+  // The lane's new thread: the container of `h` served again, its notification decided.
+  void ResumeRead(Lane* lane, Container* container, Handover* h);
+  // True on a thread that lost its lane (it returns to its main at once); the orphans still alive.
+  static bool Orphaned();
+  static size_t LiveOrphans();
+
   // JS thread, after every lane ended (under mu_): a visit never taken gets the default.
   void AnswerUntakenVisits();
 
@@ -473,6 +505,13 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
 
   pthread_t thread_{};
   bool thread_started_ = false;
+  // The read watch's thread (engine_read_watch.cpp), stopped by watch_stop_ under watch_mu_.
+  pthread_t watch_thread_{};
+  bool watch_started_ = false;
+  std::mutex watch_mu_;
+  std::condition_variable watch_cv_;
+  bool watch_stop_ = false;             // guarded by watch_mu_
+  bool orphan_cap_reported_ = false;    // the read watch's
   bool session_opened_ = false;  // JS thread: OpenSession was called once (NameContainer refuses from then on)
   bool stopped_ = false;
   std::atomic<bool> stop_requested_{false};

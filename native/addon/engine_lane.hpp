@@ -6,8 +6,10 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -23,13 +25,18 @@ namespace seccomp_agent {
 
 class Engine;
 
+// Room for a notification's path arguments as read (six strings).
+constexpr size_t kLaneStringsBytes = 6 * kTargetPathMax;
+
 // What one lane sends another (engine_lanes.cpp): a container that moves to lane 0 with the
 // notification that needs a control plane (kVisit), one going home (kHome), or one whose fd is done
-// (kRemove, to lane 0, which alone frees containers).
+// (kRemove, to lane 0, which alone frees containers). And what a lane's former thread sends its
+// lane (kResume, engine_read_watch.cpp): the notification whose arguments it was reading when a new
+// thread took the lane over, read at last, for the lane to decide and to serve its container again.
 struct LaneHandover {
-  enum class Kind : uint8_t { kVisit, kHome, kRemove } kind = Kind::kVisit;
+  enum class Kind : uint8_t { kVisit, kHome, kRemove, kResume } kind = Kind::kVisit;
   uint32_t handle = 0;
-  Notification notification;  // kVisit: received, its path arguments in `strings` as read
+  Notification notification;  // kVisit, kResume: received, its path arguments in `strings` as read
   Event event;
   std::string strings;
 };
@@ -64,7 +71,22 @@ struct EngineLane {
   // timers, so a notification costs two clock reads (receipt, answer), not four.
   uint64_t answered_ns = 0;
   bool queued = false;  // it pushed events since the queue last went out: it flushes them when due
-  char strings[6 * kTargetPathMax];
+  // The path arguments being read (kLaneStringsBytes). A thread that lost the lane while reading
+  // keeps the buffer it read into and frees it; the lane's new thread gets a new one.
+  std::unique_ptr<char[]> strings{new char[kLaneStringsBytes]};
+  // A read of a target's memory in progress on the lane's thread (engine_read_watch.cpp): when it
+  // began (0: none), whose notify fd, container and task. The thread clears read_since_ns when the
+  // read returns; the read watch, when it outlived kReadStallNs, and the thread then ends.
+  std::atomic<uint64_t> read_since_ns{0};
+  std::atomic<int> reading_fd{-1};
+  std::atomic<uint32_t> reading_handle{0};
+  std::atomic<uint32_t> reading_pid{0};
+  std::atomic<uint64_t> read_takeovers{0};  // threads that lost this lane to a stalled read
+  // The thread serving the lane now says it ended (Stop waits for that, not for a pthread_join:
+  // the thread it started with may have been replaced, and lanes' threads are detached).
+  std::mutex end_mu;
+  std::condition_variable end_cv;
+  bool ended = false;  // guarded by end_mu
   // What other lanes sent it, taken in order by its own thread.
   std::mutex inbox_mu;
   std::vector<LaneHandover> inbox;  // guarded by inbox_mu

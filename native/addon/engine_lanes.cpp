@@ -61,25 +61,43 @@ bool Engine::MakeLanes(std::string* error) {
   return true;
 }
 
-// JS thread (Start, after the engine thread runs).
+// JS thread (Start, after the engine thread runs). Detached: a lane's thread may be replaced
+// (engine_read_watch.cpp); Stop waits for whichever serves it to say it ended.
 bool Engine::StartLanes(std::string* error) {
   int rc = 0;
   for (size_t i = 1; i < lanes_.size() && rc == 0; i++) {
     rc = StartQuietThread(&lanes_[i]->thread, &Engine::LaneMain, lanes_[i].get());
-    if (rc == 0) lanes_[i]->started = true;
+    if (rc == 0) {
+      pthread_detach(lanes_[i]->thread);
+      lanes_[i]->started = true;
+    }
   }
   if (rc != 0) *error = "pthread_create of a lane: " + ErrnoText(rc);
   return rc == 0;
 }
 
-// JS thread (Stop, stop_requested_ set): joins the lanes, then closes every lane's fds.
+// JS thread (Stop, stop_requested_ set, the read watch still running: a lane stuck in a read gets
+// a thread that sees the stop): waits for every lane's thread to end.
 void Engine::StopLanes() {
   for (size_t i = 1; i < lanes_.size(); i++) {
     if (!lanes_[i]->started) continue;
     WakeLane(lanes_[i].get());
-    pthread_join(lanes_[i]->thread, nullptr);
+    WaitEnded(lanes_[i].get());
     lanes_[i]->started = false;
   }
+}
+
+// The thread serving `lane`, as it returns (never an orphan: it returned before it lost the lane).
+void Engine::MarkEnded(Lane* lane) {
+  std::lock_guard<std::mutex> lock(lane->end_mu);
+  lane->ended = true;
+  lane->end_cv.notify_all();
+}
+
+// JS thread (Stop).
+void Engine::WaitEnded(Lane* lane) {
+  std::unique_lock<std::mutex> lock(lane->end_mu);
+  lane->end_cv.wait(lock, [lane] { return lane->ended; });
 }
 
 // Any thread (a lane's eventfd lives until Stop, after every thread that wakes it has ended).
@@ -144,6 +162,7 @@ void Engine::RunLane(Lane* lane) {
       switch (source->kind) {
         case EpollSource::Kind::kContainer:
           OnNotifyReady(lane, static_cast<Container*>(source), events[i].events);
+          if (Orphaned()) return;  // a new thread serves the lane: this one touches nothing more
           break;
         case EpollSource::Kind::kWake:
           while (read(lane->wake_fd, &drained, sizeof drained) < 0 && errno == EINTR) {
@@ -165,6 +184,7 @@ void Engine::RunLane(Lane* lane) {
     if (lane->queued) queue_->Flush(now);
   }
   DrainTally(lane);
+  MarkEnded(lane);
 }
 
 // The lane, at the park flag. Lane 0 parks last: it first takes what the others handed it (they
@@ -198,7 +218,7 @@ void Engine::MoveToPrimary(Lane* lane, Container* container, const Notification&
   handover.kind = Handover::Kind::kVisit;
   handover.notification = n;
   handover.event = event;
-  handover.strings.assign(lane->strings, blob);
+  handover.strings.assign(lane->strings.get(), blob);
   LetGo(lane, container, primary_, std::move(handover));
 }
 
@@ -228,7 +248,7 @@ void Engine::LetGo(Lane* from, Container* container, Lane* to, Handover&& handov
   Send(to, std::move(handover));
 }
 
-// Any lane.
+// Any thread (an orphan too: it touches nothing of the engine but `to`, which outlives it).
 void Engine::Send(Lane* to, Handover&& handover) {
   {
     std::lock_guard<std::mutex> lock(to->inbox_mu);
@@ -274,8 +294,9 @@ void Engine::TakeInbox(Lane* lane) {
         break;
       case Handover::Kind::kHome:
       case Handover::Kind::kVisit:
+      case Handover::Kind::kResume:
         if (!Serve(lane, container)) {
-          // Cannot happen with a valid fd (it was in another epoll set a moment ago).
+          // Cannot happen with a valid fd (it was in an epoll set a moment ago).
           queue_->PushError("epoll_ctl(ADD) of container " + std::to_string(h.handle) + "'s notify fd on lane " +
                             std::to_string(lane->index) + " failed: " + ErrnoText(errno) +
                             "; closing it: its notified syscalls now fail with ENOSYS");
@@ -286,6 +307,8 @@ void Engine::TakeInbox(Lane* lane) {
           journal_->OpenReceipt(container->receipt_slot, h.notification);
           DecideUnanswered(lane, container, h.notification, &h.event, h.strings.data(), h.strings.size());
           journal_->CloseReceipt(container->receipt_slot);
+        } else if (h.kind == Handover::Kind::kResume) {
+          ResumeRead(lane, container, &h);
         }
         break;
     }
@@ -298,7 +321,7 @@ void Engine::AnswerUntakenVisits() {
   for (const auto& lane : lanes_) {
     for (const Handover& h : TakeAll(lane.get())) {
       // JS never had its notification: its answer stands for it.
-      if (h.kind == Handover::Kind::kVisit) AnswerDetachedLocked(h.notification, Unseen{h.notification.nr, h.notification.arch});
+      if (h.kind == Handover::Kind::kVisit || h.kind == Handover::Kind::kResume) AnswerDetachedLocked(h.notification, Unseen{h.notification.nr, h.notification.arch});
     }
   }
 }

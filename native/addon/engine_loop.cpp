@@ -70,6 +70,7 @@ void Engine::Run() {
       switch (source->kind) {
         case EpollSource::Kind::kContainer:
           OnNotifyReady(primary_, static_cast<Container*>(source), events[i].events);
+          if (Orphaned()) return;  // a new thread serves lane 0: this one touches nothing more
           break;
         case EpollSource::Kind::kListener:
         case EpollSource::Kind::kConnection:
@@ -124,6 +125,7 @@ void Engine::Run() {
     queue_->Flush(now);
   }
   DrainTally(primary_);
+  MarkEnded(primary_);
 }
 
 // Engine thread. pending_.NextDeadline() is read without mu_: only this thread adds deadlines
@@ -154,15 +156,25 @@ int Engine::WaitTimeoutMs(Lane* lane, uint64_t wake_ns, uint64_t now_ns) {
   return -1;
 }
 
-// Engine thread (or the JS thread in Restore, before the engine thread runs). The path arguments
-// of a notification of any ABI (i386's pointers are the low 32 bits: NotificationFromKernel masked
-// them), read from the target into `buffer` (6 path strings' room) as
-// event->strings; false when the notification is no longer valid (what was read may then be
+// A lane's thread (or the JS thread in Restore, before the engine thread runs, `lane` null). The
+// path arguments of a notification of any ABI (i386's pointers are the low 32 bits:
+// NotificationFromKernel masked them), read from the target into `buffer` (kLaneStringsBytes) as
+// event->strings; kGone when the notification is no longer valid (what was read may then be
 // another process's, if the target died and its pid was reused).
-bool Engine::ReadPathArgs(int notify_fd, Event* event, char* buffer, size_t* blob) {
+Engine::ArgsRead Engine::ReadPathArgs(Lane* lane, int notify_fd, Event* event, char* buffer, size_t* blob) {
   *blob = 0;
   uint8_t mask = PathArgMask(CanonicalNr(event->arch, event->nr));
-  if (mask == 0) return true;
+  if (mask == 0) return ArgsRead::kRead;
+  // The target's memory can hold this read forever (a userfaultfd or FUSE page it never lets
+  // complete): the read watch sees how long it has taken, and past kReadStallNs takes the lane over.
+  uint64_t since = 0;
+  if (lane != nullptr) {
+    since = MonotonicNs();
+    lane->reading_fd.store(notify_fd, std::memory_order_relaxed);
+    lane->reading_handle.store(event->handle, std::memory_order_relaxed);
+    lane->reading_pid.store(static_cast<uint32_t>(event->pid), std::memory_order_relaxed);
+    lane->read_since_ns.store(since, std::memory_order_release);
+  }
   for (uint8_t i = 0; i < 6; i++) {
     if (((mask >> i) & 1u) == 0) continue;
     TargetString read;
@@ -174,7 +186,10 @@ bool Engine::ReadPathArgs(int notify_fd, Event* event, char* buffer, size_t* blo
     arg.text.length = static_cast<uint32_t>(read.length);
     *blob += read.length;
   }
-  return NotifyIdValid(notify_fd, event->id);
+  if (since != 0 && !lane->read_since_ns.compare_exchange_strong(since, 0, std::memory_order_acq_rel)) {
+    return ArgsRead::kOrphaned;  // the watch cleared it first: the lane has a new thread
+  }
+  return NotifyIdValid(notify_fd, event->id) ? ArgsRead::kRead : ArgsRead::kGone;
 }
 
 // The container's lane: the hot path. RECV -> (strings, ID_VALID) -> SEND, or pend and queue a
@@ -205,8 +220,9 @@ void Engine::OnNotifyReady(Lane* lane, Container* container, uint32_t events) {
     // and arguments (journal.hpp, receipts), not a bare id.
     journal_->OpenReceipt(container->receipt_slot, n);
     const Outcome outcome = OnReceived(lane, container, n);
-    // Moved to lane 0 (which sees its hang-up too, if any): no longer this lane's to touch.
-    if (outcome == Outcome::kMoved) return;
+    // Moved to lane 0 (which sees its hang-up too, if any), or this thread lost the lane while
+    // reading: no longer this thread's to touch.
+    if (outcome == Outcome::kMoved || outcome == Outcome::kOrphaned) return;
     journal_->CloseReceipt(container->receipt_slot);
     if (lane == primary_ && container->home != primary_) {
       // A visitor: it goes home once it no longer needs the control plane (a policy now answers
@@ -233,7 +249,8 @@ void Engine::DecideDeferred() {
     Container* container = FindContainer(item.notification.handle);
     if (container != nullptr) {
       item.notification.received_ns = MonotonicNs();
-      OnReceived(primary_, container, item.notification);
+      // Not watched: the rest of `items` is this thread's alone (a stalled read holds lane 0 here).
+      OnReceived(primary_, container, item.notification, /*watched=*/false);
     }
     // Decided (and journaled again where it waits) or its container is gone: the waiter's slot goes.
     journal_->ReleaseInFlight(item.journal_slot);
@@ -241,18 +258,32 @@ void Engine::DecideDeferred() {
 }
 
 // A lane (lane 0 for the predecessor's waiter, whatever lane serves the container).
-Engine::Outcome Engine::OnReceived(Lane* lane, Container* container, const Notification& n) {
+Engine::Outcome Engine::OnReceived(Lane* lane, Container* container, const Notification& n, bool watched) {
   Event event = NotificationEvent(n);
   size_t blob = 0;
-  if (!ReadPathArgs(container->fd, &event, lane->strings, &blob)) return Outcome::kAnswered;  // its task is gone
+  char* strings = lane->strings.get();
+  switch (ReadPathArgs(watched ? lane : nullptr, container->fd, &event, strings, &blob)) {
+    case ArgsRead::kGone:
+      return Outcome::kAnswered;  // its task is gone
+    case ArgsRead::kOrphaned:
+      HandBackOrphaned(lane, n, event, strings, blob);  // `container` may be gone by now: not touched
+      return Outcome::kOrphaned;
+    case ArgsRead::kRead:
+      break;
+  }
+  return DecideRead(lane, container, n, &event, blob);
+}
+
+// The container's lane.
+Engine::Outcome Engine::DecideRead(Lane* lane, Container* container, const Notification& n, Event* event, size_t blob) {
   // The container's own rules first: they answer whether a control plane is attached or not.
-  if (AnswerFromRules(lane, container, n, event, blob)) return Outcome::kAnswered;
+  if (AnswerFromRules(lane, container, n, *event, blob)) return Outcome::kAnswered;
   if (lane != primary_ && (active_session_.load(std::memory_order_acquire) != 0 ||
                            hold_until_ns_.load(std::memory_order_relaxed) > n.received_ns)) {
-    MoveToPrimary(lane, container, n, event, blob);
+    MoveToPrimary(lane, container, n, *event, blob);
     return Outcome::kMoved;
   }
-  return DecideUnanswered(lane, container, n, &event, lane->strings, blob);
+  return DecideUnanswered(lane, container, n, event, lane->strings.get(), blob);
 }
 
 // Lane 0; another lane only when no control plane was attached or awaited as it received `n` (a

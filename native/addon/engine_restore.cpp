@@ -301,7 +301,7 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
       n.received_ns = now;
       Event event = NotificationEvent(n);
       size_t blob = 0;
-      if (!ReadPathArgs(container->fd, &event, primary_->strings, &blob)) continue;  // its task is gone
+      if (ReadPathArgs(nullptr, container->fd, &event, primary_->strings.get(), &blob) != ArgsRead::kRead) continue;  // its task is gone
       if (AnswerFromRules(/*lane=*/nullptr, container, n, event, blob)) {
         result->in_flight_by_rules++;
         continue;
@@ -315,9 +315,9 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
     n.received_ns = now;
     Event event = NotificationEvent(n);
     size_t blob = 0;
-    if (!ReadPathArgs(container->fd, &event, primary_->strings, &blob)) continue;  // its task is gone
+    if (ReadPathArgs(nullptr, container->fd, &event, primary_->strings.get(), &blob) != ArgsRead::kRead) continue;  // its task is gone
     pending_.Add(container, nullptr, n, now + decision_timeout_ns_.load(std::memory_order_relaxed),
-                 HoldStrings(event, primary_->strings, blob));
+                 HoldStrings(event, primary_->strings.get(), blob));
     result->in_flight_held++;
   }
   // A live predecessor parked before handing over: all it received is answered or journaled. Only

@@ -113,7 +113,7 @@ bool Engine::AnswerFromRules(Lane* lane, Container* container, const Notificatio
   if (!container->has_policy.load(std::memory_order_acquire)) return false;
   const bool mu_held = lane == nullptr;
   // Restore read the arguments into lane 0's strings, before any lane runs.
-  const char* strings = lane != nullptr ? lane->strings : primary_->strings;
+  const char* strings = lane != nullptr ? lane->strings.get() : primary_->strings.get();
   std::shared_ptr<const PolicyInForce> looked_up;
   const PolicyInForce* policy;
   // Only the lane serving the container keeps its policy (lane 0 decides a predecessor's

@@ -10,6 +10,7 @@ export const IDLE_CLIENTS = path.join(ROOT, 'build', 'Release', 'seccomp-idle-cl
 export const SIGNAL_WORKLOAD = path.join(ROOT, 'build', 'Release', 'seccomp-signal-workload');
 export const THREAD_VIEWS_WORKLOAD = path.join(ROOT, 'build', 'Release', 'seccomp-thread-views');
 export const ABI_WORKLOAD = path.join(ROOT, 'build', 'Release', 'seccomp-abi-workload');
+export const UFFD_WORKLOAD = path.join(ROOT, 'build', 'Release', 'seccomp-uffd-workload');
 
 /** The agent's programs in one built tree: this one, or a previous release built beside it (test/support/release.ts). */
 export interface AgentBuild {

@@ -1,0 +1,161 @@
+// The read watch: a lane's thread reads path arguments from the notifying task's memory
+// (process_vm_readv), and a task can make that read wait forever: a page registered with a
+// userfaultfd whose faults nobody resolves, or a file mapped from a FUSE server that never answers.
+// Only a fatal signal ends such a wait, and this thread's would end the data plane. So the watch
+// gives the lane a new thread instead: the stuck one becomes an orphan, which touches nothing of
+// the lane but its inbox once its read returns (it hands the notification back, kResume, and
+// ends). The container whose memory stalled leaves the lane's epoll set until then: its other
+// notifications wait in the kernel, as its task's own call would wait on that page, and it holds
+// at most one thread however many of its tasks try.
+#include <pthread.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include <chrono>
+
+#include "engine.hpp"
+#include "engine_names.hpp"
+#include "quiet_thread.hpp"
+
+namespace seccomp_agent {
+namespace {
+
+// A read that takes this long is taken over. A page fault that reads from a disk under memory
+// pressure can take tens of milliseconds; a false alarm costs a thread's start, nothing else.
+constexpr uint64_t kReadStallNs = 50'000'000;
+constexpr uint64_t kWatchPeriodNs = 20'000'000;
+// Orphans alive at once, in the process. Past it a stalled read holds its lane, as before the
+// watch: each orphan is a thread (and a read buffer) for as long as its container holds the page.
+constexpr size_t kMaxOrphans = 64;
+
+std::atomic<size_t> g_live_orphans{0};
+thread_local bool t_orphaned = false;
+
+}  // namespace
+
+bool Engine::Orphaned() { return t_orphaned; }
+
+size_t Engine::LiveOrphans() { return g_live_orphans.load(std::memory_order_acquire); }
+
+// JS thread (Start, after the lanes).
+bool Engine::StartReadWatch(std::string* error) {
+  const int rc = StartQuietThread(&watch_thread_, &Engine::ReadWatchMain, this);
+  if (rc != 0) {
+    *error = "pthread_create of the read watch: " + ErrnoText(rc);
+    return false;
+  }
+  watch_started_ = true;
+  return true;
+}
+
+// JS thread (Stop, after every lane's thread ended: until then a stuck one still needs the watch).
+void Engine::StopReadWatch() {
+  if (!watch_started_) return;
+  {
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    watch_stop_ = true;
+  }
+  watch_cv_.notify_all();
+  pthread_join(watch_thread_, nullptr);
+  watch_started_ = false;
+}
+
+void* Engine::ReadWatchMain(void* self) {
+  pthread_setname_np(pthread_self(), "seccomp-readwatch");
+  static_cast<Engine*>(self)->WatchReads();
+  return nullptr;
+}
+
+// The read watch's thread.
+void Engine::WatchReads() {
+  std::unique_lock<std::mutex> lock(watch_mu_);
+  while (!watch_stop_) {
+    watch_cv_.wait_for(lock, std::chrono::nanoseconds(kWatchPeriodNs));
+    if (watch_stop_) break;
+    const uint64_t now = MonotonicNs();
+    for (const auto& lane : lanes_) {
+      const uint64_t since = lane->read_since_ns.load(std::memory_order_acquire);
+      if (since == 0 || now < since + kReadStallNs) continue;
+      // A stop takes over whatever the cap says: Stop waits for every lane's thread to end.
+      if (LiveOrphans() >= kMaxOrphans && !stop_requested_.load(std::memory_order_relaxed)) {
+        if (!orphan_cap_reported_) {
+          orphan_cap_reported_ = true;
+          queue_->PushError("lane " + std::to_string(lane->index) + "'s thread is stuck reading a task's memory and " +
+                            std::to_string(kMaxOrphans) + " threads already wait on such reads: the lane waits for it (every " +
+                            "container it serves is held until that read returns)");
+        }
+        continue;
+      }
+      TakeOver(lane.get(), since);
+    }
+  }
+}
+
+// The read watch's thread. The lane's thread is in ReadPathArgs, in a read begun at `since_ns`,
+// touching nothing of the lane but its own read buffer, which it keeps.
+void Engine::TakeOver(Lane* lane, uint64_t since_ns) {
+  const int fd = lane->reading_fd.load(std::memory_order_relaxed);
+  const uint32_t handle = lane->reading_handle.load(std::memory_order_relaxed);
+  const uint32_t pid = lane->reading_pid.load(std::memory_order_relaxed);
+  uint64_t expected = since_ns;
+  // The thread clears it as its read returns: whoever clears it first decides whose the lane is.
+  if (!lane->read_since_ns.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) return;
+  g_live_orphans.fetch_add(1, std::memory_order_acq_rel);
+  // Served again when the read returns (ResumeRead). Only lane 0 frees a container, and only one its
+  // lane handed over, or its own: this one, whose lane's thread is stuck, stays.
+  epoll_ctl(lane->epoll_fd, EPOLL_CTL_DEL, fd, nullptr);
+  (void)lane->strings.release();  // the orphan frees the buffer it reads into
+  lane->strings.reset(new char[kLaneStringsBytes]);
+  lane->read_takeovers.fetch_add(1, std::memory_order_relaxed);
+  pthread_t thread;
+  const int rc = lane == primary_ ? StartQuietThread(&thread, &Engine::ThreadMain, this)
+                                  : StartQuietThread(&thread, &Engine::LaneMain, lane);
+  const std::string who = "container " + std::to_string(handle) + " (task " + std::to_string(pid) + ")";
+  if (rc != 0) {
+    queue_->PushError("reading a path argument of " + who + " has taken " +
+                      std::to_string((MonotonicNs() - since_ns) / 1000000) + " ms and lane " + std::to_string(lane->index) +
+                      " cannot get a new thread (pthread_create: " + ErrnoText(rc) + "): the lane waits for that read");
+    return;
+  }
+  pthread_detach(thread);
+  if (lane == primary_) {
+    thread_ = thread;
+  } else {
+    lane->thread = thread;
+  }
+  queue_->PushError("reading a path argument of " + who + " from its memory has taken over " +
+                    std::to_string(kReadStallNs / 1000000) + " ms (a page a userfaultfd or FUSE server holds?): lane " +
+                    std::to_string(lane->index) + " goes on with a new thread; that container's notifications wait " +
+                    "until the read returns, as its own call would in the kernel");
+}
+
+// The lane's former thread, its read returned after the watch took the lane over. What it may
+// touch: `lane` (its inbox and wake fd: the engine keeps lanes and their fds while orphans live),
+// `buffer` (its own now) and its stack. Not `container`: its new thread may have freed it.
+void Engine::HandBackOrphaned(Lane* lane, const Notification& n, const Event& event, char* buffer, size_t blob) {
+  Handover handover;
+  handover.kind = Handover::Kind::kResume;
+  handover.handle = n.handle;
+  handover.notification = n;
+  handover.event = event;
+  handover.strings.assign(buffer, blob);
+  delete[] buffer;
+  t_orphaned = true;
+  Send(lane, std::move(handover));
+  g_live_orphans.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+// The lane's new thread (TakeInbox, `container` served again): the notification whose read its
+// former thread finished, decided now as if that read had just returned.
+void Engine::ResumeRead(Lane* lane, Container* container, Handover* h) {
+  // As after any read: what was read is the task's only if the notification still waits.
+  if (!NotifyIdValid(container->fd, h->notification.id)) {
+    journal_->CloseReceipt(container->receipt_slot);
+    return;
+  }
+  memcpy(lane->strings.get(), h->strings.data(), h->strings.size());
+  if (DecideRead(lane, container, h->notification, &h->event, h->strings.size()) == Outcome::kMoved) return;
+  journal_->CloseReceipt(container->receipt_slot);
+}
+
+}  // namespace seccomp_agent

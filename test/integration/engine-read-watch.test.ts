@@ -1,0 +1,123 @@
+// The read watch (native/addon/engine_read_watch.cpp): a task that holds the engine's read of its
+// path argument (a userfaultfd page nobody resolves) holds one thread, not the lane that serves it
+// and every other container there. Real filters, a real userfaultfd, the real engine.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+import type { NativeEvent } from '../../dataplane/native';
+import { EngineHarness as Harness, fdCountBackTo, native, type Exit } from '../support/engine-harness';
+import { UFFD_WORKLOAD } from '../support/paths';
+
+const MKDIR_SYSCALLS = ['--syscalls', 'mkdir,mkdirat'];
+const TAKEN_OVER = /has taken over 50 ms .* lane 0 goes on with a new thread/;
+
+/** Resolves once `child`'s stdout has said `stalled` (its userfaultfd saw the fault). */
+function stalled(child: { stdout: NodeJS.ReadableStream | null }): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let seen = '';
+    const timer = setTimeout(() => reject(new Error(`no fault on the workload's page within 10 s (stdout: ${seen})`)), 10_000);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      seen += chunk.toString();
+      if (seen.includes('stalled')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+  });
+}
+
+/** `exit`, or a failure after `ms` (the test then ends, and its harness kills what it started). */
+function within(exit: Promise<Exit>, ms: number, what: string): Promise<Exit> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not done within ${ms} ms`)), ms)));
+  return Promise.race([exit, late]).finally(() => clearTimeout(timer));
+}
+
+function resultOf(exit: Exit): { mkdir: number[]; errno: number[] } {
+  assert.equal(exit.code, 0, exit.stderr);
+  return JSON.parse(exit.stdout.trim().split('\n').pop()!) as { mkdir: number[]; errno: number[] };
+}
+
+const takenOver = (e: NativeEvent) => e.type === 'error' && TAKEN_OVER.test(e.message);
+
+test('read watch: the kernel\'s own run of the workload (no agent) waits on the page, then makes each directory once', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'uffd-bare-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const child = spawn(UFFD_WORKLOAD, [path.join(dir, 'made'), '3'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  t.after(() => child.kill('SIGKILL'));
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  const exit = new Promise<Exit>((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
+  await stalled(child);
+  assert.deepEqual(fs.readdirSync(dir), [], 'nothing made while the page is held');
+  child.kill('SIGUSR1');
+  assert.deepEqual(resultOf(await within(exit, 10_000, 'the bare workload')), { mkdir: [0, 0, 0], errno: [0, 0, 0] });
+  assert.deepEqual(fs.readdirSync(dir).sort(), ['made.0', 'made.1', 'made.2']);
+});
+
+test('read watch: a container that stalls the read of its path holds one thread, not its lane; its call then completes once, as in the kernel', async (t) => {
+  // One lane: the stalled container and the other one share the engine thread.
+  const h = new Harness(t, { lanes: 1 });
+  const made = path.join(h.dir, 'made');
+  const stuck = h.run(MKDIR_SYSCALLS, [UFFD_WORKLOAD, made]);
+  await stalled(stuck.child);
+
+  // The engine thread is in the read; the watch gives lane 0 a new thread, which serves the rest.
+  const other = path.join(h.dir, 'other');
+  const otherRun = await within(h.mkdir(other).exit, 10_000, 'another container\'s mkdir on the same lane while the read is stuck');
+  assert.equal(otherRun.code, 0, otherRun.stderr);
+  assert.ok(fs.statSync(other).isDirectory());
+  await h.waitFor(takenOver, 'the take-over reported');
+  assert.equal(fs.existsSync(made), false, 'the stalled call has not been answered');
+
+  // Its page resolved, the read returns; the lane's new thread decides it (the default, continue).
+  stuck.child.kill('SIGUSR1');
+  assert.deepEqual(resultOf(await within(stuck.exit, 10_000, 'the stalled mkdir after its page resolved')), { mkdir: [0], errno: [0] });
+  assert.ok(fs.statSync(made).isDirectory());
+  assert.equal(h.events.filter(takenOver).length, 1, 'one take-over');
+  assert.equal(h.engine.stats().lanes[0].received, 2);
+});
+
+test('read watch: a stalled container\'s other calls wait for its read, so it holds one thread however many of its tasks try', async (t) => {
+  const h = new Harness(t, { lanes: 1 });
+  const made = path.join(h.dir, 'made');
+  const stuck = h.run(MKDIR_SYSCALLS, [UFFD_WORKLOAD, made, '4']);
+  await stalled(stuck.child);
+  await h.waitFor(takenOver, 'the take-over reported');
+  // Ten watch periods: a container served again before its read returned would stall the new
+  // thread with its next call, and be taken over again.
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  assert.equal(h.events.filter(takenOver).length, 1, 'one take-over for the container');
+  assert.equal(h.engine.stats().lanes[0].received, 1, 'its other calls wait in the kernel');
+  stuck.child.kill('SIGUSR1');
+  assert.deepEqual(resultOf(await within(stuck.exit, 10_000, 'the four mkdirs')), { mkdir: [0, 0, 0, 0], errno: [0, 0, 0, 0] });
+  assert.deepEqual(fs.readdirSync(h.dir).filter((f) => f.startsWith('made')).sort(), ['made.0', 'made.1', 'made.2', 'made.3']);
+  assert.equal(h.engine.stats().lanes[0].received, 4);
+});
+
+test('read watch: a container killed while its read is held is removed, the lanes serve on, and stop closes every fd', async (t) => {
+  const baseline = native.openFdCount();
+  const h = new Harness(t, { lanes: 2 });
+  const stuck = h.run(MKDIR_SYSCALLS, [UFFD_WORKLOAD, path.join(h.dir, 'never')]);
+  await stalled(stuck.child);
+  await h.waitFor(takenOver, 'the take-over reported');
+  // Killed while its read is held: the userfaultfd goes with it, the read fails, the orphan hands
+  // the notification back and ends; the container is gone.
+  stuck.child.kill('SIGKILL');
+  await stuck.exit;
+  await h.until(() => (h.events.some((e) => e.type === 'removed') ? true : undefined), 'the killed container removed');
+  assert.equal(fs.existsSync(path.join(h.dir, 'never')), false);
+  // Both lanes still serve.
+  for (const name of ['after-1', 'after-2']) {
+    const run = await within(h.mkdir(path.join(h.dir, name)).exit, 10_000, name);
+    assert.equal(run.code, 0, run.stderr);
+  }
+  h.engine.stop();
+  assert.equal(await fdCountBackTo(baseline), baseline, 'every lane\'s fds closed: no thread still held one');
+});
