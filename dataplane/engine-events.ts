@@ -18,6 +18,7 @@ import type {
   NativeEngine,
   NativeEvent,
   NotificationEvent,
+  ReadStallEvent,
   TallyEvent,
 } from './native';
 import type { PolicyApplier } from './policy-applier';
@@ -98,6 +99,9 @@ export class EngineEvents {
           case 'handoff':
             this.parts.onHandoff(event.conn, event.peer.pid);
             break;
+          case 'read-stall':
+            this.onReadStall(event);
+            break;
           case 'error':
             log.error(`native engine: ${event.message}`);
             break;
@@ -135,6 +139,18 @@ export class EngineEvents {
     );
     hub.publish({ $case: 'containerAdded', containerAdded: container }, { containerId: state.containerId, syscall: '' });
     sessions.active?.sendContainerAdded(container);
+  }
+
+  private onReadStall(event: ReadStallEvent): void {
+    const { log, containers } = this.parts;
+    const fields = { container: containers.containerIdOf(event.handle), handle: event.handle, pid: event.pid, lane: event.lane, stalledMs: Number(event.stalledNs / 1_000_000n) };
+    if (event.returned) {
+      const syscall = this.parts.syscallName(event.nr, event.arch);
+      log.warn({ ...fields, syscall }, `the stalled read of a ${syscall} argument returned after ${fields.stalledMs} ms: the container is served again`);
+    } else {
+      log.warn(fields, `reading a path argument from task ${event.pid}'s memory has taken ${fields.stalledMs} ms (a page its userfaultfd or FUSE server holds?): `
+        + `engine thread ${event.lane} goes on with a new thread; this container's notifications wait until that read returns, as its own call would in the kernel`);
+    }
   }
 
   private onRemoved(handle: ContainerHandle): void {

@@ -213,6 +213,23 @@ export interface HandoffEvent {
   peer: PeerCredentials;
 }
 
+/**
+ * A lane's read of a task's memory (its path arguments) took longer than the read watch allows (a
+ * page that a userfaultfd or FUSE server of the container holds): the lane got a new thread and the
+ * container waits, out of its lane, until the read returns (`returned`: it has, after `stalledNs`).
+ */
+export interface ReadStallEvent {
+  type: 'read-stall';
+  handle: ContainerHandle;
+  pid: number;
+  lane: number;
+  stalledNs: bigint;
+  returned: boolean;
+  /** The call (returned only; else nr 0, arch 0). */
+  nr: number;
+  arch: number;
+}
+
 /** The native thread hit a problem it survived. */
 export interface ErrorEvent {
   type: 'error';
@@ -230,6 +247,7 @@ export type NativeEvent =
   | SessionDrainedEvent
   | ChannelEvent
   | HandoffEvent
+  | ReadStallEvent
   | ErrorEvent;
 
 /**

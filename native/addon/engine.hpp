@@ -14,6 +14,7 @@
 //   engine.cpp            life (init, start, stop), containers (adopt, remove), the fd store, stats
 //   engine_loop.cpp       the engine thread's loop and the hot path (RECV, default answer or pend)
 //   engine_lanes.cpp      the other lanes: their loop, container placement, what they hand lane 0
+//   engine_read_watch.cpp a lane whose read of a task's memory never returns gets a new thread
 //   answer_tally.*        what the engine answered by itself while nobody watches, counted
 //   pending_table.*       the notifications waiting for an answer: the one take/answer/release
 //   engine_sessions.cpp   control plane sessions, their decision channels, respond()
@@ -396,6 +397,7 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   void WatchReads();
   // The read watch: `lane`'s read that began at `since_ns` is still stuck; a new thread serves it.
   void TakeOver(Lane* lane, uint64_t since_ns);
+  void GiveThread(Lane* lane);  // the read watch: starts the lane's new thread
   // A lane's thread, whose read was taken over: `n`, as read, to the lane; then it ends.
   static void HandBackOrphaned(Lane* lane, const Notification& n, const Event& event, char* buffer, size_t blob);
   // The lane's new thread: the container of `h` served again, its notification decided.

@@ -82,6 +82,8 @@ struct EngineLane {
   std::atomic<uint32_t> reading_handle{0};
   std::atomic<uint32_t> reading_pid{0};
   std::atomic<uint64_t> read_takeovers{0};  // threads that lost this lane to a stalled read
+  bool needs_thread = false;           // the read watch's: taken over, its new thread not started yet
+  bool thread_error_reported = false;  // the read watch's: that pthread_create failed, said once
   // The thread serving the lane now says it ended (Stop waits for that, not for a pthread_join:
   // the thread it started with may have been replaced, and lanes' threads are detached).
   std::mutex end_mu;

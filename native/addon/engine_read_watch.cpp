@@ -74,6 +74,10 @@ void Engine::WatchReads() {
     if (watch_stop_) break;
     const uint64_t now = MonotonicNs();
     for (const auto& lane : lanes_) {
+      if (lane->needs_thread) {
+        GiveThread(lane.get());
+        continue;
+      }
       const uint64_t since = lane->read_since_ns.load(std::memory_order_acquire);
       if (since == 0 || now < since + kReadStallNs) continue;
       // A stop takes over whatever the cap says: Stop waits for every lane's thread to end.
@@ -95,8 +99,11 @@ void Engine::WatchReads() {
 // touching nothing of the lane but its own read buffer, which it keeps.
 void Engine::TakeOver(Lane* lane, uint64_t since_ns) {
   const int fd = lane->reading_fd.load(std::memory_order_relaxed);
-  const uint32_t handle = lane->reading_handle.load(std::memory_order_relaxed);
-  const uint32_t pid = lane->reading_pid.load(std::memory_order_relaxed);
+  Event event;
+  event.type = EventType::kReadStall;
+  event.handle = lane->reading_handle.load(std::memory_order_relaxed);
+  event.pid = lane->reading_pid.load(std::memory_order_relaxed);
+  event.id = lane->index;
   uint64_t expected = since_ns;
   // The thread clears it as its read returns: whoever clears it first decides whose the lane is.
   if (!lane->read_since_ns.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) return;
@@ -107,14 +114,25 @@ void Engine::TakeOver(Lane* lane, uint64_t since_ns) {
   (void)lane->strings.release();  // the orphan frees the buffer it reads into
   lane->strings.reset(new char[kLaneStringsBytes]);
   lane->read_takeovers.fetch_add(1, std::memory_order_relaxed);
+  event.ns = MonotonicNs() - since_ns;
+  queue_->Push(event, true);
+  lane->needs_thread = true;
+  GiveThread(lane);
+}
+
+// The read watch's thread: a thread for `lane`, which has none since TakeOver (tried again at
+// each period while pthread_create fails; the lane's containers wait meanwhile).
+void Engine::GiveThread(Lane* lane) {
   pthread_t thread;
   const int rc = lane == primary_ ? StartQuietThread(&thread, &Engine::ThreadMain, this)
                                   : StartQuietThread(&thread, &Engine::LaneMain, lane);
-  const std::string who = "container " + std::to_string(handle) + " (task " + std::to_string(pid) + ")";
   if (rc != 0) {
-    queue_->PushError("reading a path argument of " + who + " has taken " +
-                      std::to_string((MonotonicNs() - since_ns) / 1000000) + " ms and lane " + std::to_string(lane->index) +
-                      " cannot get a new thread (pthread_create: " + ErrnoText(rc) + "): the lane waits for that read");
+    if (!lane->thread_error_reported) {
+      lane->thread_error_reported = true;
+      queue_->PushError("lane " + std::to_string(lane->index) + " lost its thread to a stalled read and cannot get a new one (" +
+                        "pthread_create: " + ErrnoText(rc) + "); trying again every " +
+                        std::to_string(kWatchPeriodNs / 1000000) + " ms, its containers wait meanwhile");
+    }
     return;
   }
   pthread_detach(thread);
@@ -123,10 +141,8 @@ void Engine::TakeOver(Lane* lane, uint64_t since_ns) {
   } else {
     lane->thread = thread;
   }
-  queue_->PushError("reading a path argument of " + who + " from its memory has taken over " +
-                    std::to_string(kReadStallNs / 1000000) + " ms (a page a userfaultfd or FUSE server holds?): lane " +
-                    std::to_string(lane->index) + " goes on with a new thread; that container's notifications wait " +
-                    "until the read returns, as its own call would in the kernel");
+  lane->needs_thread = false;
+  lane->thread_error_reported = false;
 }
 
 // The lane's former thread, its read returned after the watch took the lane over. What it may
@@ -148,13 +164,24 @@ void Engine::HandBackOrphaned(Lane* lane, const Notification& n, const Event& ev
 // The lane's new thread (TakeInbox, `container` served again): the notification whose read its
 // former thread finished, decided now as if that read had just returned.
 void Engine::ResumeRead(Lane* lane, Container* container, Handover* h) {
+  const Notification& n = h->notification;
+  Event event;
+  event.type = EventType::kReadStall;
+  event.handle = n.handle;
+  event.pid = n.pid;
+  event.nr = n.nr;
+  event.arch = n.arch;
+  event.id = lane->index;
+  event.ns = MonotonicNs() - n.received_ns;
+  event.returned = true;
+  queue_->Push(event, true);
   // As after any read: what was read is the task's only if the notification still waits.
-  if (!NotifyIdValid(container->fd, h->notification.id)) {
+  if (!NotifyIdValid(container->fd, n.id)) {
     journal_->CloseReceipt(container->receipt_slot);
     return;
   }
   memcpy(lane->strings.get(), h->strings.data(), h->strings.size());
-  if (DecideRead(lane, container, h->notification, &h->event, h->strings.size()) == Outcome::kMoved) return;
+  if (DecideRead(lane, container, n, &h->event, h->strings.size()) == Outcome::kMoved) return;
   journal_->CloseReceipt(container->receipt_slot);
 }
 

@@ -22,6 +22,9 @@ enum class EventType : uint8_t {
   kChannel,
   kHandoff,
   kTally,  // answer_tally.hpp: id is the count, ns the latency sum, text the bucket counts (u32 each)
+  // engine_read_watch.cpp: a read of a task's memory taken over (or, `returned`, back at last): id is
+  // the lane, ns how long the read has taken, nr/arch the call (returned only)
+  kReadStall,
 };
 // Why a decision was not applied (decision-dropped; event_layout.hpp names each for the decoder).
 enum class DropReason : uint8_t { kUnknown, kLate, kWrongSession, kInvalid };
@@ -82,6 +85,7 @@ struct Event {
   EmulatedKind emulated = EmulatedKind::kNone;
   bool gone = false;
   bool notified = false;  // answered: no 'notification' event was sent for it; nr and arch are set
+  bool returned = false;  // read-stall: the read returned (else it was just taken over)
   // connection, ingest-error, error; handoff: the connection's fd (JS passes it to handOff)
   uint32_t conn = 0;
   TextRef text;                // connection: json; ingest-error, error: message; channel: reason

@@ -94,6 +94,13 @@ void EncodeEvent(const Event& e, const std::string& arena, uint64_t* w64, uint32
       w32[W32_HANDLE] = e.conn;
       PutPeer(e.peer, w32);
       break;
+    case EventType::kReadStall:
+      w32[W32_HANDLE] = e.handle;
+      w32[W32_PID] = e.pid;
+      w32[W32_NR] = e.nr;
+      w32[W32_ARCH] = e.arch;
+      w32[W32_FLAGS] = e.returned ? FLAG_RETURNED : 0;
+      break;
     case EventType::kTally:
       w32[W32_HANDLE] = e.handle;
       w32[W32_NR] = e.nr;

@@ -40,6 +40,7 @@
   X(FLAG_VIA_CHANNEL, 1u << 2)  /* notification */                                              \
   X(FLAG_CONNECTED, 1u << 3)    /* channel */                                                   \
   X(FLAG_NOTIFIED, 1u << 4)     /* answered: stands for its notification too (nr, arch) */      \
+  X(FLAG_RETURNED, 1u << 5)     /* read-stall: the read returned (else it was taken over) */    \
   X(FLAG_FIELD_MASK, 0xffu)                                                                      \
   X(FLAG_BY_SHIFT, 8)           /* the API's AnsweredBy number */                               \
   X(FLAG_ANSWER_KIND_SHIFT, 16) /* an ANSWER_ kind */                                           \
@@ -60,6 +61,7 @@
   X(TYPE_CHANNEL, static_cast<uint32_t>(EventType::kChannel))                                    \
   X(TYPE_HANDOFF, static_cast<uint32_t>(EventType::kHandoff))                                    \
   X(TYPE_TALLY, static_cast<uint32_t>(EventType::kTally))                                        \
+  X(TYPE_READ_STALL, static_cast<uint32_t>(EventType::kReadStall))                               \
   /* FLAG_ANSWER_KIND_SHIFT's field */                                                           \
   X(ANSWER_CONTINUE, static_cast<uint32_t>(Answer::kContinue))                                   \
   X(ANSWER_ERROR, static_cast<uint32_t>(Answer::kError))                                         \

@@ -8,12 +8,11 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
-import type { NativeEvent } from '../../dataplane/native';
+import type { NativeEvent, ReadStallEvent } from '../../dataplane/native';
 import { EngineHarness as Harness, fdCountBackTo, native, type Exit } from '../support/engine-harness';
 import { UFFD_WORKLOAD } from '../support/paths';
 
 const MKDIR_SYSCALLS = ['--syscalls', 'mkdir,mkdirat'];
-const TAKEN_OVER = /has taken over 50 ms .* lane 0 goes on with a new thread/;
 
 /** Resolves once `child`'s stdout has said `stalled` (its userfaultfd saw the fault). */
 function stalled(child: { stdout: NodeJS.ReadableStream | null }): Promise<void> {
@@ -42,7 +41,8 @@ function resultOf(exit: Exit): { mkdir: number[]; errno: number[] } {
   return JSON.parse(exit.stdout.trim().split('\n').pop()!) as { mkdir: number[]; errno: number[] };
 }
 
-const takenOver = (e: NativeEvent) => e.type === 'error' && TAKEN_OVER.test(e.message);
+const takenOver = (e: NativeEvent): e is ReadStallEvent => e.type === 'read-stall' && !e.returned;
+const returned = (e: NativeEvent): e is ReadStallEvent => e.type === 'read-stall' && e.returned;
 
 test('read watch: the kernel\'s own run of the workload (no agent) waits on the page, then makes each directory once', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'uffd-bare-'));
@@ -73,7 +73,10 @@ test('read watch: a container that stalls the read of its path holds one thread,
   const otherRun = await within(h.mkdir(other).exit, 10_000, 'another container\'s mkdir on the same lane while the read is stuck');
   assert.equal(otherRun.code, 0, otherRun.stderr);
   assert.ok(fs.statSync(other).isDirectory());
-  await h.waitFor(takenOver, 'the take-over reported');
+  const stall = await h.waitFor(takenOver, 'the take-over reported');
+  assert.ok(fs.existsSync(`/proc/${stuck.child.pid}/task/${stall.pid}`), `the stalled task named: ${stall.pid}, the workload's thread in mkdir`);
+  assert.equal(stall.lane, 0);
+  assert.ok(stall.stalledNs >= 50_000_000n, `taken over after the watch's 50 ms: ${stall.stalledNs} ns`);
   assert.equal(fs.existsSync(made), false, 'the stalled call has not been answered');
 
   // Its page resolved, the read returns; the lane's new thread decides it (the default, continue).
@@ -81,6 +84,9 @@ test('read watch: a container that stalls the read of its path holds one thread,
   assert.deepEqual(resultOf(await within(stuck.exit, 10_000, 'the stalled mkdir after its page resolved')), { mkdir: [0], errno: [0] });
   assert.ok(fs.statSync(made).isDirectory());
   assert.equal(h.events.filter(takenOver).length, 1, 'one take-over');
+  const back = await h.waitFor(returned, 'the read\'s return reported');
+  assert.equal(back.handle, stall.handle);
+  assert.ok(back.stalledNs > stall.stalledNs);
   assert.equal(h.engine.stats().lanes[0].received, 2);
 });
 
