@@ -98,6 +98,8 @@ test('event-decoder: a batch the native encoder wrote decodes to every event typ
       type: 'tally', handle: 7, nr: 2, arch: X86_64, by: AnsweredBy.ANSWERED_BY_DEFAULT_NO_CONTROL_PLANE, gone: true, count: 17,
       latencySumNs: 123456n, latencyBuckets: [1, 0, 16],
     },
+    { type: 'read-stall', handle: 12, pid: 4343, lane: 1, stalledNs: 51_000_000n, returned: false, nr: 0, arch: 0 },
+    { type: 'read-stall', handle: 12, pid: 4343, lane: 1, stalledNs: 2_500_000_000n, returned: true, nr: 39, arch: I386 },
   ];
   assert.equal(events.length, expected.length);
   for (let i = 0; i < expected.length; i++) assert.deepEqual(events[i], expected[i], `event ${i} (${expected[i].type})`);

@@ -10,7 +10,9 @@ import * as path from 'node:path';
 
 import type { NativeEvent, ReadStallEvent } from '../../dataplane/native';
 import { EngineHarness as Harness, fdCountBackTo, native, type Exit } from '../support/engine-harness';
+import { startDataPlane } from '../support/dataplane';
 import { UFFD_WORKLOAD } from '../support/paths';
+import { runUnderFilter, startUnderFilter } from '../support/workload';
 
 const MKDIR_SYSCALLS = ['--syscalls', 'mkdir,mkdirat'];
 
@@ -126,4 +128,30 @@ test('read watch: a container killed while its read is held is removed, the lane
   }
   h.engine.stop();
   assert.equal(await fdCountBackTo(baseline), baseline, 'every lane\'s fds closed: no thread still held one');
+});
+
+test('read watch in seccomp-dataplane: one engine thread, a stalled container and another; the other is answered, and two warnings name the stalled one', async (t) => {
+  const dp = await startDataPlane(t, ['--engine-threads', '1']);
+  const made = path.join(dp.dir, 'made');
+  const stuck = startUnderFilter(t, { socket: dp.listenerSocket, syscalls: ['mkdir', 'mkdirat'], id: 'c-stalls' }, [UFFD_WORKLOAD, made]);
+  await stuck.waitFor(/stalled/);
+  const other = path.join(dp.dir, 'other');
+  const otherRun = await runUnderFilter({ socket: dp.listenerSocket, syscalls: ['mkdir', 'mkdirat'], id: 'c-other' }, ['/bin/mkdir', other]);
+  assert.equal(otherRun.code, 0, otherRun.stderr);
+  const line = (pattern: RegExp) => JSON.parse(dp.proc.output().split('\n').find((l) => pattern.test(l)) ?? 'null') as Record<string, unknown> | null;
+  await dp.proc.waitFor(/has taken \d+ ms/);
+  const taken = line(/has taken \d+ ms/)!;
+  assert.equal(taken.level, 40, 'a warning');
+  assert.equal(taken.container, 'c-stalls');
+  assert.equal(taken.lane, 0);
+  assert.ok(Number(taken.stalledMs) >= 50, `stalledMs ${taken.stalledMs}`);
+  assert.equal(fs.existsSync(made), false);
+  stuck.child.kill('SIGUSR1');
+  await stuck.waitFor(/"mkdir":\[0\]/);
+  assert.ok(fs.statSync(made).isDirectory());
+  await dp.proc.waitFor(/stalled read .* returned/);
+  const back = line(/stalled read .* returned/)!;
+  assert.equal(back.container, 'c-stalls');
+  assert.match(String(back.syscall), /^mkdir(at)?$/);
+  assert.ok(Number(back.stalledMs) >= Number(taken.stalledMs));
 });

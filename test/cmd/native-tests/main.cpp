@@ -1356,6 +1356,18 @@ std::vector<Event> SampleBatch(std::string* arena) {
   t.ns = 123456;
   const uint32_t buckets[3] = {1, 0, 16};
   t.text = text(std::string(reinterpret_cast<const char*>(buckets), sizeof buckets));
+  for (bool returned : {false, true}) {
+    Event& r = add(EventType::kReadStall);
+    r.handle = 12;
+    r.pid = 4343;
+    r.id = 1;
+    r.ns = returned ? 2500000000ull : 51000000ull;
+    r.returned = returned;
+    if (returned) {
+      r.nr = 39;
+      r.arch = AUDIT_ARCH_I386;
+    }
+  }
   return events;
 }
 
