@@ -402,6 +402,14 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   static void HandBackOrphaned(Lane* lane, const Notification& n, const Event& event, char* buffer, size_t blob);
   // The lane's new thread: the container of `h` served again, its notification decided.
   void ResumeRead(Lane* lane, Container* container, Handover* h);
+  // Restore (JS thread, before any lane runs, under mu_): ReadPathArgs on a thread of its own,
+  // waited for at most kReadStallNs, so a stalled read cannot hold a data plane's start (and every
+  // container with it). kOrphaned: still reading; `container` is out of its lane's epoll set, and
+  // the reader hands `n` to that lane (kResume) when its read returns.
+  ArgsRead ReadArgsBounded(Container* container, const Notification& n, Event* event, char* buffer, size_t* blob);
+  struct BoundedRead;  // engine_read_watch.cpp
+  static void* BoundedReadMain(void* arg);
+  void StalledAtRestore(Container* container, const Notification& n, RestoreResult* result);
   // True on a thread that lost its lane (it returns to its main at once); the orphans still alive.
   static bool Orphaned();
   static size_t LiveOrphans();

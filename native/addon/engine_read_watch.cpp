@@ -7,11 +7,16 @@
 // ends). The container whose memory stalled leaves the lane's epoll set until then: its other
 // notifications wait in the kernel, as its task's own call would wait on that page, and it holds
 // at most one thread however many of its tasks try.
+#include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 
 #include "engine.hpp"
 #include "engine_names.hpp"
@@ -32,6 +37,21 @@ std::atomic<size_t> g_live_orphans{0};
 thread_local bool t_orphaned = false;
 
 }  // namespace
+
+// A read on a thread of its own (ReadArgsBounded), shared by the reader and the one waiting for it.
+struct Engine::BoundedRead {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;       // guarded by mu: the reader finished in time
+  bool abandoned = false;  // guarded by mu: the waiter gave up; the reader hands the result to `lane`
+  EngineLane* lane = nullptr;
+  int fd = -1;  // a copy of the container's notify fd, the reader's to close
+  Notification notification;
+  Event event;
+  size_t blob = 0;
+  ArgsRead result = ArgsRead::kGone;
+  std::unique_ptr<char[]> buffer{new char[kLaneStringsBytes]};
+};
 
 bool Engine::Orphaned() { return t_orphaned; }
 
@@ -159,6 +179,69 @@ void Engine::HandBackOrphaned(Lane* lane, const Notification& n, const Event& ev
   t_orphaned = true;
   Send(lane, std::move(handover));
   g_live_orphans.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+// Runs ReadPathArgs for a BoundedRead (its argument: a heap copy of the shared pointer).
+void* Engine::BoundedReadMain(void* arg) {
+  std::shared_ptr<BoundedRead> read(std::move(*static_cast<std::shared_ptr<BoundedRead>*>(arg)));
+  delete static_cast<std::shared_ptr<BoundedRead>*>(arg);
+  pthread_setname_np(pthread_self(), "seccomp-read");
+  read->result = ReadPathArgs(nullptr, read->fd, &read->event, read->buffer.get(), &read->blob);
+  close(read->fd);
+  std::unique_lock<std::mutex> lock(read->mu);
+  if (!read->abandoned) {
+    read->done = true;
+    read->cv.notify_all();
+    return nullptr;
+  }
+  lock.unlock();
+  // Gone meanwhile: its lane learns it from ID_VALID (ResumeRead), as after any read.
+  HandBackOrphaned(read->lane, read->notification, read->event, read->buffer.release(), read->blob);
+  return nullptr;
+}
+
+Engine::ArgsRead Engine::ReadArgsBounded(Container* container, const Notification& n, Event* event, char* buffer,
+                                         size_t* blob) {
+  auto read = std::make_shared<BoundedRead>();
+  read->fd = fcntl(container->fd, F_DUPFD_CLOEXEC, 0);
+  if (read->fd < 0) return ReadPathArgs(nullptr, container->fd, event, buffer, blob);  // no fd to spare: as before
+  read->notification = n;
+  read->event = *event;
+  pthread_t thread;
+  auto* arg = new std::shared_ptr<BoundedRead>(read);
+  if (StartQuietThread(&thread, &Engine::BoundedReadMain, arg) != 0) {
+    delete arg;
+    close(read->fd);
+    return ReadPathArgs(nullptr, container->fd, event, buffer, blob);
+  }
+  pthread_detach(thread);
+  std::unique_lock<std::mutex> lock(read->mu);
+  if (read->cv.wait_for(lock, std::chrono::nanoseconds(kReadStallNs), [&read] { return read->done; })) {
+    *event = read->event;
+    *blob = read->blob;
+    memcpy(buffer, read->buffer.get(), read->blob);
+    return read->result;
+  }
+  read->abandoned = true;
+  read->lane = container->lane.load(std::memory_order_relaxed);
+  g_live_orphans.fetch_add(1, std::memory_order_acq_rel);
+  // Served again when the read returns. No lane runs yet: its epoll set is this thread's to change.
+  epoll_ctl(read->lane->epoll_fd, EPOLL_CTL_DEL, container->fd, nullptr);
+  return ArgsRead::kOrphaned;
+}
+
+// Restore, under mu_: `n`'s read is still going (ReadArgsBounded). In the journal as its lane's
+// receipts are (a crash before it is decided leaves it to the next data plane), and said.
+void Engine::StalledAtRestore(Container* container, const Notification& n, RestoreResult* result) {
+  if (!container->receipt_reserved) {
+    container->receipt_slot = journal_->ReserveReceipt();
+    container->receipt_reserved = true;
+  }
+  journal_->OpenReceipt(container->receipt_slot, n);
+  result->problems.push_back("notification " + std::to_string(n.id) + " of container handle " + std::to_string(n.handle) +
+                             ": reading its path arguments from task " + std::to_string(n.pid) + " has taken over " +
+                             std::to_string(kReadStallNs / 1000000) + " ms (a page its userfaultfd or FUSE server holds?); " +
+                             "its engine thread decides it when that read returns, and serves the container again then");
 }
 
 // The lane's new thread (TakeInbox, `container` served again): the notification whose read its

@@ -10,7 +10,9 @@ import * as path from 'node:path';
 
 import type { NativeEvent, ReadStallEvent } from '../../dataplane/native';
 import { EngineHarness as Harness, fdCountBackTo, native, type Exit } from '../support/engine-harness';
-import { startDataPlane } from '../support/dataplane';
+import { startTestControlPlane } from '../support/controlplane';
+import { keeperChild, startDataPlane } from '../support/dataplane';
+import { waitUntil } from '../support/wait';
 import { UFFD_WORKLOAD } from '../support/paths';
 import { runUnderFilter, startUnderFilter } from '../support/workload';
 
@@ -154,4 +156,29 @@ test('read watch in seccomp-dataplane: one engine thread, a stalled container an
   assert.equal(back.container, 'c-stalls');
   assert.match(String(back.syscall), /^mkdir(at)?$/);
   assert.ok(Number(back.stalledMs) >= Number(taken.stalledMs));
+});
+
+test('read watch at a restart: the data plane that takes back a stalled notification from the fd store starts and serves; the notification is decided when its read returns', async (t) => {
+  const dp = await startDataPlane(t, ['--log-level', 'info', '--decision-timeout', '60s'], undefined, true);
+  const keeper = dp.proc.child.pid!;
+  await startTestControlPlane(t, dp, 'ignore');
+  const made = path.join(dp.dir, 'made');
+  const stuck = startUnderFilter(t, { socket: dp.listenerSocket, syscalls: ['mkdir', 'mkdirat'], id: 'c-stalls' }, [UFFD_WORKLOAD, made]);
+  await stuck.waitFor(/stalled/);
+  await dp.proc.waitFor(/has taken \d+ ms/);
+  // Killed with the notification in its journal: the next one takes it back and, a control plane
+  // having been attached, must read its path to hold it for the next one.
+  const victim = keeperChild(keeper);
+  process.kill(victim, 'SIGKILL');
+  await waitUntil(async () => {
+    const next = keeperChild(keeper);
+    return next > 0 && next !== victim && (await dp.status().catch(() => null))?.pid === next;
+  }, 15_000, () => `the restarted data plane to serve (a restore that reads the stalled page on its main thread never does); output:\n${dp.proc.output().slice(-3000)}`);
+  await dp.proc.waitFor(/reading its path arguments from task \d+ has taken over 50 ms/);
+  // The next control plane decides it once its read returns: EACCES, one result, nothing made.
+  await startTestControlPlane(t, dp, 'errno:EACCES');
+  stuck.child.kill('SIGUSR1');
+  await stuck.waitFor(/"mkdir":\[-1\],"errno":\[13\]/, 20_000);
+  assert.equal(fs.existsSync(made), false);
+  await dp.proc.waitFor(/stalled read of a mkdir argument returned/);
 });
