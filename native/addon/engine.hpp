@@ -288,9 +288,8 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // it (a control plane is attached or awaited): `lane` no longer serves it. kOrphaned: reading its
   // arguments outlived kReadStallNs and a new thread took the lane over; this thread, its
   // notification handed to the lane (kResume), touches nothing more and ends (engine_read_watch.cpp).
-  // `watched`: the read may be taken over (not for the predecessor's waiters, lane 0 at start).
   enum class Outcome { kAnswered, kAsked, kMoved, kOrphaned };
-  Outcome OnReceived(Lane* lane, Container* container, const Notification& n, bool watched = true);
+  Outcome OnReceived(Lane* lane, Container* container, const Notification& n);
   // OnReceived once the arguments are read (into the lane's strings): the rules, then the rest.
   Outcome DecideRead(Lane* lane, Container* container, const Notification& n, Event* event, size_t blob);
   // What OnReceived does once the container's rules did not answer: pend it for the active
@@ -398,15 +397,20 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // The read watch: `lane`'s read that began at `since_ns` is still stuck; a new thread serves it.
   void TakeOver(Lane* lane, uint64_t since_ns);
   void GiveThread(Lane* lane);  // the read watch: starts the lane's new thread
-  // A lane's thread, whose read was taken over: `n`, as read, to the lane; then it ends.
-  static void HandBackOrphaned(Lane* lane, const Notification& n, const Event& event, char* buffer, size_t blob);
+  // A thread whose read outlived the watch, as it returns: `handover` to `lane`; then it ends.
+  static void HandBackOrphaned(Lane* lane, Handover&& handover);
   // The lane's new thread: the container of `h` served again, its notification decided.
   void ResumeRead(Lane* lane, Container* container, Handover* h);
-  // Restore (JS thread, before any lane runs, under mu_): ReadPathArgs on a thread of its own,
-  // waited for at most kReadStallNs, so a stalled read cannot hold a data plane's start (and every
-  // container with it). kOrphaned: still reading; `container` is out of its lane's epoll set, and
-  // the reader hands `n` to that lane (kResume) when its read returns.
-  ArgsRead ReadArgsBounded(Container* container, const Notification& n, Event* event, char* buffer, size_t* blob);
+  // Lane 0: a predecessor's notification whose read outlived the watch (DecideDeferred), decided.
+  void DecideReturned(Container* container, Handover* h);
+  void PushReturned(Lane* lane, const Notification& n);
+  // ReadPathArgs on a thread of its own, waited for at most kReadStallNs, so a stalled read cannot
+  // hold a data plane's start (and every container with it). Restore (JS thread, before any lane
+  // runs, under mu_; `deferred_slot` none): on kOrphaned `container` is out of its lane's epoll set,
+  // and the reader hands `n` to that lane (kResume) when its read returns. DecideDeferred (lane 0,
+  // a predecessor's waiter): the reader hands it to lane 0 with `deferred_slot` (kDecide).
+  ArgsRead ReadArgsBounded(Container* container, const Notification& n, Event* event, char* buffer, size_t* blob,
+                           uint32_t deferred_slot = UINT32_MAX);
   struct BoundedRead;  // engine_read_watch.cpp
   static void* BoundedReadMain(void* arg);
   void StalledAtRestore(Container* container, const Notification& n, RestoreResult* result);

@@ -30,13 +30,15 @@ constexpr size_t kLaneStringsBytes = 6 * kTargetPathMax;
 
 // What one lane sends another (engine_lanes.cpp): a container that moves to lane 0 with the
 // notification that needs a control plane (kVisit), one going home (kHome), or one whose fd is done
-// (kRemove, to lane 0, which alone frees containers). And what a lane's former thread sends its
-// lane (kResume, engine_read_watch.cpp): the notification whose arguments it was reading when a new
-// thread took the lane over, read at last, for the lane to decide and to serve its container again.
+// (kRemove, to lane 0, which alone frees containers). And what a read that outlived the read watch
+// sends once it returns (engine_read_watch.cpp): a notification whose lane got a new thread, for the
+// lane to decide and to serve its container again (kResume); a predecessor's one, for lane 0 to
+// decide, its container served where it is (kDecide, with its journal slot).
 struct LaneHandover {
-  enum class Kind : uint8_t { kVisit, kHome, kRemove, kResume } kind = Kind::kVisit;
+  enum class Kind : uint8_t { kVisit, kHome, kRemove, kResume, kDecide } kind = Kind::kVisit;
   uint32_t handle = 0;
-  Notification notification;  // kVisit, kResume: received, its path arguments in `strings` as read
+  uint32_t journal_slot = UINT32_MAX;  // kDecide: released once decided
+  Notification notification;  // kVisit, kResume, kDecide: received, its path arguments in `strings` as read
   Event event;
   std::string strings;
 };

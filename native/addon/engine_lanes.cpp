@@ -287,10 +287,16 @@ void Engine::TakeInbox(Lane* lane) {
   for (Handover& h : TakeAll(lane)) {
     // Never freed on its way (nobody serves it to ask for that), nor before lane 0 took a removal.
     Container* container = FindContainer(h.handle);
-    if (container == nullptr) continue;
+    if (container == nullptr) {
+      if (h.kind == Handover::Kind::kDecide) journal_->ReleaseInFlight(h.journal_slot);
+      continue;
+    }
     switch (h.kind) {
       case Handover::Kind::kRemove:
         RemoveContainer(container);
+        break;
+      case Handover::Kind::kDecide:
+        DecideReturned(container, &h);
         break;
       case Handover::Kind::kHome:
       case Handover::Kind::kVisit:
@@ -321,7 +327,7 @@ void Engine::AnswerUntakenVisits() {
   for (const auto& lane : lanes_) {
     for (const Handover& h : TakeAll(lane.get())) {
       // JS never had its notification: its answer stands for it.
-      if (h.kind == Handover::Kind::kVisit || h.kind == Handover::Kind::kResume) AnswerDetachedLocked(h.notification, Unseen{h.notification.nr, h.notification.arch});
+      if (h.kind != Handover::Kind::kHome && h.kind != Handover::Kind::kRemove) AnswerDetachedLocked(h.notification, Unseen{h.notification.nr, h.notification.arch});
     }
   }
 }

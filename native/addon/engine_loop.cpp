@@ -248,9 +248,15 @@ void Engine::DecideDeferred() {
   for (PredecessorEmulations::Item& item : items) {
     Container* container = FindContainer(item.notification.handle);
     if (container != nullptr) {
+      const Notification& n = item.notification;
       item.notification.received_ns = MonotonicNs();
-      // Not watched: the rest of `items` is this thread's alone (a stalled read holds lane 0 here).
-      OnReceived(primary_, container, item.notification, /*watched=*/false);
+      // Read on a thread of its own: its container may be served by another lane meanwhile, so
+      // this thread cannot be taken over as a lane's is (the rest of `items` is its alone).
+      Event event = NotificationEvent(n);
+      size_t blob = 0;
+      const ArgsRead read = ReadArgsBounded(container, n, &event, primary_->strings.get(), &blob, item.journal_slot);
+      if (read == ArgsRead::kOrphaned) continue;  // lane 0 decides it when read (kDecide), then frees its slot
+      if (read == ArgsRead::kRead) DecideRead(primary_, container, n, &event, blob);
     }
     // Decided (and journaled again where it waits) or its container is gone: the waiter's slot goes.
     journal_->ReleaseInFlight(item.journal_slot);
@@ -258,16 +264,24 @@ void Engine::DecideDeferred() {
 }
 
 // A lane (lane 0 for the predecessor's waiter, whatever lane serves the container).
-Engine::Outcome Engine::OnReceived(Lane* lane, Container* container, const Notification& n, bool watched) {
+Engine::Outcome Engine::OnReceived(Lane* lane, Container* container, const Notification& n) {
   Event event = NotificationEvent(n);
   size_t blob = 0;
   char* strings = lane->strings.get();
-  switch (ReadPathArgs(watched ? lane : nullptr, container->fd, &event, strings, &blob)) {
+  switch (ReadPathArgs(lane, container->fd, &event, strings, &blob)) {
     case ArgsRead::kGone:
       return Outcome::kAnswered;  // its task is gone
-    case ArgsRead::kOrphaned:
-      HandBackOrphaned(lane, n, event, strings, blob);  // `container` may be gone by now: not touched
+    case ArgsRead::kOrphaned: {
+      // `container` may be gone by now: not touched. `strings` is this thread's now (TakeOver).
+      Handover handover;
+      handover.kind = Handover::Kind::kResume;
+      handover.notification = n;
+      handover.event = event;
+      handover.strings.assign(strings, blob);
+      delete[] strings;
+      HandBackOrphaned(lane, std::move(handover));
       return Outcome::kOrphaned;
+    }
     case ArgsRead::kRead:
       break;
   }

@@ -45,6 +45,8 @@ struct Engine::BoundedRead {
   bool done = false;       // guarded by mu: the reader finished in time
   bool abandoned = false;  // guarded by mu: the waiter gave up; the reader hands the result to `lane`
   EngineLane* lane = nullptr;
+  LaneHandover::Kind kind = LaneHandover::Kind::kResume;  // what it hands over (kDecide: deferred_slot's)
+  uint32_t deferred_slot = UINT32_MAX;
   int fd = -1;  // a copy of the container's notify fd, the reader's to close
   Notification notification;
   Event event;
@@ -165,17 +167,11 @@ void Engine::GiveThread(Lane* lane) {
   lane->thread_error_reported = false;
 }
 
-// The lane's former thread, its read returned after the watch took the lane over. What it may
-// touch: `lane` (its inbox and wake fd: the engine keeps lanes and their fds while orphans live),
-// `buffer` (its own now) and its stack. Not `container`: its new thread may have freed it.
-void Engine::HandBackOrphaned(Lane* lane, const Notification& n, const Event& event, char* buffer, size_t blob) {
-  Handover handover;
-  handover.kind = Handover::Kind::kResume;
-  handover.handle = n.handle;
-  handover.notification = n;
-  handover.event = event;
-  handover.strings.assign(buffer, blob);
-  delete[] buffer;
+// A thread whose read outlived the watch (a lane's former thread, a bounded read's reader), as the
+// read returns. What it may touch: `lane` (its inbox and wake fd: the engine keeps lanes and their
+// fds while orphans live) and its own stack. Not a container: lane 0 may have freed it meanwhile.
+void Engine::HandBackOrphaned(Lane* lane, Handover&& handover) {
+  handover.handle = handover.notification.handle;
   t_orphaned = true;
   Send(lane, std::move(handover));
   g_live_orphans.fetch_sub(1, std::memory_order_acq_rel);
@@ -195,13 +191,20 @@ void* Engine::BoundedReadMain(void* arg) {
     return nullptr;
   }
   lock.unlock();
-  // Gone meanwhile: its lane learns it from ID_VALID (ResumeRead), as after any read.
-  HandBackOrphaned(read->lane, read->notification, read->event, read->buffer.release(), read->blob);
+  // Gone meanwhile: the lane learns it from ID_VALID (ResumeRead, DecideReturned), as after any read.
+  Handover handover;
+  handover.kind = read->kind;
+  handover.journal_slot = read->deferred_slot;
+  handover.notification = read->notification;
+  handover.event = read->event;
+  handover.strings.assign(read->buffer.get(), read->blob);
+  HandBackOrphaned(read->lane, std::move(handover));
   return nullptr;
 }
 
+// Restore (JS thread, under mu_) or DecideDeferred (lane 0): see engine.hpp.
 Engine::ArgsRead Engine::ReadArgsBounded(Container* container, const Notification& n, Event* event, char* buffer,
-                                         size_t* blob) {
+                                         size_t* blob, uint32_t deferred_slot) {
   auto read = std::make_shared<BoundedRead>();
   read->fd = fcntl(container->fd, F_DUPFD_CLOEXEC, 0);
   if (read->fd < 0) return ReadPathArgs(nullptr, container->fd, event, buffer, blob);  // no fd to spare: as before
@@ -223,8 +226,14 @@ Engine::ArgsRead Engine::ReadArgsBounded(Container* container, const Notificatio
     return read->result;
   }
   read->abandoned = true;
-  read->lane = container->lane.load(std::memory_order_relaxed);
   g_live_orphans.fetch_add(1, std::memory_order_acq_rel);
+  if (deferred_slot != UINT32_MAX) {
+    read->kind = Handover::Kind::kDecide;
+    read->deferred_slot = deferred_slot;
+    read->lane = primary_;
+    return ArgsRead::kOrphaned;
+  }
+  read->lane = container->lane.load(std::memory_order_relaxed);
   // Served again when the read returns. No lane runs yet: its epoll set is this thread's to change.
   epoll_ctl(read->lane->epoll_fd, EPOLL_CTL_DEL, container->fd, nullptr);
   return ArgsRead::kOrphaned;
@@ -247,7 +256,28 @@ void Engine::StalledAtRestore(Container* container, const Notification& n, Resto
 // The lane's new thread (TakeInbox, `container` served again): the notification whose read its
 // former thread finished, decided now as if that read had just returned.
 void Engine::ResumeRead(Lane* lane, Container* container, Handover* h) {
-  const Notification& n = h->notification;
+  PushReturned(lane, h->notification);
+  // As after any read: what was read is the task's only if the notification still waits.
+  if (!NotifyIdValid(container->fd, h->notification.id)) {
+    journal_->CloseReceipt(container->receipt_slot);
+    return;
+  }
+  memcpy(lane->strings.get(), h->strings.data(), h->strings.size());
+  if (DecideRead(lane, container, h->notification, &h->event, h->strings.size()) == Outcome::kMoved) return;
+  journal_->CloseReceipt(container->receipt_slot);
+}
+
+void Engine::DecideReturned(Container* container, Handover* h) {
+  PushReturned(primary_, h->notification);
+  if (NotifyIdValid(container->fd, h->notification.id)) {
+    memcpy(primary_->strings.get(), h->strings.data(), h->strings.size());
+    DecideRead(primary_, container, h->notification, &h->event, h->strings.size());
+  }
+  journal_->ReleaseInFlight(h->journal_slot);
+}
+
+// The 'read-stall' event of a read that returned, on `lane`, which decides `n` now.
+void Engine::PushReturned(Lane* lane, const Notification& n) {
   Event event;
   event.type = EventType::kReadStall;
   event.handle = n.handle;
@@ -258,14 +288,6 @@ void Engine::ResumeRead(Lane* lane, Container* container, Handover* h) {
   event.ns = MonotonicNs() - n.received_ns;
   event.returned = true;
   queue_->Push(event, true);
-  // As after any read: what was read is the task's only if the notification still waits.
-  if (!NotifyIdValid(container->fd, n.id)) {
-    journal_->CloseReceipt(container->receipt_slot);
-    return;
-  }
-  memcpy(lane->strings.get(), h->strings.data(), h->strings.size());
-  if (DecideRead(lane, container, n, &h->event, h->strings.size()) == Outcome::kMoved) return;
-  journal_->CloseReceipt(container->receipt_slot);
 }
 
 }  // namespace seccomp_agent

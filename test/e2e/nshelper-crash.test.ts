@@ -53,7 +53,8 @@ function helperOf(dataplane: number): number {
   return helper;
 }
 
-async function heldHelperCase(t: TestContext, point: HoldPoint, transition: 'SIGKILL' | 'handoff') {
+/** release: strace lets the held helper go; kill: it dies held (SIGKILL), having done nothing. */
+async function heldHelperCase(t: TestContext, point: HoldPoint, transition: 'SIGKILL' | 'handoff', end: 'release' | 'kill' = 'release') {
   requireStrace();
   const dir = scratchDir(t);
   const dp = await startDataPlane(t, ['--log-level', 'info'], dir, transition === 'SIGKILL');
@@ -85,8 +86,17 @@ async function heldHelperCase(t: TestContext, point: HoldPoint, transition: 'SIG
   // The successor serves, with the journal's notification waiting for the held helper.
   await waitUntil(() => /1 were with its emulation helpers/.test(successor.proc.output()), 10_000, () => `the successor to find the notification with the helper; output:\n${successor.proc.output().slice(-3000)}`);
   if (!point.answered) assert.equal(/rc=/.test(workload.output()), false, `the target was answered while its helper was held: ${workload.output()}; the successor:\n${successor.proc.output().slice(-4000)}`);
-  // Let the helper go: it does and answers what it carries.
-  await stop(trace.child);
+  if (end === 'kill') {
+    // No helper of the predecessor is left to do it: the successor decides it anew (its path read
+    // again, on a thread of its own, engine_read_watch.cpp) and its own helper makes the directory.
+    // Killed before strace lets go of it, so it never runs its held syscall (strace holds a tracee
+    // that dies at its exit stop until it detaches).
+    process.kill(helper, 'SIGKILL');
+    await stop(trace.child);
+  } else {
+    // Let the helper go: it does and answers what it carries.
+    await stop(trace.child);
+  }
   const out = await workload.waitFor(/rc=\d+/, 20_000);
   assert.equal(out, 'rc=0', `the target's mkdir: ${workload.output()}`);
   assert.ok(fs.existsSync(path.join(work, 'second-shop-web-1')));
@@ -94,6 +104,10 @@ async function heldHelperCase(t: TestContext, point: HoldPoint, transition: 'SIG
   // The successor still serves the container: its next emulation works, through its own helper.
   await waitUntil(async () => (await successor.status().catch(() => null))?.pid !== undefined, 10_000, 'the successor to answer');
 }
+
+test('nshelper: a data plane SIGKILLed while its helper is held before its mkdir, the helper then killed too: the successor decides it anew; the target gets 0 and one suffixed directory', { timeout: 120_000 }, async (t) => {
+  await heldHelperCase(t, HOLD_POINTS[0], 'SIGKILL', 'kill');
+});
 
 for (const point of HOLD_POINTS) {
   for (const transition of ['SIGKILL', 'handoff'] as const) {
