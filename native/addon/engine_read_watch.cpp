@@ -20,6 +20,7 @@
 
 #include "engine.hpp"
 #include "engine_names.hpp"
+#include "path_args.h"
 #include "quiet_thread.hpp"
 
 namespace seccomp_agent {
@@ -205,6 +206,8 @@ void* Engine::BoundedReadMain(void* arg) {
 // Restore (JS thread, under mu_) or DecideDeferred (lane 0): see engine.hpp.
 Engine::ArgsRead Engine::ReadArgsBounded(Container* container, const Notification& n, Event* event, char* buffer,
                                          size_t* blob, uint32_t deferred_slot) {
+  // Nothing to read (a getppid held for a control plane): no thread.
+  if (PathArgMask(CanonicalNr(event->arch, event->nr)) == 0) return ReadPathArgs(nullptr, container->fd, event, buffer, blob);
   auto read = std::make_shared<BoundedRead>();
   read->fd = fcntl(container->fd, F_DUPFD_CLOEXEC, 0);
   if (read->fd < 0) return ReadPathArgs(nullptr, container->fd, event, buffer, blob);  // no fd to spare: as before
