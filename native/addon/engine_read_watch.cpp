@@ -281,12 +281,8 @@ void Engine::DecideReturned(Container* container, Handover* h) {
 
 // The 'read-stall' event of a read that returned, on `lane`, which decides `n` now.
 void Engine::PushReturned(Lane* lane, const Notification& n) {
-  Event event;
+  Event event = NotificationEvent(n);  // its handle, task and call
   event.type = EventType::kReadStall;
-  event.handle = n.handle;
-  event.pid = n.pid;
-  event.nr = n.nr;
-  event.arch = n.arch;
   event.id = lane->index;
   event.ns = MonotonicNs() - n.received_ns;
   event.returned = true;
