@@ -6,7 +6,9 @@
 // the lane but its inbox once its read returns (it hands the notification back, kResume, and
 // ends). The container whose memory stalled leaves the lane's epoll set until then: its other
 // notifications wait in the kernel, as its task's own call would wait on that page, and it holds
-// at most one thread however many of its tasks try.
+// at most one thread however many of its tasks try. The reads made off a lane's loop (a restore's
+// on the main thread, a predecessor's notification decided anew on lane 0) run on a thread of their
+// own instead (ReadArgsBounded), waited for as long, then handed over the same way.
 #include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
