@@ -3,7 +3,9 @@
 // mkdir, between the mkdir and its NOTIF_SEND, after the answer (before the pool has the
 // helper's reply). The helper finishes what it carries, and the successor, which finds the
 // notification in the journal marked as with a helper, waits for it instead of making the
-// directory a second time (EEXIST for a mkdir that worked) or answering it itself. Nothing here
+// directory a second time (EEXIST for a mkdir that worked) or answering it itself; and when that
+// helper dies held before its mkdir, the successor decides the call anew (its path read again, on a
+// thread of its own: native/addon/engine_read_watch.cpp) and makes the directory once. Nothing here
 // depends on which process is quicker: strace holds the helper at that point for as long as the
 // test wants, the successor is up and has taken the journal before the helper is let go (strace
 // detached), and the target's answer is checked only then.
