@@ -182,3 +182,18 @@ test('read watch at a restart: the data plane that takes back a stalled notifica
   assert.equal(fs.existsSync(made), false);
   await dp.proc.waitFor(/stalled read of a mkdir argument returned/);
 });
+
+test('read watch: stop while a read is held returns at once; the held task is not left hanging', async (t) => {
+  const h = new Harness(t, { lanes: 2 });
+  const stuck = h.run(MKDIR_SYSCALLS, [UFFD_WORKLOAD, path.join(h.dir, 'never')]);
+  await stalled(stuck.child);
+  await h.waitFor(takenOver, 'the take-over reported');
+  const started = Date.now();
+  h.engine.stop();
+  assert.ok(Date.now() - started < 2000, `stop took ${Date.now() - started} ms`);
+  // Its page resolved after the engine let go of every fd: the read returns to nobody, and the
+  // kernel answers the call (ENOSYS, as for every call of a filter whose listener is gone).
+  stuck.child.kill('SIGUSR1');
+  const result = resultOf(await within(stuck.exit, 10_000, 'the held mkdir after stop'));
+  assert.deepEqual(result, { mkdir: [-1], errno: [38] });
+});
