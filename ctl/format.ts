@@ -112,6 +112,7 @@ export function formatStatus(s: GetStatusResponse): string {
       ['target gone', String(c.targetGone)],
       ['decisions dropped', `${c.decisionsLate} late, ${c.decisionsUnknown} unknown, ${c.decisionsInvalid} invalid`],
       ['ingest rejected', String(c.ingestRejected)],
+      ['read stalls', String(c.readStalls)],
     );
   }
   const width = Math.max(...rows.map(([k]) => k.length));

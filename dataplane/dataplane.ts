@@ -230,6 +230,11 @@ export class DataPlane {
     this.engine.setAccepting(accepting);
   }
 
+  /** Reads of a task's memory that outlived the read watch (metrics: read when scraped). */
+  get readStalls(): number {
+    return this.engine.stats().readStalls;
+  }
+
   /** Runtime connections the ingest closed to stay within its limits (metrics). */
   get ingestDropped(): NativeStats['ingestDropped'] {
     return this.engine.stats().ingestDropped;
@@ -294,6 +299,7 @@ export class DataPlane {
     this.counters.watchersDropped = this.hub.dropped;
     this.counters.emulationHelpersDied = stats.emulationHelpersDied;
     this.counters.emulationsRetried = stats.emulationsRetried;
+    this.counters.readStalls = stats.readStalls;
     const counters = countersToProto(this.counters);
     const uptimeMs = Date.now() - this.startedAt;
     const active = this.sessions.active;

@@ -72,6 +72,15 @@ export class DataPlaneMetrics {
       },
     });
     new Counter({
+      name: 'seccomp_agent_read_stalls_total',
+      help: 'Reads of a container task\'s memory that outlived the read watch (50 ms): its engine thread went on with a new thread',
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(dataplane.readStalls);
+      },
+    });
+    new Counter({
       name: 'seccomp_agent_ingest_connections_dropped_total',
       help: 'Runtime connections closed to stay within the listener limits, by reason (per_pid, per_uid, total: caps on connections being read; fd_reserve: fds kept free below RLIMIT_NOFILE)',
       labelNames: ['reason'],

@@ -276,6 +276,8 @@ export interface NativeStats {
   emulationsReplayed: number;
   /** Emulation helpers that died unasked (OOM, a kill), and the requests they had in hand that a fresh helper served. */
   emulationHelpersDied: number;
+  /** Reads of a task's memory that outlived the read watch (a lane taken over, or a bounded read handed on). */
+  readStalls: number;
   emulationsRetried: number;
   /** A predecessor's emulations found with its helpers at restore: waiting, answered by them, decided anew, timed out. */
   predecessorEmulations: { waiting: number; answered: number; redecided: number; timedOut: number };

@@ -420,7 +420,9 @@ Engine::Stats Engine::GetStats() {
   stats.predecessor_answered = predecessor_answered_.load(std::memory_order_relaxed);
   stats.predecessor_redecided = predecessor_redecided_.load(std::memory_order_relaxed);
   stats.predecessor_timed_out = predecessor_timed_out_.load(std::memory_order_relaxed);
+  stats.read_stalls = bounded_read_stalls_.load(std::memory_order_relaxed);
   for (const auto& lane : lanes_) {
+    stats.read_stalls += lane->read_takeovers.load(std::memory_order_relaxed);
     stats.lanes.emplace_back(lane->containers.load(std::memory_order_relaxed), lane->received.load(std::memory_order_relaxed));
   }
   return stats;

@@ -138,6 +138,9 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
     uint64_t predecessor_answered = 0;
     uint64_t predecessor_redecided = 0;
     uint64_t predecessor_timed_out = 0;
+    // Reads of a task's memory that outlived the read watch (engine_read_watch.cpp): lanes taken
+    // over, and bounded reads (a restore's, a predecessor's waiter's) handed on when they return.
+    uint64_t read_stalls = 0;
     // Per lane: the containers it serves and the notifications it received.
     std::vector<std::pair<size_t, uint64_t>> lanes;
   };
@@ -526,6 +529,7 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   std::condition_variable watch_cv_;
   bool watch_stop_ = false;             // guarded by watch_mu_
   bool orphan_cap_reported_ = false;    // the read watch's
+  std::atomic<uint64_t> bounded_read_stalls_{0};  // ReadArgsBounded's reads that outlived the watch
   bool session_opened_ = false;  // JS thread: OpenSession was called once (NameContainer refuses from then on)
   bool stopped_ = false;
   std::atomic<bool> stop_requested_{false};

@@ -545,6 +545,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     o.Set("emulationsReplayed", Napi::Number::New(env, static_cast<double>(s.emulations_replayed)));
     o.Set("emulationHelpersDied", Napi::Number::New(env, static_cast<double>(s.emulation_helpers_died)));
     o.Set("emulationsRetried", Napi::Number::New(env, static_cast<double>(s.emulations_retried)));
+    o.Set("readStalls", Napi::Number::New(env, static_cast<double>(s.read_stalls)));
     Napi::Object predecessor = Napi::Object::New(env);
     predecessor.Set("waiting", Napi::Number::New(env, static_cast<double>(s.predecessor_waiting)));
     predecessor.Set("answered", Napi::Number::New(env, static_cast<double>(s.predecessor_answered)));

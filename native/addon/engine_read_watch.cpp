@@ -232,6 +232,7 @@ Engine::ArgsRead Engine::ReadArgsBounded(Container* container, const Notificatio
   }
   read->abandoned = true;
   g_live_orphans.fetch_add(1, std::memory_order_acq_rel);
+  bounded_read_stalls_.fetch_add(1, std::memory_order_relaxed);
   if (deferred_slot != UINT32_MAX) {
     read->kind = Handover::Kind::kDecide;
     read->deferred_slot = deferred_slot;

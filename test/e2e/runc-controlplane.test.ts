@@ -8,7 +8,7 @@ import { startControlPlane } from '../support/controlplane';
 import type { Container } from '../../proto/gen/seccompagent/v1/dataplane';
 import { removeCgroups } from '../support/cgroups';
 import { startDataPlane } from '../support/dataplane';
-import { run, stop } from '../support/processes';
+import { metricsUrl, run, stop } from '../support/processes';
 import { runcExec, sleepingContainer } from '../support/runc';
 import { scratchDir } from '../support/scratch';
 import { sleep, waitUntil } from '../support/wait';
@@ -64,7 +64,7 @@ test('seccomp-controlplane pod identity from the cgroup and the Kubernetes API s
   const kubeconfig = api.writeKubeconfig(path.join(dir, 'kubeconfig'));
   const dp = await startDataPlane(t, [], dir);
   const cp = await startControlPlane(t, dp, ['--kubeconfig', kubeconfig, '--node-name', 'node-e2e', '--metrics-addr', '127.0.0.1:0']);
-  const metrics = `http://${/"address":"([^"]+)","msg":"Prometheus metrics serving/.exec(await cp.waitFor(/"address":"[^"]+","msg":"Prometheus metrics serving/))![1]}`;
+  const metrics = await metricsUrl(cp);
   const health = async () => (await (await fetch(`${metrics}/healthz`)).json()) as { status: string; kubernetes: string };
   await waitUntil(async () => (await health()).status === 'ok', 15_000, 'the control plane to be healthy with the API server synced');
   await cp.waitFor(/"msg":"[^"]*pods? cached|synced|reachable/i, 15_000).catch(() => undefined);

@@ -9,6 +9,7 @@ import { durationToMs } from '../../common/duration';
 import type { Event } from '../../proto/gen/seccompagent/v1/dataplane';
 import { startControlPlane } from '../support/controlplane';
 import { startDataPlane, watchEvents } from '../support/dataplane';
+import { metricsUrl, type Started } from '../support/processes';
 import { makeBundle, runcExec, runContainer, sleepingContainer } from '../support/runc';
 import { scratchDir } from '../support/scratch';
 
@@ -98,9 +99,9 @@ test('seccomp-controlplane SIDECARS=proxy + SIDECARS_DELAY=3s on runc: the init 
   assert.ok(Date.now() - began < 2800, 'the exec did not wait for SIDECARS_DELAY');
 });
 
-async function metricsOf(cp: { waitFor(p: RegExp): Promise<string> }): Promise<() => Promise<string>> {
-  const address = /"address":"([^"]+)","msg":"Prometheus metrics serving/.exec(await cp.waitFor(/"address":"[^"]+","msg":"Prometheus metrics serving/))![1];
-  return async () => (await fetch(`http://${address}/metrics`)).text();
+async function metricsOf(cp: Started): Promise<() => Promise<string>> {
+  const url = `${await metricsUrl(cp)}/metrics`;
+  return async () => (await fetch(url)).text();
 }
 
 async function initPidOf(bundle: { stateRoot: string }, id: string): Promise<number> {

@@ -8,7 +8,7 @@ import { test, type TestContext } from 'node:test';
 import { startDataPlane, type RunningDataPlane } from '../support/dataplane';
 import { socketArgs } from '../support/controlplane';
 import { IDLE_CLIENTS, TEST_CONTROL_PLANE } from '../support/paths';
-import { run, start, stop, type Started } from '../support/processes';
+import { metricsUrl, run, start, stop, type Started } from '../support/processes';
 import { fdCount, runUnderFilter, startUnderFilter } from '../support/workload';
 import { waitUntil } from '../support/wait';
 
@@ -120,8 +120,7 @@ test('seccomp-dataplane decisions: a decision for a container whose process died
 // ---- Bounded listener connections --------------------------------------------------------------
 
 async function metricsOf(proc: Started): Promise<() => Promise<string>> {
-  const line = await proc.waitFor(/"address":"[^"]+","msg":"Prometheus metrics serving/);
-  const url = `http://${/"address":"([^"]+)"/.exec(line)![1]}/metrics`;
+  const url = `${await metricsUrl(proc)}/metrics`;
   return async () => (await fetch(url)).text();
 }
 

@@ -14,6 +14,7 @@ import { startTestControlPlane } from '../support/controlplane';
 import { keeperChild, startDataPlane } from '../support/dataplane';
 import { waitUntil } from '../support/wait';
 import { UFFD_WORKLOAD } from '../support/paths';
+import { metricsUrl } from '../support/processes';
 import { runUnderFilter, startUnderFilter } from '../support/workload';
 
 const MKDIR_SYSCALLS = ['--syscalls', 'mkdir,mkdirat'];
@@ -133,7 +134,8 @@ test('read watch: a container killed while its read is held is removed, the lane
 });
 
 test('read watch in seccomp-dataplane: one engine thread, a stalled container and another; the other is answered, and two warnings name the stalled one', async (t) => {
-  const dp = await startDataPlane(t, ['--engine-threads', '1']);
+  const dp = await startDataPlane(t, ['--engine-threads', '1', '--metrics-addr', '127.0.0.1:0']);
+  const metrics = await metricsUrl(dp.proc);
   const made = path.join(dp.dir, 'made');
   const stuck = startUnderFilter(t, { socket: dp.listenerSocket, syscalls: ['mkdir', 'mkdirat'], id: 'c-stalls' }, [UFFD_WORKLOAD, made]);
   await stuck.waitFor(/stalled/);
@@ -156,6 +158,9 @@ test('read watch in seccomp-dataplane: one engine thread, a stalled container an
   assert.equal(back.container, 'c-stalls');
   assert.match(String(back.syscall), /^mkdir(at)?$/);
   assert.ok(Number(back.stalledMs) >= Number(taken.stalledMs));
+  // Counted for GetStatus (and seccompctl status) and Prometheus.
+  assert.equal((await dp.status()).counters!.readStalls, 1n);
+  assert.match(await (await fetch(`${metrics}/metrics`)).text(), /^seccomp_agent_read_stalls_total 1$/m);
 });
 
 test('read watch at a restart: the data plane that takes back a stalled notification from the fd store starts and serves; the notification is decided when its read returns', async (t) => {

@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import { startControlPlane } from '../support/controlplane';
 import { startDataPlane } from '../support/dataplane';
 import { ROOT } from '../support/paths';
-import type { Started } from '../support/processes';
+import { metricsUrl } from '../support/processes';
 import { runUnderFilter } from '../support/workload';
 
 const DASHBOARD = path.join(ROOT, 'deploy/grafana/seccomp-agent.json');
@@ -20,11 +20,6 @@ interface Panel {
   title: string;
   targets?: Array<{ expr: string; refId: string }>;
   gridPos: { h: number; w: number; x: number; y: number };
-}
-
-async function metricsUrl(proc: Started): Promise<string> {
-  const line = await proc.waitFor(/"address":"[^"]+","msg":"Prometheus metrics serving/);
-  return `http://${/"address":"([^"]+)"/.exec(line)![1]}/metrics`;
 }
 
 /** Every sample name a scrape can hold: each family's name, with _bucket/_sum/_count for histograms. */
@@ -58,7 +53,7 @@ test('grafana dashboard: every metric name its queries use is exported on the li
   const cpUrl = await metricsUrl(cp);
   const made = await runUnderFilter({ socket: dp.listenerSocket, syscalls: ['mkdir'] }, ['/bin/mkdir', path.join(dp.dir, 'seen')]);
   assert.equal(made.code, 0, made.stderr);
-  const exposed = new Set([...exposedNames(await (await fetch(dpUrl)).text()), ...exposedNames(await (await fetch(cpUrl)).text())]);
+  const exposed = new Set([...exposedNames(await (await fetch(`${dpUrl}/metrics`)).text()), ...exposedNames(await (await fetch(`${cpUrl}/metrics`)).text())]);
   const missing = queries.flatMap((q) => metricNamesIn(q.expr).filter((n) => !exposed.has(n)).map((n) => `${q.where}: ${n}`));
   assert.deepEqual(missing, [], `names not on any live /metrics (exported: ${[...exposed].filter((n) => n.startsWith('seccomp')).sort().join(', ')})`);
 });

@@ -12,7 +12,7 @@ import type { AttachResponse, DataPlaneClient, Event, Hello } from '../../proto/
 import { startControlPlane } from '../support/controlplane';
 import { startDataPlane, type RunningDataPlane } from '../support/dataplane';
 import { ROOT } from '../support/paths';
-import { run } from '../support/processes';
+import { metricsUrl, run, type Started } from '../support/processes';
 import { scratchDir } from '../support/scratch';
 import { sleep, waitUntil } from '../support/wait';
 import { runUnderFilter, startUnderFilter } from '../support/workload';
@@ -193,9 +193,8 @@ function mkdirOnTrigger(t: TestContext, dp: RunningDataPlane, work: string) {
   };
 }
 
-async function healthOf(cp: { output(): string }): Promise<{ status: number; body: Record<string, unknown> }> {
-  const address = /"address":"([^"]+)","msg":"Prometheus metrics serving/.exec(cp.output())![1];
-  const res = await fetch(`http://${address}/healthz`);
+async function healthOf(cp: Started): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(`${await metricsUrl(cp)}/healthz`);
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
@@ -226,8 +225,7 @@ test('gRPC roles: a client that takes over on the control socket and leaves: the
   assert.equal(after.status, 200);
   assert.equal(after.body.status, 'ok');
   assert.equal(after.body.resumed, 1);
-  const address = /"address":"([^"]+)","msg":"Prometheus metrics serving/.exec(cp.output())![1];
-  const metrics = await (await fetch(`http://${address}/metrics`)).text();
+  const metrics = await (await fetch(`${await metricsUrl(cp)}/metrics`)).text();
   assert.match(metrics, /^seccomp_agent_controlplane_resumed_total 1$/m);
   assert.match(metrics, /^seccomp_agent_controlplane_handed_over 0$/m);
   t.diagnostic(`resumed ${resumedMs} ms after the rogue left`);
@@ -247,7 +245,6 @@ test('gRPC roles: past --resume-grace the handed-over control plane stays idle a
   const health = await healthOf(cp);
   assert.equal(health.status, 503);
   assert.equal(health.body.status, 'handed-over-idle');
-  const address = /"address":"([^"]+)","msg":"Prometheus metrics serving/.exec(cp.output())![1];
-  assert.match(await (await fetch(`http://${address}/metrics`)).text(), /^seccomp_agent_controlplane_handed_over 1$/m);
+  assert.match(await (await fetch(`${await metricsUrl(cp)}/metrics`)).text(), /^seccomp_agent_controlplane_handed_over 1$/m);
   assert.equal(cp.child.exitCode, null, 'it stays, so no supervisor restarts it');
 });

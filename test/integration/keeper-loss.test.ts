@@ -12,7 +12,7 @@ import { HealthClient, healthCheckResponse_ServingStatusToJSON } from '../../pro
 import { keeperChild, startDataPlane, type RunningDataPlane } from '../support/dataplane';
 import * as path from 'node:path';
 import { BENCH_WORKLOAD, ROOT, SOAK_WORKLOAD } from '../support/paths';
-import { start, type Started } from '../support/processes';
+import { metricsUrl, start } from '../support/processes';
 import { scratchDir } from '../support/scratch';
 import { runUnderFilter, startUnderFilter } from '../support/workload';
 import { waitUntil } from '../support/wait';
@@ -84,11 +84,6 @@ function healthClient(t: TestContext, socket: string): (service: string) => Prom
   return (service) => new Promise<string>((resolve, reject) =>
     client.check({ service }, new grpc.Metadata(), { deadline: Date.now() + 2000 }, (err, res) =>
       (err ? reject(err) : resolve(healthCheckResponse_ServingStatusToJSON(res.status)))));
-}
-
-async function metricsUrl(proc: Started): Promise<string> {
-  const line = await proc.waitFor(/"address":"[^"]+","msg":"Prometheus metrics serving/);
-  return `http://${/"address":"([^"]+)"/.exec(line)![1]}`;
 }
 
 async function fdStoreUp(url: string): Promise<string> {

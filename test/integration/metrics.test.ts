@@ -4,13 +4,8 @@ import * as path from 'node:path';
 import { test } from 'node:test';
 import { startControlPlane } from '../support/controlplane';
 import { startDataPlane } from '../support/dataplane';
-import type { Started } from '../support/processes';
+import { metricsUrl } from '../support/processes';
 import { runUnderFilter } from '../support/workload';
-
-async function metricsUrl(proc: Started): Promise<string> {
-  const line = await proc.waitFor(/"address":"[^"]+","msg":"Prometheus metrics serving/);
-  return `http://${/"address":"([^"]+)"/.exec(line)![1]}`;
-}
 
 test('seccomp-dataplane --metrics-addr: notifications by syscall, answers by who answered, latency, containers, control plane attached, listener sockets, start origin', async (t) => {
   const dp = await startDataPlane(t, ['--metrics-addr', '127.0.0.1:0']);

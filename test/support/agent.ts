@@ -6,7 +6,7 @@ import { listContainers } from '../../common/dataplane-client';
 import type { Container } from '../../proto/gen/seccompagent/v1/dataplane';
 import { startControlPlane } from './controlplane';
 import { startDataPlane, watchEvents, type RunningDataPlane } from './dataplane';
-import type { Started } from './processes';
+import { metricsUrl, type Started } from './processes';
 import { waitUntil } from './wait';
 
 export interface Agent {
@@ -34,10 +34,10 @@ export async function startAgent(t: TestContext, dir: string, controlPlaneArgs: 
   const dp = await startDataPlane(t, [], dir);
   const watch = await watchEvents(t, dp.client);
   const cp = await startControlPlane(t, dp, [...controlPlaneArgs, '--metrics-addr', '127.0.0.1:0']);
-  const address = /"address":"([^"]+)","msg":"Prometheus metrics serving/.exec(await cp.waitFor(/"address":"[^"]+","msg":"Prometheus metrics serving/))![1];
+  const metrics = await metricsUrl(cp);
   const containers = async () => (await listContainers(dp.client)).containers;
   const controlPlaneContainers = async () => {
-    const text = await (await fetch(`http://${address}/metrics`)).text();
+    const text = await (await fetch(`${metrics}/metrics`)).text();
     const counts: Record<string, number> = {};
     for (const match of text.matchAll(/^seccomp_agent_controlplane_containers\{resolution="([^"]+)"\} (\d+)$/gm)) counts[match[1]] = Number(match[2]);
     return counts;

@@ -7,7 +7,7 @@ import { FakeKubeApiServer, type PolicyInput, type PolicyResource } from '../cmd
 import { socketArgs } from './controlplane';
 import { CONTROLPLANE_MAIN } from './paths';
 import { startDataPlane, type RunningDataPlane } from './dataplane';
-import { start, type Started } from './processes';
+import { metricsUrl, start, type Started } from './processes';
 import { scratchDir } from './scratch';
 import { runUnderFilter } from './workload';
 
@@ -40,8 +40,7 @@ export async function startPolicyControlPlane(t: TestContext, dp: RunningDataPla
     '--metrics-addr', '127.0.0.1:0', '--status-period', '300ms', '--reconnect-max', '300ms', '--log-level', 'debug', ...extra,
   ]);
   await cp.waitFor(/attached to the data plane/, 20_000);
-  const address = /"address":"([^"]+)","msg":"Prometheus metrics serving/.exec(await cp.waitFor(/"address":"[^"]+","msg":"Prometheus metrics serving/))![1];
-  return { cp, metrics: `http://${address}` };
+  return { cp, metrics: await metricsUrl(cp) };
 }
 
 export async function policyPlanes(t: TestContext, setup: (api: FakeKubeApiServer) => void = () => undefined, extra: string[] = []): Promise<PolicyPlanes> {

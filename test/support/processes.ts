@@ -63,6 +63,12 @@ export function start(t: TestContext | null, command: string, args: string[], op
   return { child, output: () => output, exited, waitFor };
 }
 
+/** The base URL of the Prometheus endpoint a plane says it serves (`--metrics-addr 127.0.0.1:0`). */
+export async function metricsUrl(proc: Started): Promise<string> {
+  const line = await proc.waitFor(/"address":"[^"]+","msg":"Prometheus metrics serving/);
+  return `http://${/"address":"([^"]+)"/.exec(line)![1]}`;
+}
+
 /** Every live descendant of `pid` (children of each of its threads, recursively). */
 export function descendants(pid: number): number[] {
   const found: number[] = [];
