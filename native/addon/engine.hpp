@@ -286,11 +286,11 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   static void* ThreadMain(void* self);
   void Run();                                                             // engine thread (lane 0)
   void OnNotifyReady(Lane* lane, Container* container, uint32_t events);  // the container's lane
-  // Its lane (or lane 0, for the predecessor's waiter): a notification received is decided: the
-  // container's rules, a control plane, or the default. kMoved: the container went to lane 0 with
-  // it (a control plane is attached or awaited): `lane` no longer serves it. kOrphaned: reading its
-  // arguments outlived kReadStallNs and a new thread took the lane over; this thread, its
-  // notification handed to the lane (kResume), touches nothing more and ends (engine_read_watch.cpp).
+  // Its lane: a notification received is decided: the container's rules, a control plane, or the
+  // default. kMoved: the container went to lane 0 with it (a control plane is attached or awaited):
+  // `lane` no longer serves it. kOrphaned: reading its arguments outlived kReadStallNs and a new
+  // thread took the lane over; this thread, its notification handed to the lane (kResume), touches
+  // nothing more and ends (engine_read_watch.cpp).
   enum class Outcome { kAnswered, kAsked, kMoved, kOrphaned };
   Outcome OnReceived(Lane* lane, Container* container, const Notification& n);
   // OnReceived once the arguments are read (into the lane's strings): the rules, then the rest.
@@ -377,7 +377,7 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // The lane serving `container`: out of its epoll set, `handover` (for it) to `to`.
   void LetGo(Lane* from, Container* container, Lane* to, Handover&& handover);
   // The lane: what others sent it, in order (kVisit and kRemove to lane 0, kHome to a home lane,
-  // kResume from its former thread).
+  // kResume and kDecide from reads that outlived the watch).
   void TakeInbox(Lane* lane);
   static std::vector<Handover> TakeAll(Lane* lane);
   // The lane serving `container`: its fd is done (lane 0 removes it, another lane hands it over).
