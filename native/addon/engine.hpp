@@ -400,12 +400,11 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // The read watch: `lane`'s read that began at `since_ns` is still stuck; a new thread serves it.
   void TakeOver(Lane* lane, uint64_t since_ns);
   void GiveThread(Lane* lane);  // the read watch: starts the lane's new thread
-  // A thread whose read outlived the watch, as it returns: `handover` to `lane`; then it ends.
-  static void HandBackOrphaned(Lane* lane, Handover&& handover);
-  // The lane's new thread: the container of `h` served again, its notification decided.
-  void ResumeRead(Lane* lane, Container* container, Handover* h);
-  // Lane 0: a predecessor's notification whose read outlived the watch (DecideDeferred), decided.
-  void DecideReturned(Container* container, Handover* h);
+  // A thread whose read outlived the watch, as it returns: `n` as read to `lane` (`kind`); then it ends.
+  static void HandBackOrphaned(Lane* lane, Handover::Kind kind, uint32_t journal_slot, const Notification& n,
+                               const Event& event, const char* strings, size_t blob);
+  // The lane taking a kResume or kDecide: its notification decided as if just read.
+  void DecideReturned(Lane* lane, Container* container, Handover* h);
   void PushReturned(Lane* lane, const Notification& n);
   // ReadPathArgs on a thread of its own, waited for at most kReadStallNs, so a stalled read cannot
   // hold a data plane's start (and every container with it). Restore (JS thread, before any lane
@@ -416,7 +415,7 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
                            uint32_t deferred_slot = UINT32_MAX);
   struct BoundedRead;  // engine_read_watch.cpp
   static void* BoundedReadMain(void* arg);
-  void StalledAtRestore(Container* container, const Notification& n, RestoreResult* result);
+  bool ReadAtRestore(Container* container, const Notification& n, Event* event, size_t* blob, RestoreResult* result);
   // True on a thread that lost its lane (it returns to its main at once); the orphans still alive.
   static bool Orphaned();
   static size_t LiveOrphans();

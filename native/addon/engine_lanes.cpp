@@ -296,7 +296,7 @@ void Engine::TakeInbox(Lane* lane) {
         RemoveContainer(container);
         break;
       case Handover::Kind::kDecide:
-        DecideReturned(container, &h);
+        DecideReturned(lane, container, &h);
         break;
       case Handover::Kind::kHome:
       case Handover::Kind::kVisit:
@@ -314,7 +314,7 @@ void Engine::TakeInbox(Lane* lane) {
           DecideUnanswered(lane, container, h.notification, &h.event, h.strings.data(), h.strings.size());
           journal_->CloseReceipt(container->receipt_slot);
         } else if (h.kind == Handover::Kind::kResume) {
-          ResumeRead(lane, container, &h);
+          DecideReturned(lane, container, &h);
         }
         break;
     }

@@ -263,7 +263,7 @@ void Engine::DecideDeferred() {
   }
 }
 
-// A lane (lane 0 for the predecessor's waiter, whatever lane serves the container).
+// The container's lane.
 Engine::Outcome Engine::OnReceived(Lane* lane, Container* container, const Notification& n) {
   Event event = NotificationEvent(n);
   size_t blob = 0;
@@ -271,17 +271,11 @@ Engine::Outcome Engine::OnReceived(Lane* lane, Container* container, const Notif
   switch (ReadPathArgs(lane, container->fd, &event, strings, &blob)) {
     case ArgsRead::kGone:
       return Outcome::kAnswered;  // its task is gone
-    case ArgsRead::kOrphaned: {
+    case ArgsRead::kOrphaned:
       // `container` may be gone by now: not touched. `strings` is this thread's now (TakeOver).
-      Handover handover;
-      handover.kind = Handover::Kind::kResume;
-      handover.notification = n;
-      handover.event = event;
-      handover.strings.assign(strings, blob);
+      HandBackOrphaned(lane, Handover::Kind::kResume, UINT32_MAX, n, event, strings, blob);
       delete[] strings;
-      HandBackOrphaned(lane, std::move(handover));
       return Outcome::kOrphaned;
-    }
     case ArgsRead::kRead:
       break;
   }

@@ -133,7 +133,7 @@ void Engine::TakeOver(Lane* lane, uint64_t since_ns) {
   // The thread clears it as its read returns: whoever clears it first decides whose the lane is.
   if (!lane->read_since_ns.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) return;
   g_live_orphans.fetch_add(1, std::memory_order_acq_rel);
-  // Served again when the read returns (ResumeRead). Only lane 0 frees a container, and only one its
+  // Served again when the read returns (DecideReturned). Only lane 0 frees a container, and only one its
   // lane handed over, or its own: this one, whose lane's thread is stuck, stays.
   epoll_ctl(lane->epoll_fd, EPOLL_CTL_DEL, fd, nullptr);
   (void)lane->strings.release();  // the orphan frees the buffer it reads into
@@ -173,8 +173,15 @@ void Engine::GiveThread(Lane* lane) {
 // A thread whose read outlived the watch (a lane's former thread, a bounded read's reader), as the
 // read returns. What it may touch: `lane` (its inbox and wake fd: the engine keeps lanes and their
 // fds while orphans live) and its own stack. Not a container: lane 0 may have freed it meanwhile.
-void Engine::HandBackOrphaned(Lane* lane, Handover&& handover) {
-  handover.handle = handover.notification.handle;
+void Engine::HandBackOrphaned(Lane* lane, Handover::Kind kind, uint32_t journal_slot, const Notification& n,
+                              const Event& event, const char* strings, size_t blob) {
+  Handover handover;
+  handover.kind = kind;
+  handover.handle = n.handle;
+  handover.journal_slot = journal_slot;
+  handover.notification = n;
+  handover.event = event;
+  handover.strings.assign(strings, blob);
   t_orphaned = true;
   Send(lane, std::move(handover));
   g_live_orphans.fetch_sub(1, std::memory_order_acq_rel);
@@ -194,14 +201,8 @@ void* Engine::BoundedReadMain(void* arg) {
     return nullptr;
   }
   lock.unlock();
-  // Gone meanwhile: the lane learns it from ID_VALID (ResumeRead, DecideReturned), as after any read.
-  Handover handover;
-  handover.kind = read->kind;
-  handover.journal_slot = read->deferred_slot;
-  handover.notification = read->notification;
-  handover.event = read->event;
-  handover.strings.assign(read->buffer.get(), read->blob);
-  HandBackOrphaned(read->lane, std::move(handover));
+  // Gone meanwhile: the lane learns it from ID_VALID (DecideReturned), as after any read.
+  HandBackOrphaned(read->lane, read->kind, read->deferred_slot, read->notification, read->event, read->buffer.get(), read->blob);
   return nullptr;
 }
 
@@ -245,9 +246,11 @@ Engine::ArgsRead Engine::ReadArgsBounded(Container* container, const Notificatio
   return ArgsRead::kOrphaned;
 }
 
-// Restore, under mu_: `n`'s read is still going (ReadArgsBounded). In the journal as its lane's
-// receipts are (a crash before it is decided leaves it to the next data plane), and said.
-void Engine::StalledAtRestore(Container* container, const Notification& n, RestoreResult* result) {
+// Restore, under mu_: ReadArgsBounded; true when read. A read still going is in the journal as its
+// lane's receipts are (a crash before it is decided leaves it to the next data plane), and said.
+bool Engine::ReadAtRestore(Container* container, const Notification& n, Event* event, size_t* blob, RestoreResult* result) {
+  const ArgsRead read = ReadArgsBounded(container, n, event, primary_->strings.get(), blob);
+  if (read != ArgsRead::kOrphaned) return read == ArgsRead::kRead;
   if (!container->receipt_reserved) {
     container->receipt_slot = journal_->ReserveReceipt();
     container->receipt_reserved = true;
@@ -257,29 +260,25 @@ void Engine::StalledAtRestore(Container* container, const Notification& n, Resto
                              ": reading its path arguments from task " + std::to_string(n.pid) + " has taken over " +
                              std::to_string(kReadStallNs / 1000000) + " ms (a page its userfaultfd or FUSE server holds?); " +
                              "its engine thread decides it when that read returns, and serves the container again then");
+  return false;
 }
 
-// The lane's new thread (TakeInbox, `container` served again): the notification whose read its
-// former thread finished, decided now as if that read had just returned.
-void Engine::ResumeRead(Lane* lane, Container* container, Handover* h) {
+// The lane taking `h` (TakeInbox): a notification whose read outlived the watch, decided now as if
+// that read had just returned. kResume: its lane's new thread, the container served again, its
+// receipt closed once decided; kDecide: lane 0, a predecessor's waiter, its journal slot released.
+void Engine::DecideReturned(Lane* lane, Container* container, Handover* h) {
   PushReturned(lane, h->notification);
+  Outcome outcome = Outcome::kAnswered;
   // As after any read: what was read is the task's only if the notification still waits.
-  if (!NotifyIdValid(container->fd, h->notification.id)) {
-    journal_->CloseReceipt(container->receipt_slot);
-    return;
-  }
-  memcpy(lane->strings.get(), h->strings.data(), h->strings.size());
-  if (DecideRead(lane, container, h->notification, &h->event, h->strings.size()) == Outcome::kMoved) return;
-  journal_->CloseReceipt(container->receipt_slot);
-}
-
-void Engine::DecideReturned(Container* container, Handover* h) {
-  PushReturned(primary_, h->notification);
   if (NotifyIdValid(container->fd, h->notification.id)) {
-    memcpy(primary_->strings.get(), h->strings.data(), h->strings.size());
-    DecideRead(primary_, container, h->notification, &h->event, h->strings.size());
+    memcpy(lane->strings.get(), h->strings.data(), h->strings.size());
+    outcome = DecideRead(lane, container, h->notification, &h->event, h->strings.size());
   }
-  journal_->ReleaseInFlight(h->journal_slot);
+  if (h->kind == Handover::Kind::kDecide) {
+    journal_->ReleaseInFlight(h->journal_slot);
+  } else if (outcome != Outcome::kMoved) {
+    journal_->CloseReceipt(container->receipt_slot);
+  }
 }
 
 // The 'read-stall' event of a read that returned, on `lane`, which decides `n` now.

@@ -301,9 +301,7 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
       n.received_ns = now;
       Event event = NotificationEvent(n);
       size_t blob = 0;
-      const ArgsRead read = ReadArgsBounded(container, n, &event, primary_->strings.get(), &blob);
-      if (read == ArgsRead::kOrphaned) StalledAtRestore(container, n, result);
-      if (read != ArgsRead::kRead) continue;  // its task is gone, or its lane decides it when read
+      if (!ReadAtRestore(container, n, &event, &blob, result)) continue;  // its task is gone, or its lane decides it when read
       if (AnswerFromRules(/*lane=*/nullptr, container, n, event, blob)) {
         result->in_flight_by_rules++;
         continue;
@@ -317,9 +315,7 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
     n.received_ns = now;
     Event event = NotificationEvent(n);
     size_t blob = 0;
-    const ArgsRead read = ReadArgsBounded(container, n, &event, primary_->strings.get(), &blob);
-    if (read == ArgsRead::kOrphaned) StalledAtRestore(container, n, result);
-    if (read != ArgsRead::kRead) continue;  // its task is gone, or its lane decides it when read
+    if (!ReadAtRestore(container, n, &event, &blob, result)) continue;  // its task is gone, or its lane decides it when read
     pending_.Add(container, nullptr, n, now + decision_timeout_ns_.load(std::memory_order_relaxed),
                  HoldStrings(event, primary_->strings.get(), blob));
     result->in_flight_held++;
