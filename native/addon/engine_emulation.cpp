@@ -216,7 +216,11 @@ void Engine::OnEmulated(uint32_t handle, uint64_t id, EmulatedKind kind, uint64_
     std::lock_guard<std::mutex> lock(waits_mu_);
     // An answer can come after its container's removal: bounded all the same (TargetWaits prunes).
     if (target_waits_.size() >= kMaxTargetWaits) target_waits_.clear();
-    target_waits_[handle] = r.target_wait;
+    // Killable, once seen, stays: with WAIT_KILLABLE_RECV the kernel wakes the task at RECV to
+    // sleep again killably, so a helper quick enough reads it still interruptible ('S') in between;
+    // a task of a filter without the flag never waits killably ('D') for its notification.
+    char& seen = target_waits_[handle];
+    if (seen != 'D') seen = r.target_wait;
   }
   const bool gone = r.outcome == ActionOutcome::kStale || (!r.answered && r.send_err == ENOENT);
   // mkdir, mount: what the syscall returned. kill, freeze: 0 when the container was killed or
