@@ -34,6 +34,15 @@
       ]
     },
     {
+      "target_name": "seccomp_channel_io",
+      "sources": [
+        "native/channel/socket_io.cpp"
+      ],
+      "defines": [
+        "NAPI_VERSION=8"
+      ]
+    },
+    {
       "target_name": "seccomp_emulator_addon",
       "sources": [
         "test/cmd/emulator-addon/module.cpp",

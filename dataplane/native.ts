@@ -1,6 +1,6 @@
 // Typed shell over the C++ addon (native/addon). The interfaces below list exactly what the
 // `.node` file exports; keep them in step with native/addon/*.cpp.
-import * as path from 'node:path';
+import { builtPath, loadBuiltAddon } from '../common/built-addon';
 import type { ContainerHandle } from '../common/container-handle';
 import type { FallbackAction } from '../common/default-action';
 import type { EmulationName, PathCallName } from '../common/emulations';
@@ -542,25 +542,9 @@ export interface NativeEmulation {
   helperOp: number;
 }
 
-const ROOT = path.resolve(__dirname, '..', '..');
-
 /** The emulation helper built beside the addon. */
 export function nshelperPath(): string {
-  return path.join(ROOT, 'build', 'Release', 'seccomp-nshelper');
-}
-
-/** Loads `file` (a .node) from build/Release, else build/Debug; the error lists every path tried. */
-export function loadBuiltAddon(file: string): unknown {
-  const failures: string[] = [];
-  for (const candidate of ['Release', 'Debug'].map((dir) => path.join(ROOT, 'build', dir, file))) {
-    try {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      return require(candidate);
-    } catch (err) {
-      failures.push(`${candidate}: ${(err as Error).message.split('\n')[0]}`);
-    }
-  }
-  throw new Error(`cannot load ${file}; tried:\n  ${failures.join('\n  ')}\nrun "npm ci" (node-gyp) to build it`);
+  return builtPath('seccomp-nshelper');
 }
 
 /** Loads the addon; the error lists every path tried. */

@@ -3,15 +3,15 @@
 // exponential backoff. Stateless across reconnects: everything comes from the snapshot.
 import * as grpc from '@grpc/grpc-js';
 import { EventEmitter } from 'node:events';
-import * as net from 'node:net';
 import { handleFromProto, type ContainerHandle } from '../../common/container-handle';
-import { CHANNEL_FEATURE, ChannelDecisionKind, encodeDecisions, encodeHello, FrameReader, MAX_FRAME, type ChannelDecision } from '../../common/decision-channel';
+import { CHANNEL_FEATURE, ChannelDecisionKind, encodeDecisions, type ChannelDecision } from '../../common/decision-channel';
 import { createDataPlaneClient } from '../../common/dataplane-client';
 import { durationFromMs } from '../../common/duration';
 import { HOLD_FEATURE } from '../../common/hold-feature';
 import type { Logger } from '../../common/logger';
 import { VERSION } from '../../common/version';
 import { performance } from 'node:perf_hooks';
+import { ChannelConnection, loadChannelIo, type ChannelIo } from './channel-connection';
 import { FairQueue } from './fair-queue';
 import type {
   AttachRequest,
@@ -58,6 +58,8 @@ export interface DataPlaneLinkOptions {
   channel?: boolean;
   /** After channel traffic, keep the event loop polling this long instead of sleeping (0/absent: off). */
   busyPollMs?: number;
+  /** The channel's nonblocking reads and writes while polling (default: the built addon; null: libuv's stream). */
+  channelIo?: ChannelIo | null;
   /**
    * After a handover, how long to watch for the successor going away; attach again (no takeover)
    * when no control plane is attached within it. 0/absent: idle at once ('idle' event).
@@ -146,17 +148,16 @@ export class DataPlaneLink extends EventEmitter {
   private quickRetryUntil = 0;
   private retryTimer: NodeJS.Timeout | null = null;
   private lastError = '';
-  private channel: net.Socket | null = null;
+  private channel: ChannelConnection | null = null;
   /** Notifications that arrived before their container was announced, by handle. */
   private readonly parked = new Map<ContainerHandle, { notifications: Notification[]; timer: NodeJS.Timeout }>();
   /** Notifications to decide, one queue per source, served round robin (fair-queue.ts). */
   private readonly pending: FairQueue<Received>;
   private grpcQueue: Decision[] = [];
   private channelQueue: ChannelDecision[] = [];
-  /** hrtime (ns) until which the event loop keeps polling; see keepPolling(). */
-  private busyUntil = 0n;
-  private polling = false;
   private flushScheduled = false;
+  /** Frames of one channel read are being received: their decisions go in one write at its end. */
+  private inChannelRead = false;
   /** For benchmarks and metrics: decisions sent, writes that carried them, and rejected ones. */
   decisionsSent = 0;
   batchesSent = 0;
@@ -325,7 +326,7 @@ export class DataPlaneLink extends EventEmitter {
     const simple = viaChannel && this.channel ? channelForm(decision) : null;
     if (simple) this.channelQueue.push(simple);
     else this.grpcQueue.push(decision);
-    if (!this.flushScheduled) {
+    if (!this.flushScheduled && !this.inChannelRead) {
       this.flushScheduled = true;
       queueMicrotask(() => this.flush());
     }
@@ -350,54 +351,32 @@ export class DataPlaneLink extends EventEmitter {
     }
   }
 
-  /**
-   * While setImmediate callbacks are queued, libuv polls with a zero timeout instead of sleeping:
-   * the next notification is read without a wake-up of this process, which on a VM costs more than
-   * the decision itself (docs/benchmarks.md). Stops busyPollMs after the last channel traffic.
-   */
-  private keepPolling(): void {
-    const budgetMs = this.options.busyPollMs ?? 0;
-    if (budgetMs <= 0) return;
-    this.busyUntil = process.hrtime.bigint() + BigInt(Math.round(budgetMs * 1e6));
-    if (this.polling) return;
-    this.polling = true;
-    const poll = () => {
-      if (this.channel && process.hrtime.bigint() < this.busyUntil) setImmediate(poll);
-      else this.polling = false;
-    };
-    setImmediate(poll);
-  }
-
   private openChannel(socketPath: string, token: Uint8Array): void {
-    const reader = new FrameReader();
-    // onread: reads land in one reused buffer and reach us without the stream machinery (no
-    // Buffer per read, no 'data' event): this is the per-notification path.
-    const socket = net.connect({ path: socketPath, onread: { buffer: Buffer.allocUnsafe(MAX_FRAME), callback: (n, buffer) => onRead((buffer as Buffer).subarray(0, n)) } });
-    this.channel = socket;
-    socket.on('connect', () => socket.write(encodeHello(token)));
-    const onRead = (chunk: Buffer): boolean => {
-      let frames;
-      try {
-        frames = reader.push(chunk);
-      } catch (err) {
-        this.log.error({ err }, 'decision channel sent a bad frame; closing it (notifications then come over gRPC)');
-        socket.destroy();
-        return false;
-      }
-      for (const frame of frames) {
-        if (frame.type === 'ready') this.log.info({ session: this.sessionId, socket: socketPath }, 'decision channel ready: notifications and simple decisions travel natively');
-        else this.receive(frame.notification, true);
-      }
-      this.keepPolling();
-      return true;
-    };
-    const closed = (why: string) => {
-      if (this.channel !== socket) return;
-      this.channel = null;
-      if (this.state === 'attached') this.log.warn({ session: this.sessionId, reason: why }, 'decision channel closed; notifications come over gRPC until the next attach');
-    };
-    socket.on('error', (err) => closed(err.message));
-    socket.on('close', () => closed('closed'));
+    const channel: ChannelConnection = new ChannelConnection(
+      { socketPath, token, busyPollMs: this.options.busyPollMs ?? 0, io: this.options.channelIo === undefined ? loadChannelIo() : this.options.channelIo },
+      {
+        onFrame: (frame) => {
+          if (frame.type === 'ready') {
+            this.log.info({ session: this.sessionId, socket: socketPath }, 'decision channel ready: notifications and simple decisions travel natively');
+            return;
+          }
+          this.inChannelRead = true;
+          this.receive(frame.notification, true);
+        },
+        onReadEnd: () => {
+          if (!this.inChannelRead) return;
+          this.inChannelRead = false;
+          this.flush();
+        },
+        onBadFrame: (err) => this.log.error({ err }, 'decision channel sent a bad frame; closing it (notifications then come over gRPC)'),
+        onClosed: (why) => {
+          if (this.channel !== channel) return;
+          this.channel = null;
+          if (this.state === 'attached') this.log.warn({ session: this.sessionId, reason: why }, 'decision channel closed; notifications come over gRPC until the next attach');
+        },
+      },
+    );
+    this.channel = channel;
   }
 
   private onWelcome(welcome: Welcome): void {

@@ -1,7 +1,7 @@
 // Typed shell over the test-only addon build/Release/seccomp_emulator_addon.node
 // (test/cmd/emulator-addon): the interfaces below list exactly what it exports. For the
 // emulation tests and bench/; the shipped addon (dataplane/native.ts) has none of it.
-import { loadBuiltAddon } from '../../dataplane/native';
+import { loadBuiltAddon } from '../../common/built-addon';
 
 /** What an emulated action did (native/addon/action_result.hpp ActionResult). */
 export interface EmulatorActionResult {

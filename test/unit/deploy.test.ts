@@ -626,8 +626,11 @@ test('Dockerfile: the runtime image holds what the programs load at run time, bu
   }
   const gyp = JSON.parse(read('binding.gyp')) as { targets: Array<{ target_name: string; type?: string }> };
   const addons = gyp.targets.filter((t) => t.type === undefined).map((t) => t.target_name);
-  assert.deepEqual(addons.sort(), ['seccomp_agent', 'seccomp_emulator_addon']);
+  assert.deepEqual(addons.sort(), ['seccomp_agent', 'seccomp_channel_io', 'seccomp_emulator_addon']);
   assert.ok(copied.includes('build/Release/seccomp_agent.node'), 'the addon');
+  // The control plane's: it reads the decision channel with it while it polls (controlplane/link/channel-connection.ts).
+  assert.ok(copied.includes('build/Release/seccomp_channel_io.node'), 'the channel addon');
+  assert.match(dockerStages()[0].text, /test -f build\/Release\/seccomp_channel_io\.node/);
   assert.ok(!copied.some((p) => p.includes('seccomp_emulator_addon') || p === 'build' || p === 'build/Release'), 'not the test-only addon');
   for (const tool of ['seccomp-run', 'seccomp-nshelper', 'seccomp-keeper']) {
     assert.ok(gyp.targets.some((t) => t.target_name === tool && t.type === 'executable'), `${tool} is a binding.gyp executable`);

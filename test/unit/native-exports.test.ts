@@ -4,6 +4,7 @@
 // export exactly those (this test checks). Loading an addon needs no root and no kernel feature.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { loadChannelIo, type ChannelIo } from '../../controlplane/link/channel-connection';
 import { loadNative, type NativeAddon, type NativeEngine } from '../../dataplane/native';
 import { loadEmulatorAddon, type EmulatorAddon, type EmulatorTestSupport, type NativeEmulator } from '../support/emulator-addon';
 
@@ -13,6 +14,8 @@ const ADDON = {
   handoffWaitClosed: true, closeFd: true, probeKernel: true, watchProcessExit: true, unwatchProcess: true,
   latencyBucketsNs: true, eventLayout: true, emulations: true, suffixedPath: true,
 } satisfies Record<keyof NativeAddon, true>;
+
+const CHANNEL_IO = { recv: true, send: true } satisfies Record<keyof ChannelIo, true>;
 
 const TEST_ADDON = { Emulator: true, emulatorTestSupport: true } satisfies Record<keyof EmulatorAddon, true>;
 
@@ -38,6 +41,15 @@ test('native.ts: the shipped addon exports exactly what NativeAddon declares, an
   const addon = loadNative();
   assert.deepEqual(sorted(addon), sorted(ADDON));
   assert.deepEqual(methods(addon.Engine), sorted(ENGINE), 'Engine methods');
+});
+
+test('channel-connection.ts: the control plane\'s channel addon exports exactly what ChannelIo declares, and refuses bad arguments', () => {
+  const io = loadChannelIo();
+  assert.ok(io, 'built by npm ci');
+  assert.deepEqual(sorted(io), sorted(CHANNEL_IO));
+  assert.throws(() => io.recv('3' as unknown as number, Buffer.alloc(1)), TypeError);
+  assert.throws(() => io.send(3, 'bytes' as unknown as Uint8Array), TypeError);
+  assert.equal(io.recv(-1, Buffer.alloc(1)), -9, 'a bad fd is -EBADF, not an exception');
 });
 
 test('emulator-addon.ts: the test-only addon exports exactly what EmulatorAddon declares', () => {
