@@ -36,7 +36,9 @@
     {
       "target_name": "seccomp_channel_io",
       "sources": [
-        "native/channel/socket_io.cpp"
+        "native/channel/module.cpp",
+        "native/channel/socket_io.cpp",
+        "native/channel/ring_io.cpp"
       ],
       "defines": [
         "NAPI_VERSION=8"

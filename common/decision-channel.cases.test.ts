@@ -75,7 +75,7 @@ test('decision channel codec: frame types the control plane does not read are pa
   unknown.writeUInt32LE(12, 0);
   unknown.writeUInt16LE(99, 4);
   const frames = new FrameReader().push(Buffer.concat([unknown, readyFrame(1n)]));
-  assert.deepEqual(frames, [{ type: 'ready', session: 1n }]);
+  assert.deepEqual(frames, [{ type: 'ready', session: 1n, ring: false }]);
 });
 
 test('decision channel codec: hello carries the 16-byte token; decisions are 40-byte frames laid out as DecisionBody', () => {

@@ -12,6 +12,8 @@ export const enum FrameType {
   Ready = 2,
   Notification = 3,
   Decision = 4,
+  /** Header only, either way: the shared-memory rings hold frames for a side that slept. */
+  Wake = 5,
 }
 export const enum ChannelDecisionKind {
   Continue = 1,
@@ -22,12 +24,17 @@ const NOTIFICATION_BODY = 88;
 const NOTIFICATION_TRAILER = 16;
 /** FrameHeader.flags: a Notification frame carries a trailer (receivedAt, containerId) after its strings. */
 export const FRAME_FLAG_TRAILER = 1;
+/** Hello: asks for the shared-memory rings; Ready: they came, their memfd attached (decision_ring.h). */
+export const FRAME_FLAG_RING = 2;
+/** decision_ring.h kToEngineBytes: the most one put into the decisions ring can hold. */
+export const RING_TO_ENGINE_BYTES = 256 * 1024;
 const DECISION_FRAME = FRAME_HEADER + 32;
 
-export function encodeHello(token: Uint8Array): Buffer {
+export function encodeHello(token: Uint8Array, ring = false): Buffer {
   const frame = Buffer.alloc(FRAME_HEADER + 16);
   frame.writeUInt32LE(frame.length, 0);
   frame.writeUInt16LE(FrameType.Hello, 4);
+  frame.writeUInt16LE(ring ? FRAME_FLAG_RING : 0, 6);
   frame.set(token.subarray(0, 16), FRAME_HEADER);
   return frame;
 }
@@ -103,7 +110,7 @@ function decodeNotification(frame: Buffer, start: number, end: number): Notifica
   };
 }
 
-export type ChannelFrame = { type: 'ready'; session: bigint } | { type: 'notification'; notification: Notification };
+export type ChannelFrame = { type: 'ready'; session: bigint; ring: boolean } | { type: 'notification'; notification: Notification };
 
 /** Splits a byte stream into frames; keeps (a copy of) a partial frame for the next chunk, so the caller may reuse its read buffer. */
 const NO_BYTES = Buffer.alloc(0);
@@ -121,7 +128,8 @@ export class FrameReader {
       if (data.length - at < length) break;
       const type = data.readUInt16LE(at + 4);
       if (type === FrameType.Notification) frames.push({ type: 'notification', notification: decodeNotification(data, at, at + length) });
-      else if (type === FrameType.Ready) frames.push({ type: 'ready', session: data.readBigUInt64LE(at + FRAME_HEADER) });
+      else if (type === FrameType.Ready) frames.push({ type: 'ready', session: data.readBigUInt64LE(at + FRAME_HEADER), ring: (data.readUInt16LE(at + 6) & FRAME_FLAG_RING) !== 0 });
+      // Wake (and any type this reader predates): nothing to hand on.
       at += length;
     }
     this.pending = at === data.length ? NO_BYTES : Buffer.from(data.subarray(at));

@@ -58,6 +58,7 @@ function countingIo(): { io: ChannelIo; calls: { recv: number; send: number } } 
   return {
     calls,
     io: {
+      ...addon,
       recv: (fd, into) => (calls.recv++, addon.recv(fd, into)),
       send: (fd, bytes) => (calls.send++, addon.send(fd, bytes)),
     },
@@ -66,7 +67,7 @@ function countingIo(): { io: ChannelIo; calls: { recv: number; send: number } } 
 
 /** A connection whose handler answers each notification with `answer(id)` at the end of its read. */
 function connect(t: TestContext, socketPath: string, io: ChannelIo | null, busyPollMs: number, answer = (id: bigint) => Buffer.from(`decision ${id};`)) {
-  const seen = { frames: [] as ChannelFrame[], reads: 0, closed: [] as string[], bad: [] as Error[] };
+  const seen = { frames: [] as ChannelFrame[], reads: 0, closed: [] as string[], bad: [] as Error[], refused: [] as string[] };
   let ids: bigint[] = [];
   const connection: ChannelConnection = new ChannelConnection(
     { socketPath, token: TOKEN, busyPollMs, io },
@@ -81,6 +82,7 @@ function connect(t: TestContext, socketPath: string, io: ChannelIo | null, busyP
         ids = [];
       },
       onBadFrame: (err) => seen.bad.push(err),
+      onRingRefused: (reason) => seen.refused.push(reason),
       onClosed: (reason) => seen.closed.push(reason),
     },
   );
@@ -98,7 +100,7 @@ test('channel connection: while it polls, the addon reads and writes the socket;
   const { seen } = connect(t, server.socketPath, io, 100);
   await waitUntil(() => server.state.conn !== null && server.bytes().length >= 24, 10_000, 'the hello');
   assert.deepEqual(helloOf(server.bytes()), [24, 1, ...TOKEN]);
-  // The first frames come through libuv (nothing polls yet); the next ones, sent while it polls, through the addon.
+  // A Ready without rings (this server has none): the socket, read by the addon while it polls.
   server.state.conn!.write(Buffer.concat([readyFrame(), notificationFrame(1n)]));
   await waitUntil(() => server.bytes().includes('decision 1;'), 10_000, 'the first decision');
   server.state.conn!.write(notificationFrame(2n));
@@ -184,7 +186,7 @@ test('channel connection: a write the addon refuses (-EAGAIN) or takes in part g
   // Every third send is refused whole, every other one takes only 5 bytes: what a full socket does.
   let sends = 0;
   const io: ChannelIo = {
-    recv: (fd, into) => addon.recv(fd, into),
+    ...addon,
     send: (fd, bytes) => {
       sends++;
       if (sends % 3 === 0) return -11;

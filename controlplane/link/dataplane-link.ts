@@ -357,7 +357,8 @@ export class DataPlaneLink extends EventEmitter {
       {
         onFrame: (frame) => {
           if (frame.type === 'ready') {
-            this.log.info({ session: this.sessionId, socket: socketPath }, 'decision channel ready: notifications and simple decisions travel natively');
+            const way = channel.usesRings ? 'in shared-memory rings' : 'on its socket';
+            this.log.info({ session: this.sessionId, socket: socketPath, rings: channel.usesRings }, `decision channel ready: notifications and simple decisions travel natively, ${way}`);
             return;
           }
           this.inChannelRead = true;
@@ -369,6 +370,7 @@ export class DataPlaneLink extends EventEmitter {
           this.flush();
         },
         onBadFrame: (err) => this.log.error({ err }, 'decision channel sent a bad frame; closing it (notifications then come over gRPC)'),
+        onRingRefused: (reason) => this.log.warn({ session: this.sessionId, reason }, `decision channel: the data plane's shared-memory rings could not be mapped (${reason}); frames travel on the socket`),
         onClosed: (why) => {
           if (this.channel !== channel) return;
           this.channel = null;

@@ -13,6 +13,7 @@
 
 #include "monotonic_clock.h"
 #include "path_args.h"
+#include "scm_rights.h"
 #include "seccomp_compat.h"
 #include "unix_socket.h"
 
@@ -185,17 +186,26 @@ void DecisionChannel::Read(ChannelConn* conn) {
 }
 
 bool DecisionChannel::ParseFrames(ChannelConn* conn) {
-  const char* in = conn->in.get();
+  size_t at = 0;
+  if (!ParseFrameBytes(conn, conn->in.get(), conn->in_len, &at)) return false;
+  if (at > 0) {
+    memmove(conn->in.get(), conn->in.get() + at, conn->in_len - at);
+    conn->in_len -= at;
+  }
+  return true;
+}
+
+bool DecisionChannel::ParseFrameBytes(ChannelConn* conn, const char* in, size_t length, size_t* consumed) {
   size_t at = 0;
   std::string bad;
-  while (conn->in_len - at >= sizeof(FrameHeader)) {
+  while (length - at >= sizeof(FrameHeader)) {
     FrameHeader header;
     memcpy(&header, in + at, sizeof header);
     if (header.length < sizeof(FrameHeader) || header.length > kMaxFrame) {
       bad = "a frame of " + std::to_string(header.length) + " bytes (frames are 8 to " + std::to_string(kMaxFrame) + ")";
       break;
     }
-    if (conn->in_len - at < header.length) break;
+    if (length - at < header.length) break;
     const char* body = in + at + sizeof(FrameHeader);
     const size_t body_length = header.length - sizeof(FrameHeader);
     if (conn->session == 0) {
@@ -204,7 +214,12 @@ bool DecisionChannel::ParseFrames(ChannelConn* conn) {
         break;
       }
       at += header.length;
-      if (!OnHello(conn, body, body_length)) return false;
+      *consumed = at;
+      if (!OnHello(conn, header.flags, body, body_length)) return false;
+      continue;
+    }
+    if (header.type == decision_channel::kWake) {
+      at += header.length;  // the rings are read every iteration anyway
       continue;
     }
     if (header.type != decision_channel::kDecision) {
@@ -219,6 +234,7 @@ bool DecisionChannel::ParseFrames(ChannelConn* conn) {
     memcpy(&decisions_.back(), body, sizeof(DecisionBody));  // frames are not aligned in the stream
     at += header.length;
   }
+  *consumed = at;
   // What came before a bad frame is still applied: those decisions are well formed.
   if (!decisions_.empty()) {
     sessions_->ApplyDecisions(conn, conn->session, decisions_.data(), decisions_.size());
@@ -228,14 +244,46 @@ bool DecisionChannel::ParseFrames(ChannelConn* conn) {
     Close(conn, "bad frame: " + bad);
     return false;
   }
-  if (at > 0) {
-    memmove(conn->in.get(), in + at, conn->in_len - at);
-    conn->in_len -= at;
-  }
   return true;
 }
 
-bool DecisionChannel::OnHello(ChannelConn* conn, const char* body, size_t length) {
+size_t DecisionChannel::PollRings() {
+  size_t frames = 0;
+  for (size_t i = 0; i < conns_.size(); i++) {
+    ChannelConn* conn = conns_[i].get();
+    if (conn->ring == nullptr || conn->closed) continue;
+    if (ring_in_ == nullptr) ring_in_.reset(new char[decision_channel::kToEngineBytes]);
+    const int64_t n = conn->ring->TakeDecisions(ring_in_.get());
+    if (n < 0) {
+      Close(conn, "bad ring: the control plane's index of the decisions ring is impossible");
+      continue;
+    }
+    if (n == 0) continue;
+    size_t consumed = 0;
+    if (!ParseFrameBytes(conn, ring_in_.get(), static_cast<size_t>(n), &consumed)) continue;
+    // The control plane puts whole frames: a part of one is not a frame that comes later.
+    if (consumed != static_cast<size_t>(n)) Close(conn, "bad ring: a partial frame in the decisions ring");
+    frames += static_cast<size_t>(n) / (sizeof(FrameHeader) + sizeof(DecisionBody));
+  }
+  return frames;
+}
+
+bool DecisionChannel::MaySleep() {
+  bool may = true;
+  for (const auto& conn : conns_) {
+    if (conn->ring != nullptr && !conn->closed && !conn->ring->EngineMaySleep()) may = false;
+  }
+  if (!may) Awake();
+  return may;
+}
+
+void DecisionChannel::Awake() {
+  for (const auto& conn : conns_) {
+    if (conn->ring != nullptr && !conn->closed) conn->ring->EngineAwake();
+  }
+}
+
+bool DecisionChannel::OnHello(ChannelConn* conn, uint16_t flags, const char* body, size_t length) {
   if (length < sizeof(decision_channel::HelloBody)) {
     Close(conn, "a Hello of " + std::to_string(length) + " bytes (the token is 16)");
     return false;
@@ -249,15 +297,47 @@ bool DecisionChannel::OnHello(ChannelConn* conn, const char* body, size_t length
   conn->session = session;
   conn->deadline = 0;
   RecomputeDeadline();
+  SendReady(conn, (flags & decision_channel::kFlagRing) != 0);
+  PushChannelEvent(session, true, conn->ring != nullptr ? "shared-memory rings" : "");
+  return true;
+}
+
+void DecisionChannel::SendReady(ChannelConn* conn, bool want_ring) {
   constexpr uint32_t kReadyLength = sizeof(FrameHeader) + sizeof(decision_channel::ReadyBody);
-  char* frame = conn->out.Append(kReadyLength);
+  char frame[kReadyLength];
   PutHeader(frame, kReadyLength, decision_channel::kReady);
   decision_channel::ReadyBody ready;
-  ready.session = session;
+  ready.session = conn->session;
   memcpy(frame + sizeof(FrameHeader), &ready, sizeof ready);
+  if (want_ring && conn->out.size() == 0) {
+    std::string why;
+    int memfd = -1;
+    std::unique_ptr<ChannelRing> ring = ChannelRing::Create(&memfd, &why);
+    if (ring != nullptr) {
+      const uint16_t flags = decision_channel::kFlagRing;
+      memcpy(frame + offsetof(FrameHeader, flags), &flags, sizeof flags);
+      struct iovec iov = {frame, kReadyLength};
+      // The first bytes on a fresh socket: they fit, whole, or the peer is gone.
+      const ssize_t sent = scm_rights::Send(conn->fd, &iov, 1, &memfd, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+      close(memfd);
+      if (sent == static_cast<ssize_t>(kReadyLength)) {
+        conn->ring = std::move(ring);
+        rings_++;
+        return;
+      }
+      if (sent > 0) {
+        Close(conn, "the Ready frame went out in part");
+        return;
+      }
+      why = std::string("sendmsg: ") + strerror(errno);
+    }
+    queue_->PushError("decision channel: no shared-memory rings for session " + std::to_string(conn->session) + " (" +
+                      why + "); its frames travel on the socket");
+    const uint16_t none = 0;
+    memcpy(frame + offsetof(FrameHeader, flags), &none, sizeof none);
+  }
+  memcpy(conn->out.Append(kReadyLength), frame, kReadyLength);
   MarkDirty(conn);
-  PushChannelEvent(session, true, "");
-  return true;
 }
 
 bool DecisionChannel::QueueNotification(ChannelConn* conn, const Event& event, const char* blob,
@@ -269,13 +349,35 @@ bool DecisionChannel::QueueNotification(ChannelConn* conn, const Event& event, c
   size_t length = sizeof(FrameHeader) + sizeof(NotificationBody) + name_length;
   for (uint8_t k = 0; k < event.string_count; k++) length += sizeof(StringHeader) + event.strings[k].text.length;
   length += sizeof(decision_channel::NotificationTrailer) + id_length;
+  if (conn->ring != nullptr) {
+    if (frame_scratch_.size() < length) frame_scratch_.resize(length);
+    EncodeNotification(frame_scratch_.data(), length, event, name, name_length, blob, container_id, id_length);
+    const int put = conn->ring->PutNotification(frame_scratch_.data(), static_cast<uint32_t>(length));
+    if (put < 0) {
+      Close(conn, "bad ring: the control plane's index of the notifications ring is impossible");
+      return false;
+    }
+    if (put == 1) {
+      conn->ring_put = true;
+      MarkDirty(conn);
+      return true;
+    }
+    // The ring is full: the socket takes it (the control plane reads both).
+  }
   if (conn->out.size() + length > kMaxOutput) {
     Close(conn, "more than " + std::to_string(kMaxOutput / (1024 * 1024)) +
                     " MiB of notifications queued: the control plane does not read them; its session's new "
                     "notifications go to the data plane's JavaScript");
     return false;
   }
-  char* p = conn->out.Append(length);
+  if (conn->ring != nullptr) memcpy(conn->out.Append(length), frame_scratch_.data(), length);
+  else EncodeNotification(conn->out.Append(length), length, event, name, name_length, blob, container_id, id_length);
+  MarkDirty(conn);
+  return true;
+}
+
+void DecisionChannel::EncodeNotification(char* p, size_t length, const Event& event, const char* name, size_t name_length,
+                                         const char* blob, const std::string& container_id, size_t id_length) const {
   PutHeader(p, static_cast<uint32_t>(length), decision_channel::kNotification);
   const uint16_t flags = decision_channel::kFlagTrailer;
   memcpy(p + offsetof(FrameHeader, flags), &flags, sizeof flags);
@@ -313,8 +415,6 @@ bool DecisionChannel::QueueNotification(ChannelConn* conn, const Event& event, c
   memcpy(p, &trailer, sizeof trailer);
   p += sizeof trailer;
   if (id_length > 0) memcpy(p, container_id.data(), id_length);
-  MarkDirty(conn);
-  return true;
 }
 
 void DecisionChannel::MarkDirty(ChannelConn* conn) {
@@ -326,7 +426,12 @@ void DecisionChannel::MarkDirty(ChannelConn* conn) {
 void DecisionChannel::FlushAll() {
   for (ChannelConn* conn : dirty_) {
     conn->dirty = false;
-    if (!conn->closed && !conn->want_out) Write(conn);
+    if (conn->closed) continue;
+    if (conn->ring_put) {
+      conn->ring_put = false;
+      if (conn->ring->ControlPlaneToWake()) PutHeader(conn->out.Append(sizeof(FrameHeader)), sizeof(FrameHeader), decision_channel::kWake);
+    }
+    if (!conn->want_out && conn->out.size() > 0) Write(conn);
   }
   dirty_.clear();
   closed_.clear();
@@ -377,6 +482,7 @@ void DecisionChannel::Close(ChannelConn* conn, const std::string& reason) {
   close(conn->fd);
   conn->fd = -1;
   conn->closed = true;
+  if (conn->ring != nullptr) rings_--;
   if (conn->session != 0) {
     sessions_->UnbindChannel(conn, conn->session);
     PushChannelEvent(conn->session, false, reason);
@@ -440,6 +546,7 @@ void DecisionChannel::CloseAll() {
   conns_.clear();
   closed_.clear();
   dirty_.clear();
+  rings_ = 0;
   if (listener_ != nullptr) close(listener_->fd);
   listener_.reset();
   paused_ = nullptr;

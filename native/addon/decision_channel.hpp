@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "channel_ring.hpp"
 #include "decision_channel.h"
 #include "epoll_source.hpp"
 #include "event_queue.hpp"
@@ -46,6 +47,8 @@ struct ChannelConn : EpollSource {
   std::unique_ptr<char[]> in;
   size_t in_len = 0;
   ChannelOutput out;
+  std::unique_ptr<ChannelRing> ring;  // when the Hello asked for the shared-memory rings
+  bool ring_put = false;              // notifications went into the ring this iteration
 };
 
 // The engine's side: sessions and the notifications they own. Engine thread, no lock held.
@@ -80,6 +83,16 @@ class DecisionChannel {
   // event.ns) of container `container_id` to `conn`. False when it cannot take it (closed, or its
   // output went over the bound: then it is closed).
   bool QueueNotification(ChannelConn* conn, const Event& event, const char* blob, const std::string& container_id);
+  // Engine thread, each iteration: applies the decisions waiting in every connection's ring;
+  // returns how many it read.
+  size_t PollRings();
+  // Engine thread, before it blocks in epoll_wait: tells every ring's control plane it sleeps
+  // (a decision put then comes with a kWake on the socket). False when decisions came meanwhile:
+  // do not block. Awake() after the wait.
+  bool MaySleep();
+  void Awake();
+  bool HasRings() const { return rings_ > 0; }
+
   // Engine thread: closes the connection bound to `session`, if any ('channel' closed, `reason`).
   void CloseSession(uint64_t session, const char* reason);
   // Engine thread, at the end of each epoll iteration: one write per connection with output
@@ -99,7 +112,14 @@ class DecisionChannel {
   void Read(ChannelConn* conn);
   // Parses the complete frames in conn->in; false when the connection was closed.
   bool ParseFrames(ChannelConn* conn);
-  bool OnHello(ChannelConn* conn, const char* body, size_t length);
+  // Applies the whole frames of in[0, length) and sets *consumed to their bytes; false when the
+  // connection was closed (a bad frame).
+  bool ParseFrameBytes(ChannelConn* conn, const char* in, size_t length, size_t* consumed);
+  bool OnHello(ChannelConn* conn, uint16_t flags, const char* body, size_t length);
+  // The Ready frame, with the rings' memfd when the Hello asked for them and they could be made.
+  void SendReady(ChannelConn* conn, bool want_ring);
+  void EncodeNotification(char* p, size_t length, const Event& event, const char* name, size_t name_length,
+                          const char* blob, const std::string& container_id, size_t id_length) const;
   void Write(ChannelConn* conn);
   void MarkDirty(ChannelConn* conn);
   void Close(ChannelConn* conn, const std::string& reason);
@@ -121,6 +141,9 @@ class DecisionChannel {
   std::vector<std::unique_ptr<ChannelConn>> closed_;  // freed by FlushAll
   std::vector<ChannelConn*> dirty_;
   std::vector<decision_channel::DecisionBody> decisions_;
+  std::vector<char> frame_scratch_;          // a notification frame on its way into a ring
+  std::unique_ptr<char[]> ring_in_;           // decisions taken from a ring (kToEngineBytes)
+  size_t rings_ = 0;                          // open connections with rings
   uint64_t next_seq_ = 1;
   uint64_t next_deadline_ = UINT64_MAX;
   const int64_t wall_offset_ns_;  // CLOCK_REALTIME - CLOCK_MONOTONIC when made: a frame's receivedAt

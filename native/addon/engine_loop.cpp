@@ -55,7 +55,12 @@ void Engine::Run() {
       continue;
     }
     const uint64_t wake = busy_until_ns_ > now ? now : NextWakeNs();
-    const int n = epoll_wait(primary_->epoll_fd, events, kMaxEpollEvents, WaitTimeoutMs(primary_, wake, now));
+    int timeout = WaitTimeoutMs(primary_, wake, now);
+    // A control plane on shared-memory rings wakes a blocked engine thread only if told it blocks.
+    const bool told_sleep = timeout != 0 && channel_->HasRings() && channel_->MaySleep();
+    if (timeout != 0 && channel_->HasRings() && !told_sleep) timeout = 0;
+    const int n = epoll_wait(primary_->epoll_fd, events, kMaxEpollEvents, timeout);
+    if (told_sleep) channel_->Awake();
     // Busy polling is for an idle CPU: a task runnable here (another container's lane, a workload)
     // runs first rather than waiting out the spin.
     if (n == 0 && busy_until_ns_ > now) sched_yield();
@@ -100,11 +105,13 @@ void Engine::Run() {
     }
     if (primary_->has_inbox.load(std::memory_order_acquire)) TakeInbox(primary_);
     if (has_deferred_.load(std::memory_order_acquire)) DecideDeferred();
+    // Decisions a control plane put in its ring (no epoll event says so: they are looked for).
+    const size_t ring_decisions = channel_->HasRings() ? channel_->PollRings() : 0;
     // One write per channel for every frame this iteration produced.
     channel_->FlushAll();
     // Only while decisions are in flight: an iteration that forwarded none (the fast path, the
     // default) with none outstanding takes no lock here.
-    if (n > 0 && options_.busy_poll_ns != 0 && (busy_until_ns_ != 0 || forwarded_)) {
+    if ((n > 0 || ring_decisions > 0) && options_.busy_poll_ns != 0 && (busy_until_ns_ != 0 || forwarded_)) {
       forwarded_ = false;
       std::lock_guard<std::mutex> lock(mu_);
       busy_until_ns_ = pending_.empty() ? 0 : MonotonicNs() + options_.busy_poll_ns;

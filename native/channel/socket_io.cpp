@@ -2,11 +2,16 @@
 // each, with no stream machinery, no callback scope and no exception for "nothing yet" (-EAGAIN
 // is a return value). The control plane calls them from its busy poll (docs/decision-channel.md).
 #include <errno.h>
-#include <node_api.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
-namespace {
+#include <vector>
+
+#include "channel_io.hpp"
+#include "scm_rights.h"
+
+namespace channel_io {
 
 // (fd, bytes) -> the fd and the bytes' memory; false (a TypeError thrown) for anything else.
 bool Arguments(napi_env env, napi_callback_info info, const char* usage, int32_t* fd, uint8_t** data, size_t* length) {
@@ -58,15 +63,35 @@ napi_value Send(napi_env env, napi_callback_info info) {
   return Result(env, n);
 }
 
-napi_value Init(napi_env env, napi_value exports) {
+// recvWithFd(fd, into: Uint8Array) -> [bytes read | -errno, the fd that came with them | -1]: the
+// handshake's read, whose Ready frame may carry the rings' memfd. Any further fd is closed.
+napi_value RecvWithFd(napi_env env, napi_callback_info info) {
+  int32_t fd;
+  uint8_t* data;
+  size_t length;
+  if (!Arguments(env, info, "recvWithFd(fd: number, into: Uint8Array)", &fd, &data, &length)) return nullptr;
+  struct iovec iov = {data, length};
+  std::vector<int> fds;
+  bool truncated = false;
+  const ssize_t n = scm_rights::Receive(fd, &iov, 1, MSG_DONTWAIT, &fds, &truncated);
+  const int err = errno;
+  for (size_t i = 1; i < fds.size(); i++) close(fds[i]);
+  napi_value result, count, received;
+  napi_create_array_with_length(env, 2, &result);
+  napi_create_int32(env, n < 0 ? -err : static_cast<int32_t>(n), &count);
+  napi_create_int32(env, fds.empty() ? -1 : fds[0], &received);
+  napi_set_element(env, result, 0, count);
+  napi_set_element(env, result, 1, received);
+  return result;
+}
+
+void RegisterSocketIo(napi_env env, napi_value exports) {
   const napi_property_descriptor functions[] = {
       {"recv", nullptr, Recv, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"send", nullptr, Send, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"recvWithFd", nullptr, RecvWithFd, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
   };
   napi_define_properties(env, exports, sizeof functions / sizeof functions[0], functions);
-  return exports;
 }
 
-}  // namespace
-
-NAPI_MODULE(seccomp_channel_io, Init)
+}  // namespace channel_io

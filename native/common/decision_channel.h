@@ -18,6 +18,7 @@ enum FrameType : uint16_t {
   kReady = 2,         // data plane -> control plane: the token matched; notifications follow
   kNotification = 3,  // data plane -> control plane
   kDecision = 4,      // control plane -> data plane
+  kWake = 5,          // either way, header only: the rings have frames for a side that slept (decision_ring.h)
 };
 
 struct FrameHeader {
@@ -30,6 +31,10 @@ enum FrameFlags : uint16_t {
   // kNotification: a NotificationTrailer (and its container id) follows the strings. Readers that
   // predate it stop after the strings and never see it.
   kFlagTrailer = 1,
+  // kHello: the control plane asks for the shared-memory rings (decision_ring.h). kReady: they
+  // came with it, the memfd attached (SCM_RIGHTS). An engine that predates them ignores the flag
+  // and sends a plain Ready.
+  kFlagRing = 2,
 };
 static_assert(sizeof(FrameHeader) == 8, "header layout");
 

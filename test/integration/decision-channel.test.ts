@@ -142,7 +142,7 @@ test('decision channel hello: the right token gets Ready; a mkdir arrives as a N
   assert.equal(fs.statSync(h.channelSocket).mode & 0o777, 0o600);
   const token = h.open(1);
   const client = await h.attachChannel(token);
-  assert.deepEqual(client.frames[0], { type: 'ready', session: 1n });
+  assert.deepEqual(client.frames[0], { type: 'ready', session: 1n, ring: false });
   const connected = await h.waitFor((e) => e.type === 'channel', 'the channel event');
   assert.deepEqual(connected, { type: 'channel', session: 1, state: 'connected', reason: '' });
 

@@ -15,7 +15,9 @@ const ADDON = {
   latencyBucketsNs: true, eventLayout: true, emulations: true, suffixedPath: true,
 } satisfies Record<keyof NativeAddon, true>;
 
-const CHANNEL_IO = { recv: true, send: true } satisfies Record<keyof ChannelIo, true>;
+const CHANNEL_IO = {
+  recv: true, send: true, recvWithFd: true, ringOpen: true, ringTake: true, ringPut: true, ringMaySleep: true, ringAwake: true, ringClose: true,
+} satisfies Record<keyof ChannelIo, true>;
 
 const TEST_ADDON = { Emulator: true, emulatorTestSupport: true } satisfies Record<keyof EmulatorAddon, true>;
 
@@ -50,6 +52,7 @@ test('channel-connection.ts: the control plane\'s channel addon exports exactly 
   assert.throws(() => io.recv('3' as unknown as number, Buffer.alloc(1)), TypeError);
   assert.throws(() => io.send(3, 'bytes' as unknown as Uint8Array), TypeError);
   assert.equal(io.recv(-1, Buffer.alloc(1)), -9, 'a bad fd is -EBADF, not an exception');
+  assert.throws(() => io.ringTake({} as never, Buffer.alloc(1)), TypeError, 'only a ring from ringOpen');
 });
 
 test('emulator-addon.ts: the test-only addon exports exactly what EmulatorAddon declares', () => {
