@@ -247,8 +247,8 @@ bool DecisionChannel::ParseFrameBytes(ChannelConn* conn, const char* in, size_t 
   return true;
 }
 
-size_t DecisionChannel::PollRings() {
-  size_t frames = 0;
+bool DecisionChannel::PollRings() {
+  bool took = false;
   for (size_t i = 0; i < conns_.size(); i++) {
     ChannelConn* conn = conns_[i].get();
     if (conn->ring == nullptr || conn->closed) continue;
@@ -263,9 +263,9 @@ size_t DecisionChannel::PollRings() {
     if (!ParseFrameBytes(conn, ring_in_.get(), static_cast<size_t>(n), &consumed)) continue;
     // The control plane puts whole frames: a part of one is not a frame that comes later.
     if (consumed != static_cast<size_t>(n)) Close(conn, "bad ring: a partial frame in the decisions ring");
-    frames += static_cast<size_t>(n) / (sizeof(FrameHeader) + sizeof(DecisionBody));
+    took = true;
   }
-  return frames;
+  return took;
 }
 
 bool DecisionChannel::MaySleep() {

@@ -84,8 +84,8 @@ class DecisionChannel {
   // output went over the bound: then it is closed).
   bool QueueNotification(ChannelConn* conn, const Event& event, const char* blob, const std::string& container_id);
   // Engine thread, each iteration: applies the decisions waiting in every connection's ring;
-  // returns how many it read.
-  size_t PollRings();
+  // true when it took any.
+  bool PollRings();
   // Engine thread, before it blocks in epoll_wait: tells every ring's control plane it sleeps
   // (a decision put then comes with a kWake on the socket). False when decisions came meanwhile:
   // do not block. Awake() after the wait.

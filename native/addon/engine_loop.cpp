@@ -106,12 +106,12 @@ void Engine::Run() {
     if (primary_->has_inbox.load(std::memory_order_acquire)) TakeInbox(primary_);
     if (has_deferred_.load(std::memory_order_acquire)) DecideDeferred();
     // Decisions a control plane put in its ring (no epoll event says so: they are looked for).
-    const size_t ring_decisions = channel_->HasRings() ? channel_->PollRings() : 0;
+    const bool ring_decisions = channel_->HasRings() && channel_->PollRings();
     // One write per channel for every frame this iteration produced.
     channel_->FlushAll();
     // Only while decisions are in flight: an iteration that forwarded none (the fast path, the
     // default) with none outstanding takes no lock here.
-    if ((n > 0 || ring_decisions > 0) && options_.busy_poll_ns != 0 && (busy_until_ns_ != 0 || forwarded_)) {
+    if ((n > 0 || ring_decisions) && options_.busy_poll_ns != 0 && (busy_until_ns_ != 0 || forwarded_)) {
       forwarded_ = false;
       std::lock_guard<std::mutex> lock(mu_);
       busy_until_ns_ = pending_.empty() ? 0 : MonotonicNs() + options_.busy_poll_ns;

@@ -50,6 +50,13 @@ napi_value Str(napi_env env, const std::string& text) {
   return value;
 }
 
+// A ring call's own result (not a syscall's: no errno in it).
+napi_value Int(napi_env env, int32_t value) {
+  napi_value result;
+  napi_create_int32(env, value, &result);
+  return result;
+}
+
 // The ring of argv[0], or null (a TypeError thrown) when it is not one, or is closed and `open`.
 Ring* RingOf(napi_env env, napi_callback_info info, size_t* argc, napi_value* argv, const char* usage, bool open = true) {
   bool tagged = false;
@@ -117,48 +124,53 @@ napi_value RingOpen(napi_env env, napi_callback_info info) {
   return external;
 }
 
+// (ring, bytes: Uint8Array) -> the ring and the bytes' memory; false (a TypeError thrown) otherwise.
+bool RingAndBytes(napi_env env, napi_callback_info info, const char* usage, Ring** ring, char** data, size_t* length) {
+  size_t argc = 2;
+  napi_value argv[2];
+  *ring = RingOf(env, info, &argc, argv, usage);
+  if (*ring == nullptr) return false;
+  void* bytes = nullptr;
+  napi_typedarray_type type;
+  if (argc < 2 || napi_get_typedarray_info(env, argv[1], &type, length, &bytes, nullptr, nullptr) != napi_ok ||
+      type != napi_uint8_array) {
+    napi_throw_type_error(env, nullptr, usage);
+    return false;
+  }
+  *data = static_cast<char*>(bytes);
+  return true;
+}
+
 // ringTake(ring, into: Uint8Array) -> bytes copied (0: none; a frame cut by the room goes on in the
 // next take), or -1: the engine's index is impossible.
 napi_value RingTake(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
-  Ring* ring = RingOf(env, info, &argc, argv, "ringTake(ring, into: Uint8Array)");
-  if (ring == nullptr) return nullptr;
-  void* data = nullptr;
-  size_t length = 0;
-  napi_typedarray_type type;
-  if (argc < 2 || napi_get_typedarray_info(env, argv[1], &type, &length, &data, nullptr, nullptr) != napi_ok ||
-      type != napi_uint8_array) {
-    napi_throw_type_error(env, nullptr, "ringTake(ring, into: Uint8Array)");
-    return nullptr;
-  }
+  Ring* ring;
+  char* data;
+  size_t length;
+  if (!RingAndBytes(env, info, "ringTake(ring, into: Uint8Array)", &ring, &data, &length)) return nullptr;
   const uint32_t room = length > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(length);
-  return Result(env, static_cast<ssize_t>(decision_channel::RingTake(&ring->in, static_cast<char*>(data), room)));
+  return Int(env, static_cast<int32_t>(decision_channel::RingTake(&ring->in, data, room)));
 }
 
 // ringPut(ring, bytes: Uint8Array) -> 1 put (and the engine woken if it slept), 0 no room, -1 the
 // engine's index is impossible.
 napi_value RingPut(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
-  Ring* ring = RingOf(env, info, &argc, argv, "ringPut(ring, bytes: Uint8Array)");
-  if (ring == nullptr) return nullptr;
-  void* data = nullptr;
-  size_t length = 0;
-  napi_typedarray_type type;
-  if (argc < 2 || napi_get_typedarray_info(env, argv[1], &type, &length, &data, nullptr, nullptr) != napi_ok ||
-      type != napi_uint8_array || length > kToEngineBytes) {
+  Ring* ring;
+  char* data;
+  size_t length;
+  if (!RingAndBytes(env, info, "ringPut(ring, bytes: Uint8Array of at most the ring's size)", &ring, &data, &length)) return nullptr;
+  if (length > kToEngineBytes) {
     napi_throw_type_error(env, nullptr, "ringPut(ring, bytes: Uint8Array of at most the ring's size)");
     return nullptr;
   }
-  const int put = decision_channel::RingPut(&ring->out, static_cast<const char*>(data), static_cast<uint32_t>(length));
+  const int put = decision_channel::RingPut(&ring->out, data, static_cast<uint32_t>(length));
   if (put == 1 && decision_channel::RingShouldWake(&ring->header->engine_sleeps.value)) {
     decision_channel::FrameHeader wake = {sizeof(decision_channel::FrameHeader), decision_channel::kWake, 0};
     // Full socket: it holds wake-ups (or frames) enough already for the engine to look.
     while (send(ring->socket_fd, &wake, sizeof wake, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno == EINTR) {
     }
   }
-  return Result(env, put);
+  return Int(env, put);
 }
 
 // ringMaySleep(ring) -> false when notifications came meanwhile (poll on); true: the engine now

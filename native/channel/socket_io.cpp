@@ -39,28 +39,29 @@ napi_value Result(napi_env env, ssize_t n) {
   return value;
 }
 
-// recv(fd, into: Uint8Array) -> bytes read, 0 at end of stream, or -errno (-EAGAIN: nothing yet).
-napi_value Recv(napi_env env, napi_callback_info info) {
+// One nonblocking syscall on (fd, bytes) from JS, EINTR retried: its count, or -errno.
+template <typename Syscall>
+napi_value Call(napi_env env, napi_callback_info info, const char* usage, Syscall syscall) {
   int32_t fd;
   uint8_t* data;
   size_t length;
-  if (!Arguments(env, info, "recv(fd: number, into: Uint8Array)", &fd, &data, &length)) return nullptr;
+  if (!Arguments(env, info, usage, &fd, &data, &length)) return nullptr;
   ssize_t n;
-  do n = recv(fd, data, length, MSG_DONTWAIT);
+  do n = syscall(fd, data, length);
   while (n < 0 && errno == EINTR);
   return Result(env, n);
 }
 
+// recv(fd, into: Uint8Array) -> bytes read, 0 at end of stream, or -errno (-EAGAIN: nothing yet).
+napi_value Recv(napi_env env, napi_callback_info info) {
+  return Call(env, info, "recv(fd: number, into: Uint8Array)",
+              [](int fd, uint8_t* data, size_t length) { return recv(fd, data, length, MSG_DONTWAIT); });
+}
+
 // send(fd, bytes: Uint8Array) -> bytes written (maybe fewer than given), or -errno (-EAGAIN: full).
 napi_value Send(napi_env env, napi_callback_info info) {
-  int32_t fd;
-  uint8_t* data;
-  size_t length;
-  if (!Arguments(env, info, "send(fd: number, bytes: Uint8Array)", &fd, &data, &length)) return nullptr;
-  ssize_t n;
-  do n = send(fd, data, length, MSG_DONTWAIT | MSG_NOSIGNAL);
-  while (n < 0 && errno == EINTR);
-  return Result(env, n);
+  return Call(env, info, "send(fd: number, bytes: Uint8Array)",
+              [](int fd, uint8_t* data, size_t length) { return send(fd, data, length, MSG_DONTWAIT | MSG_NOSIGNAL); });
 }
 
 // recvWithFd(fd, into: Uint8Array) -> [bytes read | -errno, the fd that came with them | -1]: the

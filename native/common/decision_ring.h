@@ -19,7 +19,7 @@ namespace decision_channel {
 
 constexpr uint32_t kRingMagic = 0x31524353;  // "SCR1"
 constexpr uint32_t kRingHeaderBytes = 4096;
-constexpr uint32_t kToControlPlaneBytes = 1u << 20;  // notifications (~150 bytes each): ~7,000
+constexpr uint32_t kToControlPlaneBytes = 256u << 10;  // notifications (~150 bytes each): ~1,700
 constexpr uint32_t kToEngineBytes = 256u << 10;      // decisions (40 bytes each): ~6,500
 constexpr uint32_t kRingFileBytes = kRingHeaderBytes + kToControlPlaneBytes + kToEngineBytes;
 

@@ -18,7 +18,7 @@ import { waitUntil } from '../support/wait';
 /** decision_ring.h's RingHeader: where the control plane's index of the decisions ring is. */
 const TO_ENGINE_TAIL_OFFSET = 256;
 const RING_HEADER_BYTES = 4096;
-const TO_CONTROL_PLANE_BYTES = 1 << 20;
+const TO_CONTROL_PLANE_BYTES = 256 << 10;
 
 class Harness extends EngineHarness {
   readonly channelSocket: string;
