@@ -22,6 +22,7 @@ class ChannelRing {
   int PutNotification(const char* frame, uint32_t length) { return decision_channel::RingPut(&out_, frame, length); }
   // RingTake of the decisions waiting, into `into` (kToEngineBytes): the byte count, or -1.
   int64_t TakeDecisions(char* into) { return decision_channel::RingTake(&in_, into, decision_channel::kToEngineBytes); }
+  bool HasDecisions() const { return decision_channel::RingHasData(in_); }
   // After notifications were put: whether the control plane slept and must be sent a kWake.
   bool ControlPlaneToWake() { return decision_channel::RingShouldWake(&header_->control_plane_sleeps.value); }
   // Before the engine thread blocks: false when decisions came meanwhile (do not block).

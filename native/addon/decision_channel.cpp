@@ -277,6 +277,13 @@ bool DecisionChannel::MaySleep() {
   return may;
 }
 
+bool DecisionChannel::RingsHaveData() const {
+  for (const auto& conn : conns_) {
+    if (conn->ring != nullptr && !conn->closed && conn->ring->HasDecisions()) return true;
+  }
+  return false;
+}
+
 void DecisionChannel::Awake() {
   for (const auto& conn : conns_) {
     if (conn->ring != nullptr && !conn->closed) conn->ring->EngineAwake();

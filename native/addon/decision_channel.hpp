@@ -91,6 +91,8 @@ class DecisionChannel {
   // do not block. Awake() after the wait.
   bool MaySleep();
   void Awake();
+  // Engine thread: whether a ring holds decisions (a load per ring, no syscall).
+  bool RingsHaveData() const;
   bool HasRings() const { return rings_ > 0; }
 
   // Engine thread: closes the connection bound to `session`, if any ('channel' closed, `reason`).

@@ -303,6 +303,7 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // Engine thread: the predecessor's notifications no helper did, decided as if just received.
   void DecideDeferred();
   uint64_t NextWakeNs();                                       // engine thread
+  bool AwaitRings();                                           // engine thread, busy polling
   void WakeThread() { WakeLane(primary_); }                   // any thread: the loop iterates once
   static void WakeLane(Lane* lane);                            // any thread
   // The lane: the epoll timeout for a wake-up due at `wake_ns` (0 or -1; arms its timer_fd).

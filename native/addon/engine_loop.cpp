@@ -26,6 +26,9 @@ constexpr uint32_t kMaxRecvFailures = 1000;  // consecutive unexpected RECV erro
 // A visitor of lane 0 answered this many times in a row without asking goes home: a move costs an
 // epoll_ctl on each side and a wake-up, so a container that asks now and then is not bounced.
 constexpr uint32_t kGoHomeAfter = 32;
+// How long lane 0 looks at the rings, between two polls, for a decision (docs/benchmarks.md,
+// stop 31: 1.2 µs off a control-plane decision against yielding at once).
+constexpr uint64_t kRingLookNs = 3000;
 
 }  // namespace
 
@@ -63,7 +66,8 @@ void Engine::Run() {
     if (told_sleep) channel_->Awake();
     // Busy polling is for an idle CPU: a task runnable here (another container's lane, a workload)
     // runs first rather than waiting out the spin.
-    if (n == 0 && busy_until_ns_ > now) sched_yield();
+    // A decision put in a ring wakes no epoll: look at the rings for a moment first (a load each).
+    if (n == 0 && busy_until_ns_ > now && !(channel_->HasRings() && AwaitRings())) sched_yield();
     if (n < 0) {
       if (errno == EINTR) continue;
       queue_->PushError("epoll_wait failed: " + ErrnoText(errno) + "; retrying in 10 ms");
@@ -133,6 +137,15 @@ void Engine::Run() {
   }
   DrainTally(primary_);
   MarkEnded(primary_);
+}
+
+// Engine thread, busy polling: true as soon as a ring holds decisions, false after kRingLookNs.
+bool Engine::AwaitRings() {
+  const uint64_t until = MonotonicNs() + kRingLookNs;
+  do {
+    if (channel_->RingsHaveData()) return true;
+  } while (MonotonicNs() < until);
+  return false;
 }
 
 // Engine thread. pending_.NextDeadline() is read without mu_: only this thread adds deadlines
