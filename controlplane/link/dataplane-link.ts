@@ -11,7 +11,7 @@ import { HOLD_FEATURE } from '../../common/hold-feature';
 import type { Logger } from '../../common/logger';
 import { VERSION } from '../../common/version';
 import { performance } from 'node:perf_hooks';
-import { ChannelConnection, loadChannelIo, type ChannelIo } from './channel-connection';
+import { ChannelConnection, loadChannelIo } from './channel-connection';
 import { FairQueue } from './fair-queue';
 import type {
   AttachRequest,
@@ -58,8 +58,6 @@ export interface DataPlaneLinkOptions {
   channel?: boolean;
   /** After channel traffic, keep the event loop polling this long instead of sleeping (0/absent: off). */
   busyPollMs?: number;
-  /** The channel's nonblocking reads and writes while polling (default: the built addon; null: libuv's stream). */
-  channelIo?: ChannelIo | null;
   /**
    * After a handover, how long to watch for the successor going away; attach again (no takeover)
    * when no control plane is attached within it. 0/absent: idle at once ('idle' event).
@@ -353,7 +351,7 @@ export class DataPlaneLink extends EventEmitter {
 
   private openChannel(socketPath: string, token: Uint8Array): void {
     const channel: ChannelConnection = new ChannelConnection(
-      { socketPath, token, busyPollMs: this.options.busyPollMs ?? 0, io: this.options.channelIo === undefined ? loadChannelIo() : this.options.channelIo },
+      { socketPath, token, busyPollMs: this.options.busyPollMs ?? 0, io: loadChannelIo() },
       {
         onFrame: (frame) => {
           if (frame.type === 'ready') {
