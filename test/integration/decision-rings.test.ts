@@ -193,3 +193,30 @@ test('decision rings: with busy polling off a control plane does not ask for the
   assert.ok(connection.framesRead.socket >= 1);
   assert.equal(connection.framesRead.ring, 0);
 });
+
+test('decision rings: a full notifications ring spills onto the socket; the control plane decides both, each notification once', async (t) => {
+  const h = new Harness(t, { busyPollUs: 200 });
+  const token = h.open(1);
+  const addon = io();
+  // A control plane that does not look at its ring until told: the ring fills up.
+  let taking = false;
+  const slow: ChannelIo = { ...addon, ringTake: (ring, into) => (taking ? addon.ringTake(ring, into) : 0) };
+  const { connection, seen } = controlPlane(t, h, token, { busyPollMs: 200, channelIo: slow });
+  await waitUntil(() => seen.ready !== null, 10_000, 'the Ready');
+  assert.equal(connection.usesRings, true);
+  // Each notification carries a ~4,000-byte path, so about 63 fill the 256 KiB ring.
+  const count = 80;
+  const long = (i: number) => path.join(h.dir, `${i}-`.padEnd(4000 - h.dir.length, 'x'));
+  const runs = Array.from({ length: count }, (_, i) => h.mkdir(long(i)));
+  await waitUntil(() => connection.framesRead.socket >= count - 64, 20_000, `the ring full and the rest on the socket (socket ${connection.framesRead.socket})`);
+  assert.equal(connection.framesRead.ring, 0);
+  taking = true;
+  const exits = await Promise.all(runs.map((r) => r.exit));
+  // The kernel refuses a name this long (ENAMETOOLONG) once the control plane lets the call go on.
+  assert.ok(exits.every((e) => e.code === 1 && /File name too long/.test(e.stderr)), exits.map((e) => `${e.code} ${e.stderr.trim()}`).join('\n'));
+  const seenPaths = seen.notifications.flatMap((n) => n.stringArgs.map((s) => s.value)).filter((p) => p.length > 3000).sort();
+  assert.deepEqual(seenPaths, Array.from({ length: count }, (_, i) => long(i)).sort(), 'each notification once');
+  assert.ok(connection.framesRead.ring > 0, 'the ring\'s after it was looked at');
+  assert.equal(connection.framesRead.ring + connection.framesRead.socket, seen.notifications.length);
+  assert.equal(h.engine.stats().pending, 0);
+});
