@@ -13,7 +13,6 @@
 namespace seccomp_agent {
 
 using decision_channel::kRingFileBytes;
-using decision_channel::kRingHeaderBytes;
 using decision_channel::kToControlPlaneBytes;
 using decision_channel::kToEngineBytes;
 
@@ -47,15 +46,7 @@ std::unique_ptr<ChannelRing> ChannelRing::Create(int* memfd, std::string* error)
   header->to_control_plane_bytes = kToControlPlaneBytes;
   header->to_engine_bytes = kToEngineBytes;
   ring->header_ = header;
-  char* base = static_cast<char*>(map);
-  ring->out_.data = base + kRingHeaderBytes;
-  ring->out_.capacity = kToControlPlaneBytes;
-  ring->out_.my_word = &header->to_control_plane_tail.value;
-  ring->out_.their_word = &header->to_control_plane_head.value;
-  ring->in_.data = base + kRingHeaderBytes + kToControlPlaneBytes;
-  ring->in_.capacity = kToEngineBytes;
-  ring->in_.my_word = &header->to_engine_head.value;
-  ring->in_.their_word = &header->to_engine_tail.value;
+  decision_channel::AttachEnds(static_cast<char*>(map), decision_channel::RingSide::kEngine, &ring->out_, &ring->in_);
   *memfd = fd.Release();
   return ring;
 }

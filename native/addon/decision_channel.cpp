@@ -13,7 +13,6 @@
 
 #include "monotonic_clock.h"
 #include "path_args.h"
-#include "scm_rights.h"
 #include "seccomp_compat.h"
 #include "unix_socket.h"
 
@@ -43,14 +42,6 @@ const char* SyscallName(uint32_t arch, uint32_t nr) { return SyscallNameOf(arch,
 int64_t WallOffsetNs() {
   const uint64_t real = ClockNs(CLOCK_REALTIME);
   return static_cast<int64_t>(real) - static_cast<int64_t>(MonotonicNs());
-}
-
-void PutHeader(char* at, uint32_t length, uint16_t type) {
-  FrameHeader header;
-  header.length = length;
-  header.type = type;
-  header.flags = 0;
-  memcpy(at, &header, sizeof header);
 }
 
 }  // namespace
@@ -247,49 +238,6 @@ bool DecisionChannel::ParseFrameBytes(ChannelConn* conn, const char* in, size_t 
   return true;
 }
 
-bool DecisionChannel::PollRings() {
-  bool took = false;
-  for (size_t i = 0; i < conns_.size(); i++) {
-    ChannelConn* conn = conns_[i].get();
-    if (conn->ring == nullptr || conn->closed) continue;
-    if (ring_in_ == nullptr) ring_in_.reset(new char[decision_channel::kToEngineBytes]);
-    const int64_t n = conn->ring->TakeDecisions(ring_in_.get());
-    if (n < 0) {
-      Close(conn, "bad ring: the control plane's index of the decisions ring is impossible");
-      continue;
-    }
-    if (n == 0) continue;
-    size_t consumed = 0;
-    if (!ParseFrameBytes(conn, ring_in_.get(), static_cast<size_t>(n), &consumed)) continue;
-    // The control plane puts whole frames: a part of one is not a frame that comes later.
-    if (consumed != static_cast<size_t>(n)) Close(conn, "bad ring: a partial frame in the decisions ring");
-    took = true;
-  }
-  return took;
-}
-
-bool DecisionChannel::MaySleep() {
-  bool may = true;
-  for (const auto& conn : conns_) {
-    if (conn->ring != nullptr && !conn->closed && !conn->ring->EngineMaySleep()) may = false;
-  }
-  if (!may) Awake();
-  return may;
-}
-
-bool DecisionChannel::RingsHaveData() const {
-  for (const auto& conn : conns_) {
-    if (conn->ring != nullptr && !conn->closed && conn->ring->HasDecisions()) return true;
-  }
-  return false;
-}
-
-void DecisionChannel::Awake() {
-  for (const auto& conn : conns_) {
-    if (conn->ring != nullptr && !conn->closed) conn->ring->EngineAwake();
-  }
-}
-
 bool DecisionChannel::OnHello(ChannelConn* conn, uint16_t flags, const char* body, size_t length) {
   if (length < sizeof(decision_channel::HelloBody)) {
     Close(conn, "a Hello of " + std::to_string(length) + " bytes (the token is 16)");
@@ -307,44 +255,6 @@ bool DecisionChannel::OnHello(ChannelConn* conn, uint16_t flags, const char* bod
   SendReady(conn, (flags & decision_channel::kFlagRing) != 0);
   PushChannelEvent(session, true, conn->ring != nullptr ? "shared-memory rings" : "");
   return true;
-}
-
-void DecisionChannel::SendReady(ChannelConn* conn, bool want_ring) {
-  constexpr uint32_t kReadyLength = sizeof(FrameHeader) + sizeof(decision_channel::ReadyBody);
-  char frame[kReadyLength];
-  PutHeader(frame, kReadyLength, decision_channel::kReady);
-  decision_channel::ReadyBody ready;
-  ready.session = conn->session;
-  memcpy(frame + sizeof(FrameHeader), &ready, sizeof ready);
-  if (want_ring && conn->out.size() == 0) {
-    std::string why;
-    int memfd = -1;
-    std::unique_ptr<ChannelRing> ring = ChannelRing::Create(&memfd, &why);
-    if (ring != nullptr) {
-      const uint16_t flags = decision_channel::kFlagRing;
-      memcpy(frame + offsetof(FrameHeader, flags), &flags, sizeof flags);
-      struct iovec iov = {frame, kReadyLength};
-      // The first bytes on a fresh socket: they fit, whole, or the peer is gone.
-      const ssize_t sent = scm_rights::Send(conn->fd, &iov, 1, &memfd, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-      close(memfd);
-      if (sent == static_cast<ssize_t>(kReadyLength)) {
-        conn->ring = std::move(ring);
-        rings_++;
-        return;
-      }
-      if (sent > 0) {
-        Close(conn, "the Ready frame went out in part");
-        return;
-      }
-      why = std::string("sendmsg: ") + strerror(errno);
-    }
-    queue_->PushError("decision channel: no shared-memory rings for session " + std::to_string(conn->session) + " (" +
-                      why + "); its frames travel on the socket");
-    const uint16_t none = 0;
-    memcpy(frame + offsetof(FrameHeader, flags), &none, sizeof none);
-  }
-  memcpy(conn->out.Append(kReadyLength), frame, kReadyLength);
-  MarkDirty(conn);
 }
 
 bool DecisionChannel::QueueNotification(ChannelConn* conn, const Event& event, const char* blob,

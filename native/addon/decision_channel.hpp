@@ -3,10 +3,13 @@
 // the engine's epoll set: a connection must present a session token in a Hello within 5 s; once
 // bound, the engine queues Notification frames to it (one write per connection per epoll
 // iteration) and receives its Decision frames in batches. Sessions, ownership and answers are
-// the engine's (ChannelSessions); this file knows sockets and bytes.
+// the engine's (ChannelSessions); this file knows sockets and bytes. A connection that asked for
+// shared-memory rings gets them with its Ready (decision_channel_rings.cpp): its frames then go
+// through them, and the socket only wakes a side that sleeps.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +20,15 @@
 #include "event_queue.hpp"
 
 namespace seccomp_agent {
+
+// A frame header, flags 0, at `at` (frames are not aligned in a stream).
+inline void PutHeader(char* at, uint32_t length, uint16_t type) {
+  decision_channel::FrameHeader header;
+  header.length = length;
+  header.type = type;
+  header.flags = 0;
+  memcpy(at, &header, sizeof header);
+}
 
 // Queued output of one connection: appended at the tail, written from the head.
 class ChannelOutput {

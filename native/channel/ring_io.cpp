@@ -19,7 +19,6 @@ namespace channel_io {
 namespace {
 
 using decision_channel::kRingFileBytes;
-using decision_channel::kRingHeaderBytes;
 using decision_channel::kToControlPlaneBytes;
 using decision_channel::kToEngineBytes;
 
@@ -100,20 +99,10 @@ napi_value RingOpen(napi_env env, napi_callback_info info) {
     munmap(map, kRingFileBytes);
     return Str(env, "out of memory");
   }
-  char* base = static_cast<char*>(map);
   ring->map = map;
   ring->header = header;
   ring->socket_fd = socket_fd;
-  ring->in.data = base + kRingHeaderBytes;
-  ring->in.capacity = kToControlPlaneBytes;
-  ring->in.mine = header->to_control_plane_head.value.load(std::memory_order_acquire);
-  ring->in.my_word = &header->to_control_plane_head.value;
-  ring->in.their_word = &header->to_control_plane_tail.value;
-  ring->out.data = base + kRingHeaderBytes + kToControlPlaneBytes;
-  ring->out.capacity = kToEngineBytes;
-  ring->out.mine = header->to_engine_tail.value.load(std::memory_order_acquire);
-  ring->out.my_word = &header->to_engine_tail.value;
-  ring->out.their_word = &header->to_engine_head.value;
+  decision_channel::AttachEnds(static_cast<char*>(map), decision_channel::RingSide::kControlPlane, &ring->out, &ring->in);
   napi_value external;
   if (napi_create_external(env, ring, Finalize, nullptr, &external) != napi_ok ||
       napi_type_tag_object(env, external, &kRingTag) != napi_ok) {

@@ -57,6 +57,30 @@ struct RingEnd {
   std::atomic<uint32_t>* their_word = nullptr;
 };
 
+enum class RingSide { kEngine, kControlPlane };
+
+// The two ends `side` uses of the rings mapped at `base` (kRingFileBytes, header first): what it
+// puts (`out`: notifications for the engine, decisions for the control plane) and what it takes
+// (`in`), each from where its own index stands now.
+inline void AttachEnds(char* base, RingSide side, RingEnd* out, RingEnd* in) {
+  auto* header = reinterpret_cast<RingHeader*>(base);
+  RingEnd to_control_plane;
+  to_control_plane.data = base + kRingHeaderBytes;
+  to_control_plane.capacity = kToControlPlaneBytes;
+  RingEnd to_engine;
+  to_engine.data = base + kRingHeaderBytes + kToControlPlaneBytes;
+  to_engine.capacity = kToEngineBytes;
+  const bool engine = side == RingSide::kEngine;
+  *out = engine ? to_control_plane : to_engine;
+  out->my_word = engine ? &header->to_control_plane_tail.value : &header->to_engine_tail.value;
+  out->their_word = engine ? &header->to_control_plane_head.value : &header->to_engine_head.value;
+  *in = engine ? to_engine : to_control_plane;
+  in->my_word = engine ? &header->to_engine_head.value : &header->to_control_plane_head.value;
+  in->their_word = engine ? &header->to_engine_tail.value : &header->to_control_plane_tail.value;
+  out->mine = out->my_word->load(std::memory_order_acquire);
+  in->mine = in->my_word->load(std::memory_order_acquire);
+}
+
 // Producer: appends all of `bytes` or nothing. 1: put; 0: no room; -1: the peer's index is
 // impossible (more in use than the capacity).
 inline int RingPut(RingEnd* end, const char* bytes, uint32_t n) {
