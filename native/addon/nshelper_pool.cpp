@@ -48,7 +48,7 @@ void Reap(int pidfd, bool block) {
 }
 
 // The inode of /proc/<pid>/ns/mnt (namespace_link.h); 0: the task is gone.
-uint64_t MountNamespaceOf(pid_t pid) {
+uint64_t ReadMountNamespace(pid_t pid) {
   char path[64];
   snprintf(path, sizeof(path), "/proc/%d/ns/mnt", int(pid));
   NamespaceLinkText link;
@@ -153,7 +153,7 @@ void NsHelperPool::Submit(NsHelperJob job) {
   stat_in_flight_++;
   // Its namespace, read here only when some helper could take it directly (Route reads it otherwise).
   if (!options_.spawn_per_call && !p.job.precomputed && p.job.header.pid > 0 && ready_count_.load() > 0) {
-    p.key = MountNamespaceOf(pid_t(p.job.header.pid));
+    p.key = MountNamespaceOf(p.job.owner, pid_t(p.job.header.pid));
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -168,7 +168,17 @@ void NsHelperPool::Submit(NsHelperJob job) {
   Complete(p, nshelper::Response{}, ECANCELED);  // inline: the pool thread has finished
 }
 
+// Any thread: the key of (owner, pid), kept (mount_namespace_cache.hpp) or read now.
+uint64_t NsHelperPool::MountNamespaceOf(uint64_t owner, pid_t pid) {
+  uint64_t key = mount_keys_.Find(owner, pid);
+  if (key != 0) return key;
+  key = ReadMountNamespace(pid);
+  mount_keys_.Keep(owner, pid, key);
+  return key;
+}
+
 void NsHelperPool::Forget(uint64_t owner) {
+  mount_keys_.Forget(owner);
   std::lock_guard<std::mutex> lock(mutex_);
   if (closed_) return;
   forgotten_.push_back(owner);
@@ -295,17 +305,19 @@ void NsHelperPool::Run() {
     // answered its previous request just before this one arrived would otherwise put that answer
     // on this request's path, every time. Deaths are taken first, so that a request does not go
     // to a helper that is already gone.
+    bool timer_fired = false;
     for (int i = 0; i < n; ++i) {
       const uint64_t data = events[i].data.u64;
       if (data == kWakeId || data == kTimerId) {
         uint64_t count;
         (void)!read(data == kWakeId ? wake_ : timer_, &count, sizeof(count));
+        timer_fired |= data == kTimerId;
         continue;
       }
       auto it = helpers_.find(data >> 1);
       if (it != helpers_.end() && (data & 1)) OnExit(it->second.get());
     }
-    if (!stopping_.load()) DrainSubmissions();
+    if (!stopping_.load()) DrainSubmissions(timer_fired);
     for (int i = 0; i < n; ++i) {
       const uint64_t data = events[i].data.u64;
       if (data == kWakeId || data == kTimerId || (data & 1)) continue;
@@ -321,7 +333,7 @@ void NsHelperPool::Run() {
     std::lock_guard<std::mutex> lock(mutex_);
     closed_ = true;
   }
-  DrainSubmissions();
+  DrainSubmissions(true);
   for (auto& entry : helpers_) {
     Helper* h = entry.second.get();
     Reclaim(h);
@@ -344,7 +356,7 @@ void NsHelperPool::Run() {
   }
 }
 
-void NsHelperPool::DrainSubmissions() {
+void NsHelperPool::DrainSubmissions(bool timer_fired) {
   std::vector<Pending> batch;
   std::vector<DirectSent> direct;
   {
@@ -354,7 +366,11 @@ void NsHelperPool::DrainSubmissions() {
     std::lock_guard<std::mutex> lock(mutex_);
     batch.swap(submitted_);
     direct.swap(direct_sent_);
-    timer_armed_ns_ = 0;  // what it was armed for is adopted now and timed by NextTimeoutMs
+    // What the timer was armed for is adopted now and timed by NextTimeoutMs. It stays armed
+    // until it fires: a request sent after this one has a later deadline, so one wake-up at the
+    // earliest is enough for all, and the next direct send does not arm it again (a syscall on
+    // every emulated call's path, since the pool drains after every answer).
+    if (timer_fired) timer_armed_ns_ = 0;
     forgotten_taken_.insert(forgotten_taken_.end(), forgotten_.begin(), forgotten_.end());
     forgotten_.clear();
   }
@@ -388,7 +404,7 @@ void NsHelperPool::Route(Pending p) {
     return;
   }
   if (!options_.spawn_per_call && p.key == 0) {
-    p.key = p.job.header.pid > 0 ? MountNamespaceOf(pid_t(p.job.header.pid)) : 0;
+    p.key = p.job.header.pid > 0 ? MountNamespaceOf(p.job.owner, pid_t(p.job.header.pid)) : 0;
     if (p.key == 0) {
       // The target is gone: answer as the helper would have, without spawning one.
       nshelper::Response r = {};

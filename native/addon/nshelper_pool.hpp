@@ -1,7 +1,8 @@
 // The helper processes (native/tools/nshelper.cpp) that do mkdir and mount for containers, and
 // the thread that talks to them. Pure C++: no N-API here.
 //
-// Kept mode: one helper per target mount namespace (key: inode of /proc/<pid>/ns/mnt), spawned
+// Kept mode: one helper per target mount namespace (key: inode of /proc/<pid>/ns/mnt, read once per
+// container and task: mount_namespace_cache.hpp), spawned
 // on first use with posix_spawn (never a fork of this multi-threaded process), reused until its
 // owners are forgotten, it idles past idle_timeout, or the bound on helpers evicts it. A helper
 // stuck past request_timeout (a hung FUSE or NFS mount in the container) is SIGKILLed; one that
@@ -33,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "mount_namespace_cache.hpp"
 #include "nshelper_protocol.h"
 #include "replay_book_file.hpp"
 
@@ -132,7 +134,8 @@ class NsHelperPool {
   void Publish(Helper* helper);
   void Reclaim(Helper* helper);
   void Adopt(Helper* helper, Pending pending);
-  void DrainSubmissions();
+  void DrainSubmissions(bool timer_fired);
+  uint64_t MountNamespaceOf(uint64_t owner, pid_t pid);
   void Route(Pending pending);
   Helper* Spawn(uint64_t key, int* err);
   void Pump(Helper* helper);
@@ -175,8 +178,10 @@ class NsHelperPool {
   uint64_t next_tag_ = 1;
   std::map<uint64_t, Ready> ready_;       // by mount namespace inode: idle kept helpers
   std::vector<DirectSent> direct_sent_;   // sent by Submit, not yet in their helper's in_flight
-  uint64_t timer_armed_ns_ = 0;           // when timer_ fires (0: not armed since the last adoption)
+  uint64_t timer_armed_ns_ = 0;           // when timer_ fires (0: not armed, or it fired)
   std::atomic<size_t> ready_count_{0};    // ready_.size(), read without the lock
+
+  MountNamespaceCache mount_keys_;  // its own lock: Submit reads it before taking mutex_
 
   // Pool thread only.
   std::map<uint64_t, std::unique_ptr<Helper>> helpers_;  // by helper id

@@ -103,9 +103,9 @@ bool ParseRequest(const char* buf, ssize_t n, Request* req, std::string* str) {
   return off == size_t(n);
 }
 
-Status Handle(const Request& req, const std::string* str, int notify_fd, Outcome* out) {
+// `t` is the caller's, so that its root fd is closed after the answer, not on the target's path.
+Status Handle(const Request& req, const std::string* str, int notify_fd, Target& t, Outcome* out) {
   if (req.op == nshelper::kOpPing) return {};
-  Target t;
   Status s = g_targets.Open(req, notify_fd, &t);
   if (!s.ok()) return s;
   // A call a signal may have restarted after a request for it acted (Open has just checked this
@@ -194,13 +194,14 @@ bool ServeOne(char* buf) {
   resp.version = nshelper::kVersion;
   Status s;
   Outcome outcome;
+  Target target;  // its fds, and the outcome's, close once the target has its answer
   bool parsed = !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) && ParseRequest(buf, n, &req, str);
   if (!parsed) {
     memset(&req, 0, sizeof(req));
     if (n >= ssize_t(sizeof(Request))) memcpy(&req.tag, buf + offsetof(Request, tag), sizeof(req.tag));
     s = Fail(nshelper::kStageBadRequest, EINVAL);
   } else {
-    s = Handle(req, str, nfds > 0 ? fds[0] : -1, &outcome);
+    s = Handle(req, str, nfds > 0 ? fds[0] : -1, target, &outcome);
   }
   resp.tag = req.tag;
   resp.err = s.err;

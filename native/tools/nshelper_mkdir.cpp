@@ -28,7 +28,7 @@ Status DoMkdir(const Request& req, const std::string& path, const Target& t, Out
   nshelper::ActAs as;
   s = as.Enter(cred);
   if (!s.ok()) return s;
-  Fd dir;
+  Fd& dir = out->parent;
   if (base.get() >= 0) {
     dir.Reset(OpenParentBeneath(base.get(), path));
     if (dir.get() < 0 && errno != ELOOP && errno != EXDEV) return Fail(nshelper::kStageResolve, errno);

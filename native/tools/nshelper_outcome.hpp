@@ -5,6 +5,7 @@
 
 #include "nshelper_replay.hpp"
 #include "replay_book.h"
+#include "unique_fd.h"
 
 namespace nshelper {
 
@@ -18,6 +19,7 @@ struct Outcome {
   char wait_state = 0;            // Credentials::state
   int stdin_info = -1;            // the target's fdinfo/0 and pidfd (the cache's): AnswerZero's
   int pidfd = -1;
+  Fd parent;                      // the directory acted in: closed after the answer, off the target's path
 };
 
 // The candidate is a dead helper's intent: its act may or may not have happened (the pool gave

@@ -43,6 +43,7 @@
 #include "record_file.hpp"
 #include "namespace_link.h"
 #include "json_boundary.hpp"
+#include "mount_namespace_cache.hpp"
 #include "notify_fd.hpp"
 #include "nshelper_target.hpp"
 #include "pending_table.hpp"
@@ -1000,6 +1001,38 @@ void ProcStatusCases() {
     EXPECT(c.umask == 022);                      // "-1" is no umask: the default stays
   });
 }
+void MountKeyCases() {
+  Case("mount namespace keys: kept per container and task, the first one stays, forgotten with the container", [] {
+    MountNamespaceCache keys;
+    EXPECT(keys.Find(1, 100) == 0);
+    keys.Keep(1, 100, 4026531841ull);
+    EXPECT(keys.Find(1, 100) == 4026531841ull);
+    EXPECT(keys.Find(2, 100) == 0);  // the same pid in another container is another task
+    EXPECT(keys.Find(1, 101) == 0);
+    // A second read for the same task (another lane raced the first) does not replace the key: a
+    // restarted call must land in the partition its original noted.
+    keys.Keep(1, 100, 4026532000ull);
+    EXPECT(keys.Find(1, 100) == 4026531841ull);
+    keys.Keep(0, 100, 7);  // no container named: not kept
+    EXPECT(keys.Find(0, 100) == 0);
+    keys.Keep(3, 100, 0);  // the task was gone: not kept
+    EXPECT(keys.Find(3, 100) == 0);
+    keys.Keep(2, 100, 9);
+    keys.Forget(1);
+    EXPECT(keys.Find(1, 100) == 0);
+    EXPECT(keys.Find(2, 100) == 9);
+  });
+  Case("mount namespace keys: at most 256, the oldest pushed out first", [] {
+    MountNamespaceCache keys;
+    for (pid_t pid = 1; pid <= pid_t(MountNamespaceCache::kEntries); ++pid) keys.Keep(7, pid, 1000 + uint64_t(pid));
+    EXPECT(keys.Find(7, 1) == 1001);
+    keys.Keep(7, 5000, 42);
+    EXPECT(keys.Find(7, 1) == 0);
+    EXPECT(keys.Find(7, 2) == 1002);
+    EXPECT(keys.Find(7, 5000) == 42);
+  });
+}
+
 // The identity of fd 0 of `pid` and its close-on-exec flag, from /proc.
 bool StdinOf(pid_t pid, ino_t* ino, bool* cloexec) {
   char path[64];
@@ -1417,6 +1450,7 @@ int main(int argc, char** argv) {
   CgroupPathCases();
   TallyCases();
   ProcStatusCases();
+  MountKeyCases();
   AnswerCases();
   NotifyFdCases();
   RecordCases();
