@@ -1,11 +1,10 @@
 // The JS face of the engine (see NativeEngine in dataplane/native.ts): argument checking and
-// conversion only (the parsers it shares with the other bindings: binding_args.hpp); every method
+// conversion only (the parsers it shares with the other bindings: binding_args.hpp; options,
+// stats and restore results: engine_binding_convert.hpp; tables: engine_tables_binding.hpp); every method
 // runs on the JS thread. Bad arguments throw TypeError/RangeError; no C++ exception is involved
 // (NAPI_DISABLE_CPP_EXCEPTIONS).
 #include "engine_binding.hpp"
 
-#include <dirent.h>
-#include <linux/audit.h>
 #include <node_api.h>
 
 #include <cmath>
@@ -14,9 +13,8 @@
 
 #include "binding_args.hpp"
 #include "engine.hpp"
-#include "event_layout.hpp"
+#include "engine_binding_convert.hpp"
 #include "seccomp_compat.h"
-#include "syscall_abi.h"
 
 namespace seccomp_agent {
 namespace {
@@ -75,44 +73,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
       return;
     }
     Engine::Options o;
-    Napi::Value action = opts.Get("defaultAction");
-    if (env.IsExceptionPending() || !ParseAnswer(env, action, false, &o.default_action)) return;
-    double timeout_ms = -1;
-    if (!OptionalNumber(opts, "decisionTimeoutMs", 0, &timeout_ms)) return;
-    if (timeout_ms < 0) {
-      ThrowType(env, "option decisionTimeoutMs is required");
-      return;
-    }
-    o.decision_timeout_ns = static_cast<uint64_t>(timeout_ms * 1e6);
-    double v = static_cast<double>(o.batch_delay_ns) / 1e3;
-    if (!OptionalNumber(opts, "batchDelayUs", 0, &v)) return;
-    o.batch_delay_ns = static_cast<uint64_t>(v * 1e3);
-    v = 0;
-    if (!OptionalNumber(opts, "busyPollUs", 0, &v)) return;
-    o.busy_poll_ns = static_cast<uint64_t>(v * 1e3);
-    v = static_cast<double>(o.ingest_timeout_ns) / 1e6;
-    if (!OptionalNumber(opts, "ingestTimeoutMs", 1, &v)) return;
-    o.ingest_timeout_ns = static_cast<uint64_t>(v * 1e6);
-    v = static_cast<double>(o.ingest_max_bytes);
-    if (!OptionalNumber(opts, "ingestMaxBytes", 1, &v)) return;
-    o.ingest_max_bytes = static_cast<size_t>(v);
-    v = static_cast<double>(o.max_queued_events);
-    if (!OptionalNumber(opts, "maxQueuedEvents", 1, &v)) return;
-    o.max_queued_events = static_cast<size_t>(v);
-    v = static_cast<double>(o.lanes);
-    if (!OptionalNumber(opts, "lanes", 1, &v)) return;
-    if (v > 64) {
-      ThrowRange(env, "option lanes is at most 64");
-      return;
-    }
-    o.lanes = static_cast<size_t>(v);
-    Napi::Value helper = opts.Get("helperPath");
-    if (env.IsExceptionPending()) return;
-    if (!helper.IsString()) {
-      ThrowType(env, "option helperPath must be a string (the path of seccomp-nshelper)");
-      return;
-    }
-    o.helper_path = helper.As<Napi::String>().Utf8Value();
+    if (!ParseEngineOptions(env, opts, &o)) return;
 
     engine_ = std::make_unique<Engine>(o);
     std::string error;
@@ -532,43 +493,8 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
   Napi::Value JsStats(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     if (!Usable(env)) return env.Undefined();
-    Engine::Stats s = engine_->GetStats();
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("containers", Napi::Number::New(env, static_cast<double>(s.containers)));
-    o.Set("pending", Napi::Number::New(env, static_cast<double>(s.pending)));
-    o.Set("pendingConnections", Napi::Number::New(env, static_cast<double>(s.pending_connections)));
-    o.Set("eventsDropped", Napi::Number::New(env, static_cast<double>(s.events_dropped)));
-    o.Set("syncWakeUp", Napi::Boolean::New(env, s.sync_wake_up));
-    o.Set("emulationHelpers", Napi::Number::New(env, static_cast<double>(s.emulation_helpers)));
-    o.Set("channelDecisions", Napi::Number::New(env, static_cast<double>(s.channel_decisions)));
-    o.Set("decisionsDropped", Napi::Number::New(env, static_cast<double>(s.decisions_dropped)));
-    o.Set("emulationsReplayed", Napi::Number::New(env, static_cast<double>(s.emulations_replayed)));
-    o.Set("emulationHelpersDied", Napi::Number::New(env, static_cast<double>(s.emulation_helpers_died)));
-    o.Set("emulationsRetried", Napi::Number::New(env, static_cast<double>(s.emulations_retried)));
-    o.Set("readStalls", Napi::Number::New(env, static_cast<double>(s.read_stalls)));
-    Napi::Object predecessor = Napi::Object::New(env);
-    predecessor.Set("waiting", Napi::Number::New(env, static_cast<double>(s.predecessor_waiting)));
-    predecessor.Set("answered", Napi::Number::New(env, static_cast<double>(s.predecessor_answered)));
-    predecessor.Set("redecided", Napi::Number::New(env, static_cast<double>(s.predecessor_redecided)));
-    predecessor.Set("timedOut", Napi::Number::New(env, static_cast<double>(s.predecessor_timed_out)));
-    o.Set("predecessorEmulations", predecessor);
-    Napi::Array lanes = Napi::Array::New(env, s.lanes.size());
-    for (size_t i = 0; i < s.lanes.size(); i++) {
-      Napi::Object lane = Napi::Object::New(env);
-      lane.Set("containers", Napi::Number::New(env, static_cast<double>(s.lanes[i].first)));
-      lane.Set("received", Napi::Number::New(env, static_cast<double>(s.lanes[i].second)));
-      lanes.Set(static_cast<uint32_t>(i), lane);
-    }
-    o.Set("lanes", lanes);
-    o.Set("fdStore", Napi::Boolean::New(env, engine_->fd_store_enabled()));
-    Ingest::DropCounts d = engine_->ingest() != nullptr ? engine_->ingest()->Dropped() : Ingest::DropCounts();
-    Napi::Object dropped = Napi::Object::New(env);
-    dropped.Set("perPid", Napi::Number::New(env, static_cast<double>(d.per_pid)));
-    dropped.Set("perUid", Napi::Number::New(env, static_cast<double>(d.per_uid)));
-    dropped.Set("total", Napi::Number::New(env, static_cast<double>(d.total)));
-    dropped.Set("fdReserve", Napi::Number::New(env, static_cast<double>(d.fd_reserve)));
-    o.Set("ingestDropped", dropped);
-    return o;
+    Ingest::DropCounts dropped = engine_->ingest() != nullptr ? engine_->ingest()->Dropped() : Ingest::DropCounts();
+    return StatsObject(env, engine_->GetStats(), engine_->fd_store_enabled(), dropped);
   }
 
   // restore(fds: {fd, name}[], handoff: boolean, hold: boolean) -> what was restored (before start()).
@@ -599,26 +525,10 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     }
     Engine::RestoreResult r;
     engine_->Restore(fds, info[1].As<Napi::Boolean>().Value(), info[2].As<Napi::Boolean>().Value(), &r);
-    Napi::Object o = Napi::Object::New(env);
     // The containers wait for takeRestoredContainers(): a successor takes them after its ack, so
     // turning 1,000 of them into JS objects is not part of the pause.
     restored_ = std::move(r.containers);
-    Napi::Array problems = Napi::Array::New(env, r.problems.size());
-    for (size_t i = 0; i < r.problems.size(); i++) problems.Set(static_cast<uint32_t>(i), Napi::String::New(env, r.problems[i]));
-    o.Set("containerCount", Napi::Number::New(env, static_cast<double>(restored_.size())));
-    o.Set("listener", Napi::Boolean::New(env, r.listener));
-    Napi::Array listener_paths = Napi::Array::New(env, r.listener_paths.size());
-    for (size_t i = 0; i < r.listener_paths.size(); i++) listener_paths.Set(static_cast<uint32_t>(i), Napi::String::New(env, r.listener_paths[i]));
-    o.Set("listenerPaths", listener_paths);
-    o.Set("journal", Napi::Boolean::New(env, r.journal));
-    o.Set("controlPlaneAttached", Napi::Boolean::New(env, r.control_plane_attached));
-    o.Set("inFlightAnswered", Napi::Number::New(env, static_cast<double>(r.in_flight_answered)));
-    o.Set("inFlightHeld", Napi::Number::New(env, static_cast<double>(r.in_flight_held)));
-    o.Set("lostAnswered", Napi::Number::New(env, static_cast<double>(r.lost_answered)));
-    o.Set("inFlightByRules", Napi::Number::New(env, static_cast<double>(r.in_flight_by_rules)));
-    o.Set("inFlightWithHelper", Napi::Number::New(env, static_cast<double>(r.in_flight_with_helper)));
-    o.Set("problems", problems);
-    return o;
+    return RestoreObject(env, r, restored_.size());
   }
 
   // JS thread: what the last restore() took back, once (then an empty list).
@@ -720,77 +630,10 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
   std::vector<Engine::RestoreResult::Restored> restored_;  // JS thread: restore()'s, until taken
 };
 
-// JS thread: x86_64 syscall names by number (sparse array).
-Napi::Value SyscallNames(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  Napi::Array names = Napi::Array::New(env);
-#define SECCOMP_AGENT_SYSCALL_NAME(nr, name) names.Set(static_cast<uint32_t>(nr), Napi::String::New(env, #name));
-  SECCOMP_AGENT_SYSCALLS_X86_64(SECCOMP_AGENT_SYSCALL_NAME)
-#undef SECCOMP_AGENT_SYSCALL_NAME
-  return names;
-}
-
-// JS thread: each ABI's syscall names by its own number (sparse arrays; x32's without its bit):
-// { x86_64, i386, x32 }.
-Napi::Value SyscallTables(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  Napi::Object tables = Napi::Object::New(env);
-  Napi::Array x8664 = Napi::Array::New(env);
-  Napi::Array i386 = Napi::Array::New(env);
-  Napi::Array x32 = Napi::Array::New(env);
-#define SECCOMP_AGENT_SYSCALL_NAME(nr, name) x8664.Set(static_cast<uint32_t>(nr), Napi::String::New(env, #name));
-  SECCOMP_AGENT_SYSCALLS_X86_64(SECCOMP_AGENT_SYSCALL_NAME)
-#undef SECCOMP_AGENT_SYSCALL_NAME
-#define SECCOMP_AGENT_SYSCALL_NAME(nr, name, canonical) i386.Set(static_cast<uint32_t>(nr), Napi::String::New(env, #name));
-  SECCOMP_AGENT_SYSCALLS_I386(SECCOMP_AGENT_SYSCALL_NAME)
-#undef SECCOMP_AGENT_SYSCALL_NAME
-#define SECCOMP_AGENT_SYSCALL_NAME(nr, name, canonical) x32.Set(static_cast<uint32_t>(nr), Napi::String::New(env, #name));
-  SECCOMP_AGENT_SYSCALLS_X32(SECCOMP_AGENT_SYSCALL_NAME)
-#undef SECCOMP_AGENT_SYSCALL_NAME
-  tables.Set("x86_64", x8664);
-  tables.Set("i386", i386);
-  tables.Set("x32", x32);
-  return tables;
-}
-
-// JS thread: entries of /proc/self/fd, minus the one the listing itself opens.
-Napi::Value OpenFdCount(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  DIR* dir = opendir("/proc/self/fd");
-  if (dir == nullptr) {
-    Napi::Error::New(env, "cannot list /proc/self/fd").ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
-  int count = 0;
-  while (struct dirent* entry = readdir(dir)) {
-    if (entry->d_name[0] != '.') count++;
-  }
-  closedir(dir);
-  return Napi::Number::New(env, count - 1);
-}
-
 }  // namespace
 }  // namespace seccomp_agent
 
 void RegisterEngine(Napi::Env env, Napi::Object exports) {
   using namespace seccomp_agent;
   exports.Set("Engine", EngineWrap::Define(env));
-  exports.Set("syscallNames", Napi::Function::New(env, SyscallNames, "syscallNames"));
-  exports.Set("openFdCount", Napi::Function::New(env, OpenFdCount, "openFdCount"));
-  exports.Set("syscallTables", Napi::Function::New(env, SyscallTables, "syscallTables"));
-  exports.Set("AUDIT_ARCH_X86_64", Napi::Number::New(env, static_cast<double>(AUDIT_ARCH_X86_64)));
-  exports.Set("AUDIT_ARCH_I386", Napi::Number::New(env, static_cast<double>(AUDIT_ARCH_I386)));
-  // The latency histogram's bounds, as the engine's tallies bucket them (answer_tally.hpp).
-  Napi::Array bounds = Napi::Array::New(env, kLatencyBuckets);
-  for (size_t i = 0; i < kLatencyBuckets; i++) {
-    bounds.Set(static_cast<uint32_t>(i), Napi::Number::New(env, static_cast<double>(kLatencyBucketBoundsNs[i])));
-  }
-  exports.Set("latencyBucketsNs", bounds);
-  // The event record's offsets and flags (event_layout.hpp), for dataplane/event-decoder.ts.
-  Napi::Object layout = Napi::Object::New(env);
-#define SECCOMP_EVENT_LAYOUT_EXPORT(name, value) layout.Set(#name, Napi::Number::New(env, event_layout::name));
-  SECCOMP_EVENT_LAYOUT(SECCOMP_EVENT_LAYOUT_EXPORT)
-#undef SECCOMP_EVENT_LAYOUT_EXPORT
-  layout.Freeze();
-  exports.Set("eventLayout", layout);
 }

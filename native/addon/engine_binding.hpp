@@ -1,4 +1,4 @@
 #pragma once
 #include <napi.h>
-// Adds Engine, syscallNames, syscallTables, openFdCount, AUDIT_ARCH_X86_64 and AUDIT_ARCH_I386 to the exports (see dataplane/native.ts).
+// Adds the Engine class to the exports (see dataplane/native.ts; its tables: engine_tables_binding.hpp).
 void RegisterEngine(Napi::Env env, Napi::Object exports);

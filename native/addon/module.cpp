@@ -4,6 +4,7 @@
 
 #include "emulation_table_binding.hpp"
 #include "engine_binding.hpp"
+#include "engine_tables_binding.hpp"
 #include "fd_store_binding.hpp"
 #include "handoff_binding.hpp"
 #include "kernel_probe_binding.hpp"
@@ -12,6 +13,7 @@
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   RegisterEmulationTable(env, exports);
   RegisterEngine(env, exports);
+  RegisterEngineTables(env, exports);
   RegisterFdStore(env, exports);
   RegisterHandoff(env, exports);
   RegisterKernelProbe(env, exports);
