@@ -220,6 +220,41 @@ test('emulated mkdirat: the dirfd is the target fd, seen in the target mount nam
   assert.deepEqual(fs.readdirSync(mnt), [], 'the host directory under the tmpfs is untouched');
 });
 
+test('emulated mkdir: a task that moves to another mount namespace keeps its helper (its key is read once) and still makes its directory in its own namespace', async (t) => {
+  const dir = scratchDir(t, 'emulation-');
+  const mnt = path.join(dir, 'mnt');
+  fs.mkdirSync(mnt);
+  const before = path.join(dir, 'before');
+  const after = path.join(mnt, 'after');
+  // One task throughout: python makes the first directory and execs unshare, which execs sh, which
+  // mounts a tmpfs only its new namespace has (the mount, a child, is continued) and execs python.
+  const moved = path.join(dir, 'moved.sh');
+  fs.writeFileSync(moved, [
+    '#!/bin/sh',
+    'mount -n -t tmpfs moved "$1" || exit 3',  // -n: no utab, so no mkdir of /run/mount by the mount child
+    `exec /usr/bin/python3 -c 'import os, sys; os.mkdir(sys.argv[2]); print("inside:", sorted(os.listdir(sys.argv[1])), os.getpid())' "$1" "$2"`,
+    '',
+  ].join('\n'), { mode: 0o755 });
+  const first = `import os, sys; os.mkdir(sys.argv[1]); print("first:", os.getpid(), flush=True); os.execvp("unshare", ["unshare", "-m", "--propagation", "private", sys.argv[2], sys.argv[3], sys.argv[4]])`;
+  const emu = newEmulator(t);
+  const results = new Map<string, ActionResult>();
+  const pids = new Map<string, number>();
+  const emulate = emulateMkdirs(emu, results, 7);
+  const run = await runTarget(t, dir, ['/usr/bin/python3', '-c', first, before, moved, mnt, after], async (n, fd) => {
+    if (n.nr === NR_MKDIR || n.nr === NR_MKDIRAT) pids.set(mkdirArgs(n).path, n.pid);
+    await emulate(n, fd);
+  });
+  assert.equal(run.exit, 0, run.output);
+  assert.equal(pids.get(before), pids.get(after), `one task made both directories: ${JSON.stringify([...pids])}`);
+  assert.match(run.output, /inside: \['after'\]/, 'the task sees its directory in the tmpfs of its new namespace');
+  assert.equal(results.get(after)?.outcome, 'done');
+  assert.equal(results.get(after)?.errno, 0);
+  assert.ok(exists(before));
+  assert.deepEqual(fs.readdirSync(mnt), [], 'the host directory under the tmpfs is untouched');
+  // The key of (container, task) was kept from the first mkdir: the second went to the same helper.
+  assert.equal(emu.stats().spawned, 1, `one helper served the task in both namespaces: ${JSON.stringify([...pids])}`);
+});
+
 test('emulated mkdir: a target running as uid 1000 gets EACCES in a root-owned 0755 dir; its own dirs get its fsuid, fsgid and umask', async (t) => {
   const dir = scratchDir(t, 'emulation-');
   const root = makeRootfs(dir);
