@@ -496,9 +496,10 @@ NsHelperPool::Helper* NsHelperPool::Spawn(uint64_t key, int* err) {
   const char* mode = options_.spawn_per_call ? "--once" : busy_poll.c_str();
   const std::string book = "--book-partition=" + std::to_string(partition);
   const std::string timeout = "--request-timeout-ms=" + std::to_string(options_.request_timeout_ms);
+  const std::string nice = "--nice=" + std::to_string(options_.helper_nice);
   char* argv[] = {const_cast<char*>(options_.helper_path.c_str()), const_cast<char*>(mode),
-                  const_cast<char*>(timeout.c_str()), partition >= 0 ? const_cast<char*>(book.c_str()) : nullptr,
-                  nullptr};
+                  const_cast<char*>(timeout.c_str()), const_cast<char*>(nice.c_str()),
+                  partition >= 0 ? const_cast<char*>(book.c_str()) : nullptr, nullptr};
   char* envp[] = {nullptr};
   pid_t pid = -1;
   int rc = posix_spawn(&pid, options_.helper_path.c_str(), &actions, &attr, argv, envp);

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -254,9 +255,9 @@ bool ServeOne(char* buf) {
 }
 
 // `--once`, `--busy-poll-us=N` (N decimal, at most 1 s), `--book-partition=N` (the replay book at
-// fd 4), `--request-timeout-ms=N` (the pool's: how long a dead helper's intent can matter).
-// False: a usage error.
-bool ParseArgs(int argc, char** argv, bool* once, int* book_partition, uint64_t* request_timeout_ns) {
+// fd 4), `--request-timeout-ms=N` (the pool's: how long a dead helper's intent can matter),
+// `--nice=N` (0 to 19: the helper's CPU priority, see main). False: a usage error.
+bool ParseArgs(int argc, char** argv, bool* once, int* book_partition, uint64_t* request_timeout_ns, int* nice) {
   command_line::Args args(argc, argv);
   while (args.Next()) {
     long long value = 0;
@@ -268,6 +269,8 @@ bool ParseArgs(int argc, char** argv, bool* once, int* book_partition, uint64_t*
       *book_partition = int(value);
     } else if (command_line::ParseDecimal(args.Inline("--request-timeout-ms"), 0, 3600000, &value)) {
       *request_timeout_ns = uint64_t(value) * 1000000ull;
+    } else if (command_line::ParseDecimal(args.Inline("--nice"), 0, 19, &value)) {
+      *nice = int(value);
     } else {
       return false;
     }
@@ -281,10 +284,15 @@ int main(int argc, char** argv) {
   bool once = false;
   int book_partition = -1;
   uint64_t request_timeout_ns = 10000ull * 1000000ull;  // the pool's default
-  if (!ParseArgs(argc, argv, &once, &book_partition, &request_timeout_ns)) {
-    fprintf(stderr, "usage: seccomp-nshelper [--once] [--busy-poll-us=N] [--book-partition=N] [--request-timeout-ms=N]  (started by the seccomp data plane, socket on fd 3, replay book on fd 4)\n");
+  int nice = 0;
+  if (!ParseArgs(argc, argv, &once, &book_partition, &request_timeout_ns, &nice)) {
+    fprintf(stderr, "usage: seccomp-nshelper [--once] [--busy-poll-us=N] [--book-partition=N] [--request-timeout-ms=N] [--nice=N]  (started by the seccomp data plane, socket on fd 3, replay book on fd 4)\n");
     return 2;
   }
+  // The helper's work is a container's: when the CPUs are busy, the notifications of every other
+  // container (the data plane's lanes, their workloads) run before it, so that a neighbour's
+  // flood of emulated calls slows that neighbour, not the others (docs/emulation.md).
+  if (nice != 0 && setpriority(PRIO_PROCESS, 0, nice) != 0) perror("seccomp-nshelper: setpriority (serving at the data plane's priority)");
   int type = 0;
   socklen_t len = sizeof(type);
   if (getsockopt(nshelper::kSocketFd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_SEQPACKET) {

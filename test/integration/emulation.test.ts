@@ -149,6 +149,12 @@ function zombieChildren(): number[] {
   return out;
 }
 
+/** The nice value of process `pid` (field 19 of /proc/<pid>/stat). */
+function niceOf(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+}
+
 /** Helpers (seccomp-nshelper) that are children of this process. */
 function helperChildren(): number[] {
   const out: number[] = [];
@@ -679,6 +685,7 @@ test('nshelper pool: one kept helper per mount namespace, respawned when it dies
         assert.equal(emu.stats().direct, 1, 'b went straight to the helper a left idle');
         const helpers = helperChildren();
         assert.equal(helpers.length, 1);
+        assert.equal(niceOf(helpers[0]), 10, 'a helper runs at nice 10: a busy CPU serves the lanes and other containers first');
         process.kill(helpers[0], 'SIGKILL');
         await waitUntil(() => emu.stats().died === 1, 10_000, 'the pool to notice the death');
         killedHelper = true;
