@@ -49,9 +49,10 @@ struct NsHelperPoolOptions {
   // A kept helper polls for its next request this long after answering one before it sleeps
   // (0: always sleeps): the data plane's --busy-poll, for the same reason (a wake-up per request).
   uint32_t busy_poll_us = 0;
-  // Each helper's nice value (0 to 19). A helper does a container's work: at 10, any runnable
-  // nice-0 thread (a lane answering another container, that container's own threads) runs first
-  // while the CPUs are busy, and the helper gets the rest; on an idle CPU nothing changes.
+  // Each helper's nice value (0 to 19; a helper never raises its priority above the data plane's).
+  // A helper does a container's work: at 10, any runnable nice-0 thread (a lane answering another
+  // container, that container's own threads) runs first while the CPUs are busy, and the helper
+  // gets the rest; on an idle CPU nothing changes.
   // Measured: docs/benchmarks.md (issue 17's noisy neighbour, emulated mkdir rows).
   int helper_nice = 10;
   // What a notification asked to be answered (kRespond) gets when no helper answered it: spawn

@@ -291,8 +291,13 @@ int main(int argc, char** argv) {
   }
   // The helper's work is a container's: when the CPUs are busy, the notifications of every other
   // container (the data plane's lanes, their workloads) run before it, so that a neighbour's
-  // flood of emulated calls slows that neighbour, not the others (docs/emulation.md).
-  if (nice != 0 && setpriority(PRIO_PROCESS, 0, nice) != 0) perror("seccomp-nshelper: setpriority (serving at the data plane's priority)");
+  // flood of emulated calls slows that neighbour, not the others (docs/emulation.md). Only ever
+  // lowered: a data plane an operator started at a higher nice keeps its helpers there too.
+  errno = 0;
+  const int inherited = getpriority(PRIO_PROCESS, 0);
+  if (errno == 0 && inherited < nice && setpriority(PRIO_PROCESS, 0, nice) != 0) {
+    perror("seccomp-nshelper: setpriority (serving at the data plane's priority)");
+  }
   int type = 0;
   socklen_t len = sizeof(type);
   if (getsockopt(nshelper::kSocketFd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_SEQPACKET) {
