@@ -25,10 +25,7 @@ class MountNamespaceCache {
   // The key kept for (owner, pid), or 0. Any thread.
   uint64_t Find(uint64_t owner, pid_t pid) {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const Entry& e : entries_) {
-      if (e.owner == owner && e.pid == pid && e.key != 0) return e.key;
-    }
-    return 0;
+    return FindLocked(owner, pid);
   }
 
   // Keeps `key` for (owner, pid), in place of the oldest entry. Any thread. Owner 0 (a caller
@@ -36,9 +33,7 @@ class MountNamespaceCache {
   void Keep(uint64_t owner, pid_t pid, uint64_t key) {
     if (owner == 0 || key == 0) return;
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const Entry& e : entries_) {
-      if (e.owner == owner && e.pid == pid && e.key != 0) return;  // another thread kept it first
-    }
+    if (FindLocked(owner, pid) != 0) return;  // another thread kept it first
     entries_[next_] = Entry{owner, pid, key};
     next_ = (next_ + 1) % kEntries;
   }
@@ -52,6 +47,13 @@ class MountNamespaceCache {
   }
 
  private:
+  uint64_t FindLocked(uint64_t owner, pid_t pid) const {
+    for (const Entry& e : entries_) {
+      if (e.owner == owner && e.pid == pid && e.key != 0) return e.key;
+    }
+    return 0;
+  }
+
   struct Entry {
     uint64_t owner = 0;
     pid_t pid = 0;
