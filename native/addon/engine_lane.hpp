@@ -73,6 +73,10 @@ struct EngineLane {
   // timers, so a notification costs two clock reads (receipt, answer), not four.
   uint64_t answered_ns = 0;
   bool queued = false;  // it pushed events since the queue last went out: it flushes them when due
+  // After it handed a rule's call to an emulation helper, the lane polls its epoll set until then
+  // (0: not polling): the helper answers the target, whose next call comes a few µs later, and a
+  // lane asleep on a halted vCPU takes 10-20 µs to wake for it (docs/decision-channel.md).
+  uint64_t poll_until_ns = 0;
   // The path arguments being read (kLaneStringsBytes). A thread that lost the lane while reading
   // keeps the buffer it read into and frees it; the lane's new thread gets a new one.
   std::unique_ptr<char[]> strings{new char[kLaneStringsBytes]};

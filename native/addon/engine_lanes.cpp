@@ -148,7 +148,9 @@ void Engine::RunLane(Lane* lane) {
       if (due == std::numeric_limits<uint64_t>::max()) lane->queued = false;
       wake = std::min(wake, due);
     }
-    const int n = epoll_wait(lane->epoll_fd, events, kMaxEpollEvents, WaitTimeoutMs(lane, wake, now));
+    const bool polling = lane->poll_until_ns > now;
+    const int n = epoll_wait(lane->epoll_fd, events, kMaxEpollEvents, polling ? 0 : WaitTimeoutMs(lane, wake, now));
+    if (n == 0 && polling) sched_yield();
     if (n < 0) {
       if (errno == EINTR) continue;
       queue_->PushError("epoll_wait of lane " + std::to_string(lane->index) + " failed: " + ErrnoText(errno) +

@@ -57,7 +57,8 @@ void Engine::Run() {
       now = MonotonicNs();
       continue;
     }
-    const uint64_t wake = busy_until_ns_ > now ? now : NextWakeNs();
+    const bool polling = busy_until_ns_ > now || primary_->poll_until_ns > now;
+    const uint64_t wake = polling ? now : NextWakeNs();
     int timeout = WaitTimeoutMs(primary_, wake, now);
     // A control plane on shared-memory rings wakes a blocked engine thread only if told it blocks.
     const bool told_sleep = timeout != 0 && channel_->HasRings() && channel_->MaySleep();
@@ -67,7 +68,7 @@ void Engine::Run() {
     // Busy polling is for an idle CPU: a task runnable here (another container's lane, a workload)
     // runs first rather than waiting out the spin.
     // A decision put in a ring wakes no epoll: look at the rings for a moment first (a load each).
-    if (n == 0 && busy_until_ns_ > now && !(channel_->HasRings() && AwaitRings())) sched_yield();
+    if (n == 0 && polling && !(channel_->HasRings() && AwaitRings())) sched_yield();
     if (n < 0) {
       if (errno == EINTR) continue;
       queue_->PushError("epoll_wait failed: " + ErrnoText(errno) + "; retrying in 10 ms");

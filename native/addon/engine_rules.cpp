@@ -247,6 +247,10 @@ void Engine::DispatchRuleEmulationLocked(Lane* lane, Container* container, const
   // Nobody watches: its answer stands for its notification too.
   const Unseen unseen = detailed_events_.load(std::memory_order_relaxed) ? Unseen() : Unseen{n.nr, n.arch};
   DispatchEmulationLocked(entry, decision, AnsweredBy::kFastPath, index, unseen);
+  // The helper answers the target; this lane stays awake for its next call (EngineLane::poll_until_ns).
+  if (lane != nullptr && row->executor == EmulationExecutor::kHelperPool && options_.busy_poll_ns != 0) {
+    lane->poll_until_ns = MonotonicNs() + options_.busy_poll_ns;
+  }
 }
 
 }  // namespace seccomp_agent

@@ -214,23 +214,28 @@ bool NsHelperPool::SendDirect(Pending& p) {
 
 // Pool thread. A kept helper with room in its window and no backlog may take its namespace's next
 // requests directly: the pool thread sends to it only after Reclaim, so every request sent to a
-// published helper is Submit's, and they are adopted in the order they were sent.
+// published helper is Submit's, and they are adopted in the order they were sent. Its room counts
+// what Submit sent it that is not adopted yet (it may stay published while its answers are read).
 void NsHelperPool::Publish(Helper* h) {
-  if (options_.spawn_per_call || h->retiring || h->sock < 0 || !h->backlog.empty() || h->in_flight.size() >= kWindow) {
-    return;
-  }
+  if (options_.spawn_per_call) return;
   auto kept = kept_by_key_.find(h->key);
-  if (kept == kept_by_key_.end() || kept->second != h) return;
+  const bool eligible = !h->retiring && h->sock >= 0 && h->backlog.empty() && kept != kept_by_key_.end() && kept->second == h;
   std::lock_guard<std::mutex> lock(mutex_);
   if (closed_) return;
-  ready_[h->key] = Ready{h->id, h->sock, kWindow - h->in_flight.size()};
+  size_t sent = h->in_flight.size();
+  for (const DirectSent& d : direct_sent_) sent += d.helper_id == h->id ? 1 : 0;
+  if (eligible && sent < kWindow) {
+    ready_[h->key] = Ready{h->id, h->sock, kWindow - sent};
+  } else {
+    auto it = ready_.find(h->key);
+    if (it != ready_.end() && it->second.helper_id == h->id) ready_.erase(it);
+  }
   ready_count_ = ready_.size();
 }
 
-// Pool thread, before it sends to, reads from, retires or forgets `h`: `h` is no longer ready,
-// and what Submit sent it is in its in_flight, in the order sent (before anything sent after).
+// Pool thread, before it sends to, retires or forgets `h`: `h` is no longer ready, and what Submit
+// sent it is in its in_flight, in the order sent (before anything sent after).
 void NsHelperPool::Reclaim(Helper* h) {
-  std::vector<DirectSent> mine;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = ready_.find(h->key);
@@ -238,6 +243,18 @@ void NsHelperPool::Reclaim(Helper* h) {
       ready_.erase(it);
       ready_count_ = ready_.size();
     }
+  }
+  AdoptDirectSent(h);
+}
+
+// Pool thread, before it reads answers from `h`: what Submit sent it joins its in_flight, in the
+// order sent; `h` stays ready meanwhile. Unpublished while its answers were read, a target that
+// calls again the moment its helper answered it (a serial workload: every time) found no ready
+// helper and went through this thread: a wake-up of this thread on its path (docs/benchmarks.md).
+void NsHelperPool::AdoptDirectSent(Helper* h) {
+  std::vector<DirectSent> mine;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
     for (auto d = direct_sent_.begin(); d != direct_sent_.end();) {
       if (d->helper_id == h->id) {
         mine.push_back(std::move(*d));
@@ -553,6 +570,12 @@ NsHelperPool::Helper* NsHelperPool::Spawn(uint64_t key, int* err) {
 }
 
 void NsHelperPool::Pump(Helper* h) {
+  if (h->backlog.empty()) {
+    // Nothing for this thread to send: `h` stays ready, its room brought up to date.
+    AdoptDirectSent(h);
+    Publish(h);
+    return;
+  }
   Reclaim(h);
   size_t window = options_.spawn_per_call ? 1 : kWindow;
   while (!h->backlog.empty() && h->in_flight.size() < window && h->sock >= 0) {
@@ -569,7 +592,7 @@ void NsHelperPool::Pump(Helper* h) {
 
 void NsHelperPool::OnReadable(Helper* h) {
   if (h->sock < 0) return;
-  Reclaim(h);
+  AdoptDirectSent(h);
   std::vector<std::pair<Pending, nshelper::Response>> answered;
   bool broken = false;
   for (;;) {
@@ -582,6 +605,9 @@ void NsHelperPool::OnReadable(Helper* h) {
       epoll_ctl(epoll_, EPOLL_CTL_DEL, h->sock, nullptr);
       break;
     }
+    // `h` stays ready while its answers are read: an answer to what Submit sent it since is
+    // adopted here, in order, before it is matched.
+    if (n == ssize_t(sizeof(r)) && (h->in_flight.empty() || r.tag != h->in_flight.front().tag)) AdoptDirectSent(h);
     if (n != ssize_t(sizeof(r)) || r.magic != nshelper::kMagic || h->in_flight.empty() ||
         r.tag != h->in_flight.front().tag) {
       broken = true;

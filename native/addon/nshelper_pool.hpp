@@ -139,6 +139,7 @@ class NsHelperPool {
   bool SendDirect(Pending& p);
   void Publish(Helper* helper);
   void Reclaim(Helper* helper);
+  void AdoptDirectSent(Helper* helper);
   void Adopt(Helper* helper, Pending pending);
   void DrainSubmissions(bool timer_fired);
   uint64_t MountNamespaceOf(uint64_t owner, pid_t pid);

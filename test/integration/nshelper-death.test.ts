@@ -13,7 +13,7 @@ import { test, type TestContext } from 'node:test';
 import { startControlPlane } from '../support/controlplane';
 import { startDataPlane } from '../support/dataplane';
 import { containerd } from '../support/policy';
-import { requireStrace, start, stop } from '../support/processes';
+import { emulationHelperOf, requireStrace, start, stop } from '../support/processes';
 import { scratchDir } from '../support/scratch';
 import { startUnderFilter } from '../support/workload';
 import { waitUntil } from '../support/wait';
@@ -54,17 +54,6 @@ const HOLD_POINTS: HoldPoint[] = [
   { name: 'waiting for its mount child, the mount made (intent only)', op: 'mount', trace: 'wait4', inject: `wait4:delay_exit=${HOLD}:when=1`, nr: 61, acted: true, served: 'replayed' },
 ];
 
-/** Child pids of every thread of `pid` (a helper is the child of the thread that spawned it). */
-function children(pid: number): number[] {
-  return fs.readdirSync(`/proc/${pid}/task`).flatMap((tid) => fs.readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim().split(' ').filter(Boolean).map(Number));
-}
-
-function helperOf(dataplane: number): number {
-  const helper = children(dataplane).find((pid) => fs.readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('seccomp-nshelp'));
-  assert.ok(helper, `no helper among the data plane's children ${children(dataplane)}`);
-  return helper;
-}
-
 /** Mounts at `mountPoint` in the mount namespace of `pid`. */
 function mountsAt(pid: number, mountPoint: string): number {
   return fs.readFileSync(`/proc/${pid}/mountinfo`, 'utf8').split('\n').filter((l) => l.split(' ')[4] === mountPoint).length;
@@ -97,7 +86,7 @@ async function killedHelperCase(t: TestContext, point: HoldPoint) {
   const second = path.join(work, 'second');
   const acted = point.op === 'mkdir' ? () => fs.existsSync(`${second}${SUFFIX}`) : () => mountsAt(target, second) > 0;
   await waitUntil(() => (point.op === 'mkdir' ? fs.existsSync(path.join(work, `first${SUFFIX}`)) : mountsAt(target, path.join(work, 'first')) === 1), 15_000, () => `the first ${point.op} (the helper starts); workload:\n${workload.output()}\ndata plane:\n${dp.proc.output().slice(-3000)}`);
-  const helper = helperOf(dp.proc.child.pid!);
+  const { helper } = emulationHelperOf(dp.proc.child.pid!);
   const trace = start(t, 'strace', ['-p', String(helper), '-e', `trace=${point.trace}`, '-e', `inject=${point.inject}`]);
   t.after(() => stop(trace.child));
   await trace.waitFor(/attached/i, 10_000);

@@ -96,6 +96,19 @@ export function descendants(pid: number): number[] {
   return found;
 }
 
+/**
+ * The emulation helper among the data plane `dataplane`'s children, and the data plane's thread
+ * that started it (the helper pool's thread: a child is listed under the thread that spawned it).
+ */
+export function emulationHelperOf(dataplane: number): { helper: number; poolThread: number } {
+  for (const tid of fs.readdirSync(`/proc/${dataplane}/task`)) {
+    const kids = fs.readFileSync(`/proc/${dataplane}/task/${tid}/children`, 'utf8').trim().split(' ').filter(Boolean).map(Number);
+    const helper = kids.find((pid) => fs.readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('seccomp-nshelp'));
+    if (helper !== undefined) return { helper, poolThread: Number(tid) };
+  }
+  throw new Error(`no emulation helper among the children of data plane ${dataplane}'s threads`);
+}
+
 /** How long stop() waits for a process after its SIGKILL before it gives up on it (a test never hangs). */
 const AFTER_KILL_MS = 2000;
 
