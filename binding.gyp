@@ -54,6 +54,7 @@
         "native/addon/kill_freeze.cpp",
         "native/addon/cgroup_paths.cpp",
         "native/addon/nshelper_pool.cpp",
+        "native/addon/nshelper_spawn.cpp",
         "native/addon/notify_fd.cpp",
         "native/addon/target_memory.cpp"
       ],

@@ -3,12 +3,12 @@
 #include "monotonic_clock.h"
 #include "namespace_link.h"
 #include "notify_fd.hpp"
+#include "nshelper_spawn.hpp"
 #include "seccomp_compat.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -18,13 +18,8 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-#ifndef P_PIDFD
-#define P_PIDFD 3
-#endif
 
 namespace seccomp_agent {
 namespace {
@@ -33,18 +28,9 @@ constexpr uint64_t kWakeId = 0;
 constexpr uint64_t kTimerId = 1;  // helper ids start at 1: a helper's data is at least 2
 constexpr size_t kWindow = 8;  // requests sent ahead to one kept helper (it works serially)
 
-int PidfdOpen(pid_t pid) { return int(syscall(SYS_pidfd_open, pid, 0)); }
-
 void CloseFd(int* fd) {
   if (*fd >= 0) close(*fd);
   *fd = -1;
-}
-
-// Waits for a helper known to be exiting (killed or its socket closed) and reaps it.
-void Reap(int pidfd, bool block) {
-  siginfo_t info = {};
-  while (waitid(idtype_t(P_PIDFD), id_t(pidfd), &info, WEXITED | (block ? 0 : WNOHANG)) != 0 && errno == EINTR) {
-  }
 }
 
 // The inode of /proc/<pid>/ns/mnt (namespace_link.h); 0: the task is gone.
@@ -359,7 +345,7 @@ void NsHelperPool::Run() {
     h->backlog.clear();
     if (!letting_go_) {
       syscall(SYS_pidfd_send_signal, h->pidfd, SIGKILL, nullptr, 0);
-      Reap(h->pidfd, true);
+      ReapHelperProcess(h->pidfd, true);
     }
     CloseFd(&h->sock);
     CloseFd(&h->pidfd);
@@ -472,80 +458,32 @@ void NsHelperPool::Route(Pending p) {
 }
 
 NsHelperPool::Helper* NsHelperPool::Spawn(uint64_t key, int* err) {
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
-    *err = errno;
-    return nullptr;
-  }
-  int flags = fcntl(sv[0], F_GETFL);
-  if (flags < 0 || fcntl(sv[0], F_SETFL, flags | O_NONBLOCK) != 0) {
-    *err = errno;
-    close(sv[0]);
-    close(sv[1]);
-    return nullptr;
-  }
-  posix_spawn_file_actions_t actions;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawnattr_init(&attr);
+  HelperCommand command;
+  command.helper_path = options_.helper_path;
+  command.once = options_.spawn_per_call;
+  command.busy_poll_us = options_.busy_poll_us;
+  command.request_timeout_ms = options_.request_timeout_ms;
+  command.nice = options_.helper_nice;
   // Its namespace's partition of the replay book (the one an earlier helper for it wrote, also
   // one of a predecessor data plane), at fd 4; the copy given is above every fd the child sets.
-  int partition = -1;
-  int book_fd = -1;
   if (options_.replay_book != nullptr) {
     std::set<int> busy;
     for (const auto& entry : helpers_) busy.insert(entry.second->partition);
-    partition = options_.replay_book->Assign(key, busy, MonotonicNs());
-    if (partition >= 0) book_fd = fcntl(options_.replay_book->fd(), F_DUPFD_CLOEXEC, replay_book::kBookFd + 1);
-    if (book_fd < 0) partition = -1;
+    const int partition = options_.replay_book->Assign(key, busy, MonotonicNs());
+    if (partition >= 0) command.book_fd = fcntl(options_.replay_book->fd(), F_DUPFD_CLOEXEC, replay_book::kBookFd + 1);
+    if (command.book_fd >= 0) command.book_partition = partition;
   }
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, sv[1], nshelper::kSocketFd);
-  if (book_fd >= 0) posix_spawn_file_actions_adddup2(&actions, book_fd, replay_book::kBookFd);
-  posix_spawn_file_actions_addclosefrom_np(&actions, book_fd >= 0 ? replay_book::kBookFd + 1 : nshelper::kSocketFd + 1);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  const std::string busy_poll = "--busy-poll-us=" + std::to_string(options_.busy_poll_us);
-  const char* mode = options_.spawn_per_call ? "--once" : busy_poll.c_str();
-  const std::string book = "--book-partition=" + std::to_string(partition);
-  const std::string timeout = "--request-timeout-ms=" + std::to_string(options_.request_timeout_ms);
-  const std::string nice = "--nice=" + std::to_string(options_.helper_nice);
-  char* argv[] = {const_cast<char*>(options_.helper_path.c_str()), const_cast<char*>(mode),
-                  const_cast<char*>(timeout.c_str()), const_cast<char*>(nice.c_str()),
-                  partition >= 0 ? const_cast<char*>(book.c_str()) : nullptr, nullptr};
-  char* envp[] = {nullptr};
-  pid_t pid = -1;
-  int rc = posix_spawn(&pid, options_.helper_path.c_str(), &actions, &attr, argv, envp);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  close(sv[1]);
-  if (book_fd >= 0) close(book_fd);
-  if (rc != 0) {
-    *err = rc;
-    close(sv[0]);
-    return nullptr;
-  }
-  int pidfd = PidfdOpen(pid);
-  if (pidfd < 0) {
-    // Our own unreaped child: its pid cannot have been reused, so a bare kill is safe here.
-    *err = errno;
-    kill(pid, SIGKILL);
-    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
-    close(sv[0]);
-    return nullptr;
-  }
+  HelperProcess process;
+  const bool started = StartHelperProcess(command, &process, err);
+  if (command.book_fd >= 0) close(command.book_fd);
+  if (!started) return nullptr;
   std::unique_ptr<Helper> h(new Helper);
   h->id = next_helper_id_++;
   h->key = key;
-  h->partition = partition;
-  h->pid = pid;
-  h->pidfd = pidfd;
-  h->sock = sv[0];
+  h->partition = command.book_partition;
+  h->pid = process.pid;
+  h->pidfd = process.pidfd;
+  h->sock = process.sock;
   h->last_used_ns = MonotonicNs();
   epoll_event ev = {};
   ev.events = EPOLLIN;
@@ -555,10 +493,10 @@ NsHelperPool::Helper* NsHelperPool::Spawn(uint64_t key, int* err) {
   pev.data.u64 = (h->id << 1) | 1;
   if (epoll_ctl(epoll_, EPOLL_CTL_ADD, h->sock, &ev) != 0 || epoll_ctl(epoll_, EPOLL_CTL_ADD, h->pidfd, &pev) != 0) {
     *err = errno;
-    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
-    Reap(pidfd, true);
-    close(pidfd);
-    close(sv[0]);
+    syscall(SYS_pidfd_send_signal, h->pidfd, SIGKILL, nullptr, 0);
+    ReapHelperProcess(h->pidfd, true);
+    CloseFd(&h->pidfd);
+    CloseFd(&h->sock);
     return nullptr;
   }
   stat_spawned_++;
@@ -632,7 +570,7 @@ void NsHelperPool::OnReadable(Helper* h) {
 
 void NsHelperPool::OnExit(Helper* h) {
   Reclaim(h);
-  Reap(h->pidfd, false);
+  ReapHelperProcess(h->pidfd, false);
   bool expected = h->retiring || (options_.spawn_per_call && h->in_flight.empty() && h->backlog.empty());
   if (!expected) stat_died_++;
   // Answers already queued in the socket still count: read them before failing the rest.
