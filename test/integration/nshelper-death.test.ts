@@ -10,8 +10,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { startControlPlane } from '../support/controlplane';
-import { startDataPlane } from '../support/dataplane';
+import { agent } from '../support/conformance';
 import { containerd } from '../support/policy';
 import { emulationHelperOf, requireStrace, start, stop } from '../support/processes';
 import { scratchDir } from '../support/scratch';
@@ -62,8 +61,7 @@ function mountsAt(pid: number, mountPoint: string): number {
 async function killedHelperCase(t: TestContext, point: HoldPoint) {
   requireStrace();
   const dir = scratchDir(t);
-  const dp = await startDataPlane(t, ['--log-level', 'info'], dir);
-  await startControlPlane(t, dp);
+  const dp = await agent(t);
   const work = path.join(dir, 'work');
   fs.mkdirSync(work);
   const go = path.join(dir, 'go');

@@ -10,23 +10,19 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
-import { startControlPlane } from '../support/controlplane';
-import { startDataPlane } from '../support/dataplane';
+import { agent, MKDIR_TMPL_METADATA, SUFFIX } from '../support/conformance';
 import { containerd } from '../support/policy';
 import { emulationHelperOf, requireStrace, start, stop } from '../support/processes';
 import { scratchDir } from '../support/scratch';
 import { startUnderFilter } from '../support/workload';
 import { waitUntil } from '../support/wait';
 
-const SUFFIX = '-shop-web-1';
-const METADATA = 'MKDIR_TMPL=-{{.Namespace}}-{{.Pod}}';
 const HOLD = '100000000'; // µs: the pool thread waits there until strace is killed
 
 test('nshelper pool: a helper stays ready while its answers are read; a request sent meanwhile goes straight to it, and its answer read in that pass is its own', { timeout: 120_000 }, async (t) => {
   requireStrace();
   const dir = scratchDir(t);
-  const dp = await startDataPlane(t, ['--log-level', 'info'], dir);
-  await startControlPlane(t, dp);
+  const dp = await agent(t);
   const work = path.join(dir, 'work');
   fs.mkdirSync(work);
   const gate = (name: string) => `while [ ! -e ${path.join(dir, name)} ]; do sleep 0.05; done`;
@@ -34,7 +30,7 @@ test('nshelper pool: a helper stays ready while its answers are read; a request 
     socket: dp.listenerSocket,
     syscalls: ['mkdir', 'mkdirat'],
     id: 'helper-ready',
-    metadata: METADATA,
+    metadata: MKDIR_TMPL_METADATA,
     annotations: containerd('shop', 'web-1', 'app'),
   }, ['/bin/sh', '-c', [
     `mkdir ${work}/first`, gate('go'),
