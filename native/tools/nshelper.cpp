@@ -81,11 +81,34 @@ pid_t g_parent = 0;  // the data plane that started us (getppid at start)
 // no wake-up of this process each, which on a VM is most of a request's time: docs/benchmarks.md).
 uint64_t g_busy_poll_ns = 0;
 uint64_t g_answered_ns = 0;  // when the last request was answered
+bool g_once = false;         // --once: one request, its reply at once
 // Between requests that follow one another within the busy poll (a burst), the helper stays as a
 // request leaves it: its death signal off and its replay book partition locked. Both are set back
 // once, when it goes idle (ServeOne, before its blocking receive), not around each request: four
 // syscalls fewer per request.
 bool g_in_burst = false;
+// A kept helper's reply to the pool for the request it last answered the target of, not sent yet:
+// it goes out when the next request is in hand (before that one's work) or when the helper goes
+// idle. Sent right after the answer, it woke the data plane's pool thread just as the target made
+// its next call, on the vCPU the engine thread needs for it (docs/benchmarks.md, stop 33); sent
+// before the next request's work, no reply waits behind a request that hangs.
+nshelper::Response g_deferred_reply;
+bool g_has_deferred_reply = false;
+
+// False when the socket is broken (the data plane is gone).
+bool SendReply(const nshelper::Response& resp) {
+  ssize_t w;
+  do {
+    w = send(nshelper::kSocketFd, &resp, sizeof(resp), MSG_NOSIGNAL);
+  } while (w < 0 && errno == EINTR);
+  return w == ssize_t(sizeof(resp));
+}
+
+bool FlushDeferredReply() {
+  if (!g_has_deferred_reply) return true;
+  g_has_deferred_reply = false;
+  return SendReply(g_deferred_reply);
+}
 
 // ---------------------------------------------------------------------------------------------
 // The request loop.
@@ -155,6 +178,7 @@ bool ServeOne(char* buf) {
     if (!polled) sched_yield();
   }
   if (!polled) {
+    if (!FlushDeferredReply()) return false;
     // Idle: the partition is another helper's to take, and the data plane's death is ours again.
     if (g_in_burst) {
       g_in_burst = false;
@@ -167,6 +191,7 @@ bool ServeOne(char* buf) {
     } while (n < 0 && errno == EINTR);
   }
   if (n <= 0) return false;
+  if (!FlushDeferredReply()) return false;
   if (!g_in_burst) {
     // A request in hand is carried to its end, the target answered, even if the data plane dies
     // meanwhile: killed between its mkdir and the answer, the successor would replay the still
@@ -245,13 +270,16 @@ bool ServeOne(char* buf) {
   }
   for (int i = 0; i < nfds; ++i) close(fds[i]);
   resp.helper_ns = MonotonicNs() - start;
-  ssize_t w;
-  do {
-    w = send(nshelper::kSocketFd, &resp, sizeof(resp), MSG_NOSIGNAL);
-  } while (w < 0 && errno == EINTR);
+  bool sent = true;
+  if (answered_here && g_busy_poll_ns != 0 && !g_once) {
+    g_deferred_reply = resp;
+    g_has_deferred_reply = true;
+  } else {
+    sent = SendReply(resp);
+  }
   g_answered_ns = MonotonicNs();
   if (getppid() != g_parent) return false;  // it died while this request ran: nothing more to serve
-  return w == ssize_t(sizeof(resp));
+  return sent;
 }
 
 // `--once`, `--busy-poll-us=N` (N decimal, at most 1 s), `--book-partition=N` (the replay book at
@@ -328,6 +356,7 @@ int main(int argc, char** argv) {
     perror("seccomp-nshelper: its own credentials (fsuid 0, no groups, capabilities)");
     return 1;
   }
+  g_once = once;
   static char buf[nshelper::kMaxRequestBytes];
   do {
     if (!ServeOne(buf)) break;

@@ -13,7 +13,7 @@ import {
   type NativeEmulator as Emulator, type RawNotification as Notification,
 } from '../support/emulator-addon';
 import { ROOT, SECCOMP_RUN } from '../support/paths';
-import { start, type Started } from '../support/processes';
+import { requireStrace, start, stop, type Started } from '../support/processes';
 import { scratchDir } from '../support/scratch';
 import { sleep, waitUntil } from '../support/wait';
 
@@ -743,6 +743,47 @@ test('nshelper pool: a helper that stops answering is killed at the request time
   assert.ok(tookMs.get('/b')! < 5_000, `b failed after ${tookMs.get('/b')} ms`);
   assert.ok(!exists(path.join(root, 'b')), 'the stopped helper never acted');
   await waitUntil(() => zombieChildren().length === 0, 10_000, 'the killed helper to be reaped');
+});
+
+test('nshelper pool: a helper that polls sends its reply for a call once the next request is in hand, before that one\'s work: a request that hangs holds no earlier reply', { timeout: 60_000 }, async (t) => {
+  requireStrace();
+  const dir = scratchDir(t, 'emulation-');
+  const root = makeRootfs(dir);
+  // It polls 1 s after each answer: a reply kept until it went idle would come no sooner.
+  const emu = newEmulator(t, { busyPollUs: 1_000_000 });
+  let a: Promise<ActionResult> | undefined;
+  let trace: Started | undefined;
+  let first = '';
+  const run = await runTarget(
+    t,
+    dir,
+    ['unshare', '-m', '--propagation', 'private', 'chroot', root, '/bin/sh', '-c', 'mkdir /w; mkdir /a; mkdir /b; echo b=$?'],
+    async (n, fd) => {
+      if (n.nr !== NR_MKDIR) return void support.answer(fd, n.id, CONTINUE);
+      const call = emu.mkdir({ notifyFd: fd, id: n.id, pid: n.pid, ...mkdirArgs(n), respond: true });
+      if (n.strings[0] === '/w') {
+        await call;  // the helper started; its reply came when it went idle
+        trace = start(t, 'strace', ['-p', String(helperChildren()[0]), '-e', 'trace=mkdirat', '-e', 'inject=mkdirat:delay_enter=100000000:when=2']);
+        t.after(() => stop(trace!.child));
+        await trace.waitFor(/attached/i, 10_000);
+      } else if (n.strings[0] === '/a') {
+        a = call;  // the helper answered the target, which goes on to b while this reply is kept
+      } else {
+        // b is held in its mkdirat (strace); a's reply went out when b came in.
+        first = await Promise.race([a!.then(() => 'a replied'), sleep(5_000).then(() => 'a still held')]);
+        assert.ok(!exists(path.join(root, 'b')), 'b is held before its mkdirat');
+        trace!.child.kill('SIGKILL');
+        await trace!.exited;
+        await call;
+      }
+    },
+  );
+  assert.equal(first, 'a replied', 'the reply for a did not wait behind b');
+  assert.equal(run.exit, 0, run.output);
+  assert.match(run.output, /b=0/);
+  assert.equal((await a)?.errno, 0);
+  assert.ok(exists(path.join(root, 'a')) && exists(path.join(root, 'b')));
+  assert.equal(emu.stats().spawned, 1);
 });
 
 test('nshelper pool: spawn-per-call mode gives the same results, one helper per request', async (t) => {
