@@ -3,7 +3,9 @@
 // SOCK_SEQPACKET socket as fd 3; protocol in native/common/nshelper_protocol.h.
 //
 //   seccomp-nshelper [--busy-poll-us=N]  serve requests until the socket closes (kept helper);
-//                              after answering one, poll N µs for the next before sleeping
+//                              after answering one, poll N µs for the next before sleeping (the
+//                              reply for a target it answered goes out with the next request, or
+//                              when it sleeps)
 //   seccomp-nshelper --once    serve one request, then exit (the spawn-per-call variant)
 //
 // Why a process: the work switches fsuid/fsgid, groups, capabilities, umask and root, which must
