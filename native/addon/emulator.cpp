@@ -73,7 +73,7 @@ NsHelperJob MakeJob(const NotificationRef& ref, uint16_t op, bool respond, int f
   job.header.op = op;
   job.header.notif_id = ref.id;
   job.header.pid = int32_t(ref.pid);
-  job.header.flags = respond ? uint32_t(nshelper::kRespond) : 0u;
+  job.header.flags = respond ? uint32_t(nshelper::kRespond) | (ref.reply_may_wait ? uint32_t(nshelper::kReplyMayWait) : 0u) : 0u;
   job.header.dirfd = AT_FDCWD;
   job.header.nr = ref.nr;
   job.header.arch = ref.arch;

@@ -172,7 +172,9 @@ void Engine::DispatchEmulationLocked(const PendingEntry& entry, const EmulatedDe
   const Notification& n = entry.notification;
   const uint32_t handle = entry.target->handle;
   // Borrowed under mu_: the executors dup it. A helper's row marks the journal slot first.
-  const NotificationRef ref = EmulationRefLocked(entry.target->fd, n, *row, entry.journal_slot);
+  NotificationRef ref = EmulationRefLocked(entry.target->fd, n, *row, entry.journal_slot);
+  // A rule's result is only recorded (its event rides the batch); JS waits for its own decision's.
+  ref.reply_may_wait = by == AnsweredBy::kFastPath;
   const EmulatedKind kind = decision.kind;
   const uint64_t id = n.id;
   const uint64_t received = n.received_ns;

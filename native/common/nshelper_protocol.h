@@ -33,6 +33,9 @@ enum RequestFlags : uint32_t {
   // Mount only: refuse with EPERM unless the target has CAP_SYS_ADMIN in a user namespace
   // created by root that owns its mount namespace.
   kRequireCapSysAdmin = 1u << 1,
+  // With kRespond: nobody waits for the reply (the data plane's rules record the result only), so
+  // a helper that busy-polls may send it with its next request or when it goes idle (nshelper.cpp).
+  kReplyMayWait = 1u << 2,
 };
 
 // Why a request ended, for logs and metrics; `err` carries the errno.

@@ -273,7 +273,7 @@ bool ServeOne(char* buf) {
   for (int i = 0; i < nfds; ++i) close(fds[i]);
   resp.helper_ns = MonotonicNs() - start;
   bool sent = true;
-  if (answered_here && g_busy_poll_ns != 0 && !g_once) {
+  if (answered_here && (req.flags & nshelper::kReplyMayWait) && g_busy_poll_ns != 0 && !g_once) {
     g_deferred_reply = resp;
     g_has_deferred_reply = true;
   } else {

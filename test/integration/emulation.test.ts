@@ -760,7 +760,7 @@ test('nshelper pool: a helper that polls sends its reply for a call once the nex
     ['unshare', '-m', '--propagation', 'private', 'chroot', root, '/bin/sh', '-c', 'mkdir /w; mkdir /a; mkdir /b; echo b=$?'],
     async (n, fd) => {
       if (n.nr !== NR_MKDIR) return void support.answer(fd, n.id, CONTINUE);
-      const call = emu.mkdir({ notifyFd: fd, id: n.id, pid: n.pid, ...mkdirArgs(n), respond: true });
+      const call = emu.mkdir({ notifyFd: fd, id: n.id, pid: n.pid, ...mkdirArgs(n), respond: true, replyMayWait: true });
       if (n.strings[0] === '/w') {
         await call;  // the helper started; its reply came when it went idle
         trace = start(t, 'strace', ['-p', String(helperChildren()[0]), '-e', 'trace=mkdirat', '-e', 'inject=mkdirat:delay_enter=100000000:when=2']);

@@ -329,7 +329,7 @@ class EmulatorWrap : public Napi::ObjectWrap<EmulatorWrap> {
     bool respond = true;
     if (!Usable(env) || !GetObject(info, "mkdir", &o) || !GetRef(o, &ref) || !GetString(o, "path", true, &args.path) ||
         !GetInt(o, "dirfd", false, -100, 2147483647, &dirfd) || !GetInt(o, "mode", false, 0, 07777, &mode) ||
-        !GetBool(o, "respond", &respond)) {
+        !GetBool(o, "respond", &respond) || !GetBool(o, "replyMayWait", &ref.reply_may_wait)) {
       return env.Undefined();
     }
     args.dirfd = int(dirfd);
