@@ -83,7 +83,6 @@ pid_t g_parent = 0;  // the data plane that started us (getppid at start)
 // no wake-up of this process each, which on a VM is most of a request's time: docs/benchmarks.md).
 uint64_t g_busy_poll_ns = 0;
 uint64_t g_answered_ns = 0;  // when the last request was answered
-bool g_once = false;         // --once: one request, its reply at once
 // Between requests that follow one another within the busy poll (a burst), the helper stays as a
 // request leaves it: its death signal off and its replay book partition locked. Both are set back
 // once, when it goes idle (ServeOne, before its blocking receive), not around each request: four
@@ -273,7 +272,7 @@ bool ServeOne(char* buf) {
   for (int i = 0; i < nfds; ++i) close(fds[i]);
   resp.helper_ns = MonotonicNs() - start;
   bool sent = true;
-  if (answered_here && (req.flags & nshelper::kReplyMayWait) && g_busy_poll_ns != 0 && !g_once) {
+  if (answered_here && (req.flags & nshelper::kReplyMayWait) && g_busy_poll_ns != 0) {
     g_deferred_reply = resp;
     g_has_deferred_reply = true;
   } else {
@@ -358,7 +357,7 @@ int main(int argc, char** argv) {
     perror("seccomp-nshelper: its own credentials (fsuid 0, no groups, capabilities)");
     return 1;
   }
-  g_once = once;
+  if (once) g_busy_poll_ns = 0;  // one request: nothing to poll for, its reply goes at once
   static char buf[nshelper::kMaxRequestBytes];
   do {
     if (!ServeOne(buf)) break;
