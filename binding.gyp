@@ -55,6 +55,7 @@
         "native/addon/cgroup_paths.cpp",
         "native/addon/nshelper_pool.cpp",
         "native/addon/nshelper_spawn.cpp",
+        "native/addon/nshelper_replies.cpp",
         "native/addon/notify_fd.cpp",
         "native/addon/target_memory.cpp"
       ],

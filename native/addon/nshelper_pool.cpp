@@ -292,6 +292,7 @@ NsHelperPoolStats NsHelperPool::Stats() const {
   s.in_flight = stat_in_flight_;
   s.retried = stat_retried_;
   s.direct = stat_direct_;
+  s.doorbells = stat_doorbells_;
   return s;
 }
 
@@ -458,14 +459,16 @@ void NsHelperPool::Route(Pending p) {
 }
 
 NsHelperPool::Helper* NsHelperPool::Spawn(uint64_t key, int* err) {
+  std::unique_ptr<Helper> h(new Helper);
   HelperCommand command;
+  if (!h->replies.Create(&command.replies_fd, err)) return nullptr;
   command.helper_path = options_.helper_path;
   command.once = options_.spawn_per_call;
   command.busy_poll_us = options_.busy_poll_us;
   command.request_timeout_ms = options_.request_timeout_ms;
   command.nice = options_.helper_nice;
   // Its namespace's partition of the replay book (the one an earlier helper for it wrote, also
-  // one of a predecessor data plane), at fd 4; the copy given is above every fd the child sets.
+  // one of a predecessor data plane), at fd 5; the copy given is above every fd the child sets.
   if (options_.replay_book != nullptr) {
     std::set<int> busy;
     for (const auto& entry : helpers_) busy.insert(entry.second->partition);
@@ -476,8 +479,8 @@ NsHelperPool::Helper* NsHelperPool::Spawn(uint64_t key, int* err) {
   HelperProcess process;
   const bool started = StartHelperProcess(command, &process, err);
   if (command.book_fd >= 0) close(command.book_fd);
+  close(command.replies_fd);
   if (!started) return nullptr;
-  std::unique_ptr<Helper> h(new Helper);
   h->id = next_helper_id_++;
   h->key = key;
   h->partition = command.book_partition;
@@ -528,14 +531,14 @@ void NsHelperPool::Pump(Helper* h) {
   Publish(h);
 }
 
+// Pool thread: the helper rang. The socket carries doorbells only (nshelper_protocol.h); the
+// responses are in the ring.
 void NsHelperPool::OnReadable(Helper* h) {
   if (h->sock < 0) return;
-  AdoptDirectSent(h);
-  std::vector<std::pair<Pending, nshelper::Response>> answered;
   bool broken = false;
   for (;;) {
-    nshelper::Response r;
-    ssize_t n = recv(h->sock, &r, sizeof(r), MSG_DONTWAIT);
+    nshelper::Doorbell bell;
+    ssize_t n = recv(h->sock, &bell, sizeof(bell), MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) break;
     if (n <= 0) {
@@ -543,11 +546,27 @@ void NsHelperPool::OnReadable(Helper* h) {
       epoll_ctl(epoll_, EPOLL_CTL_DEL, h->sock, nullptr);
       break;
     }
+    if (n != ssize_t(sizeof(bell)) || bell.magic != nshelper::kDoorbellMagic) {
+      broken = true;
+      break;
+    }
+    stat_doorbells_++;
+  }
+  TakeReplies(h, broken);
+}
+
+// Pool thread: every response `h` has posted, matched in order to what it has in hand; `broken`
+// (a bad doorbell, or a response out of step) fails the rest and kills it.
+void NsHelperPool::TakeReplies(Helper* h, bool broken) {
+  AdoptDirectSent(h);
+  std::vector<std::pair<Pending, nshelper::Response>> answered;
+  broken |= h->replies.Overrun();
+  nshelper::Response r;
+  while (!broken && h->replies.Take(&r)) {
     // `h` stays ready while its answers are read: an answer to what Submit sent it since is
     // adopted here, in order, before it is matched.
-    if (n == ssize_t(sizeof(r)) && (h->in_flight.empty() || r.tag != h->in_flight.front().tag)) AdoptDirectSent(h);
-    if (n != ssize_t(sizeof(r)) || r.magic != nshelper::kMagic || h->in_flight.empty() ||
-        r.tag != h->in_flight.front().tag) {
+    if (h->in_flight.empty() || r.tag != h->in_flight.front().tag) AdoptDirectSent(h);
+    if (r.magic != nshelper::kMagic || h->in_flight.empty() || r.tag != h->in_flight.front().tag) {
       broken = true;
       break;
     }
@@ -573,14 +592,12 @@ void NsHelperPool::OnExit(Helper* h) {
   ReapHelperProcess(h->pidfd, false);
   bool expected = h->retiring || (options_.spawn_per_call && h->in_flight.empty() && h->backlog.empty());
   if (!expected) stat_died_++;
-  // Answers already queued in the socket still count: read them before failing the rest.
-  if (h->sock >= 0) {
-    nshelper::Response r;
-    while (!h->in_flight.empty() && recv(h->sock, &r, sizeof(r), MSG_DONTWAIT) == ssize_t(sizeof(r)) &&
-           r.magic == nshelper::kMagic && r.tag == h->in_flight.front().tag) {
-      Complete(h->in_flight.front(), r, 0);
-      h->in_flight.pop_front();
-    }
+  // Answers it posted still count, rung for or not: take them before failing the rest.
+  nshelper::Response r;
+  while (!h->in_flight.empty() && !h->replies.Overrun() && h->replies.Take(&r) && r.magic == nshelper::kMagic &&
+         r.tag == h->in_flight.front().tag) {
+    Complete(h->in_flight.front(), r, 0);
+    h->in_flight.pop_front();
   }
   // What it still had in hand: once more to a fresh helper for the same namespace, which takes
   // the partition's lock the death released and finds there what this one did (an intent, an
@@ -657,7 +674,14 @@ void NsHelperPool::Complete(Pending& p, const nshelper::Response& response, int 
 void NsHelperPool::CheckTimers(uint64_t now) {
   const uint64_t timeout = uint64_t(options_.request_timeout_ms) * 1000000ull;
   const uint64_t idle = uint64_t(options_.idle_timeout_ms) * 1000000ull;
-  std::vector<Helper*> stuck, idle_helpers;
+  std::vector<Helper*> late, stuck, idle_helpers;
+  for (auto& entry : helpers_) {
+    Helper* h = entry.second.get();
+    if (!h->in_flight.empty() && now - h->in_flight.front().sent_ns > timeout) late.push_back(h);
+  }
+  // A helper rings for a batch of responses, or when it goes idle: what it posted is taken before
+  // its oldest request is called late (one that hangs after answering others strands none of them).
+  for (Helper* h : late) TakeReplies(h, false);
   for (auto& entry : helpers_) {
     Helper* h = entry.second.get();
     if (!h->in_flight.empty() && now - h->in_flight.front().sent_ns > timeout) {

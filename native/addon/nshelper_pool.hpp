@@ -16,8 +16,11 @@
 // so the pool thread cannot close or write it meanwhile) and leaves the bookkeeping to the pool
 // thread, which adopts the requests, in the order sent, before it touches that helper again. The
 // helper answers the target itself, so a container's emulated call waits on one wake-up (the
-// helper's), not two (the pool thread's, then the helper's). A timerfd armed at the send wakes the pool thread for the request's
-// timeout if nothing else does.
+// helper's), not two (the pool thread's, then the helper's). A timerfd armed at the send wakes the
+// pool thread for the request's timeout if nothing else does.
+//
+// Responses come back through each helper's reply ring (nshelper_replies.hpp), which the helper
+// rings for on its socket: at once for a response someone waits for, in batches for the rest.
 #pragma once
 #include <errno.h>
 #include <pthread.h>
@@ -36,6 +39,7 @@
 
 #include "mount_namespace_cache.hpp"
 #include "nshelper_protocol.h"
+#include "nshelper_replies.hpp"
 #include "replay_book_file.hpp"
 
 namespace seccomp_agent {
@@ -71,6 +75,7 @@ struct NsHelperPoolStats {
   uint64_t timed_out = 0;  // killed for exceeding request_timeout_ms
   uint64_t in_flight = 0;  // requests submitted and not completed
   uint64_t direct = 0;     // requests Submit sent straight to a ready helper
+  uint64_t doorbells = 0;  // times a helper rang for the responses it posted (its ring)
 };
 
 // A request as the pool sends it: header fields except magic, version and tag, the strings, and
@@ -127,6 +132,7 @@ class NsHelperPool {
     int partition = -1;     // its replay book partition (-1: none)
     uint64_t last_used_ns = 0;
     std::deque<Pending> in_flight;  // sent, answered in order
+    NsHelperReplies replies;        // where it posts its responses (it rings the socket)
     std::deque<Pending> backlog;    // waiting for the window
     std::set<uint64_t> owners;
   };
@@ -147,6 +153,7 @@ class NsHelperPool {
   Helper* Spawn(uint64_t key, int* err);
   void Pump(Helper* helper);
   void OnReadable(Helper* helper);
+  void TakeReplies(Helper* helper, bool broken);
   void OnExit(Helper* helper);
   void Retire(Helper* helper, bool kill);
   void FailAll(Helper* helper, int err);
@@ -198,7 +205,7 @@ class NsHelperPool {
   uint64_t next_helper_id_ = 1;
 
   std::atomic<uint64_t> stat_helpers_{0}, stat_spawned_{0}, stat_died_{0}, stat_timed_out_{0}, stat_in_flight_{0},
-      stat_retried_{0}, stat_direct_{0};
+      stat_retried_{0}, stat_direct_{0}, stat_doorbells_{0};
 };
 
 }  // namespace seccomp_agent

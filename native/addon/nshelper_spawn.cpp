@@ -45,8 +45,9 @@ bool StartHelperProcess(const HelperCommand& command, HelperProcess* out, int* e
   posix_spawnattr_init(&attr);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, sv[1], nshelper::kSocketFd);
+  posix_spawn_file_actions_adddup2(&actions, command.replies_fd, nshelper::kRepliesFd);
   if (book) posix_spawn_file_actions_adddup2(&actions, command.book_fd, replay_book::kBookFd);
-  posix_spawn_file_actions_addclosefrom_np(&actions, book ? replay_book::kBookFd + 1 : nshelper::kSocketFd + 1);
+  posix_spawn_file_actions_addclosefrom_np(&actions, book ? replay_book::kBookFd + 1 : nshelper::kRepliesFd + 1);
   sigset_t none, all;
   sigemptyset(&none);
   sigfillset(&all);

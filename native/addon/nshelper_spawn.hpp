@@ -1,6 +1,6 @@
 // Starting and reaping one emulation helper process (native/tools/nshelper.cpp), the way the pool
 // (nshelper_pool.hpp) needs it: posix_spawn (never a fork of this multi-threaded process), its
-// socket at fd 3, its replay book partition at fd 4, nothing else inherited, no signal blocked
+// socket at fd 3, its reply ring at fd 4, its replay book partition at fd 5, nothing else inherited, no signal blocked
 // or handled, and a pidfd to kill and reap it by.
 #pragma once
 #include <stdint.h>
@@ -16,7 +16,8 @@ struct HelperCommand {
   uint32_t busy_poll_us = 0;
   uint32_t request_timeout_ms = 0;
   int nice = 0;
-  int book_fd = -1;           // the replay book, given at fd 4 (-1: none)
+  int replies_fd = -1;        // its reply ring (nshelper_replies.hpp), given at fd 4
+  int book_fd = -1;           // the replay book, given at fd 5 (-1: none)
   int book_partition = -1;    // its partition for this helper (with book_fd)
 };
 

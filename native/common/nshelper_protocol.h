@@ -1,7 +1,14 @@
 // Wire protocol between the data plane (native/addon/nshelper_pool.cpp) and its helper process
-// (native/tools/nshelper.cpp). One SOCK_SEQPACKET message per request and per response, so a
-// message is never split or merged; fixed little-endian structs, both ends built from this header
-// in one build, so no field is ever reinterpreted across versions (the version is still checked).
+// (native/tools/nshelper.cpp). One SOCK_SEQPACKET message per request, so a message is never split
+// or merged; fixed little-endian structs, both ends built from this header in one build, so no
+// field is ever reinterpreted across versions (the version is still checked).
+//
+// Responses go the other way through a ring in memory the two share (ReplyRing, a memfd at
+// kRepliesFd), and the socket carries only a doorbell that wakes the pool thread to read it. A
+// helper that answered its target itself rings once every kDoorbellEvery such responses, or when
+// it goes idle: the pool's bookkeeping of a call nobody waits for costs no wake-up of its thread
+// per call (docs/emulation.md, "Replies"). Whatever rang, the pool takes every response posted,
+// and looks at the ring again before it declares a request timed out.
 //
 // A request carries the container's seccomp notify fd as SCM_RIGHTS: the helper itself re-checks
 // SECCOMP_IOCTL_NOTIF_ID_VALID after it has opened /proc/<pid>/... and before it acts, and, when
@@ -10,13 +17,16 @@
 #pragma once
 #include <stdint.h>
 
+#include <atomic>
+
 namespace nshelper {
 
 constexpr uint32_t kMagic = 0x3148534e;  // "NSH1"
-constexpr uint16_t kVersion = 2;  // 2: the notification's syscall and arguments (restarted calls)
+constexpr uint16_t kVersion = 3;  // 2: the notification's syscall and arguments; 3: the reply ring
 
-// The helper is started with its end of the socketpair as this fd.
+// The helper is started with its end of the socketpair as this fd, and its reply ring as the next.
 constexpr int kSocketFd = 3;
+constexpr int kRepliesFd = 4;
 
 // Longest string the helper accepts in one field (PATH_MAX and one page of mount data).
 constexpr uint32_t kMaxString = 4096;
@@ -102,5 +112,28 @@ struct Response {
 };
 
 constexpr uint32_t kMaxRequestBytes = sizeof(Request) + 4 * kMaxString;
+
+// Responses posted and not yet taken never exceed the requests the pool has sent and not seen
+// answered, which its window (8) bounds: a helper that finds the ring full is out of step and exits.
+constexpr uint32_t kReplySlots = 16;
+// A helper rings after this many responses nobody waits for (kReplyMayWait) while it polls: the
+// pool frees their window room and writes their events in batches, well before the window fills.
+constexpr uint32_t kDoorbellEvery = 4;
+
+// Single producer (the helper: slots, then head) and single consumer (the pool thread: tail).
+// Indices run freely; slot = index % kReplySlots. std::atomic<uint32_t> is lock-free, hence
+// address-free: the same object through two mappings in two processes.
+struct ReplyRing {
+  alignas(64) std::atomic<uint32_t> head;
+  alignas(64) std::atomic<uint32_t> tail;
+  alignas(64) Response slots[kReplySlots];
+};
+static_assert(std::atomic<uint32_t>::is_always_lock_free, "the reply ring needs lock-free atomics");
+
+// The socket's only message from helper to pool: "the ring has responses".
+constexpr uint32_t kDoorbellMagic = 0x4c4c4542;  // "BELL"
+struct Doorbell {
+  uint32_t magic;
+};
 
 }  // namespace nshelper

@@ -23,7 +23,7 @@ constexpr uint32_t kPartitions = 64;  // the pool's bound on kept helpers
 constexpr uint32_t kEntries = 32;     // per partition: one mount namespace's tasks
 
 // The helper finds the book's memfd as this fd, and its partition in --book-partition=N.
-constexpr int kBookFd = 4;
+constexpr int kBookFd = 5;  // after the socket (3) and the reply ring (4): nshelper_protocol.h
 
 struct Header {
   char magic[8];

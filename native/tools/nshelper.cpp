@@ -1,11 +1,12 @@
 // seccomp-nshelper: does mkdir and mount on behalf of a container's process, as that process
 // would, confined to its root. Started by the data plane (native/addon/nshelper_pool.cpp) with a
-// SOCK_SEQPACKET socket as fd 3; protocol in native/common/nshelper_protocol.h.
+// SOCK_SEQPACKET socket as fd 3 and its reply ring as fd 4; protocol in
+// native/common/nshelper_protocol.h.
 //
 //   seccomp-nshelper [--busy-poll-us=N]  serve requests until the socket closes (kept helper);
 //                              after answering one, poll N µs for the next before sleeping (the
-//                              reply for a target it answered goes out with the next request, or
-//                              when it sleeps)
+//                              pool is rung for the responses of targets it answered every few
+//                              of them, or when it sleeps)
 //   seccomp-nshelper --once    serve one request, then exit (the spawn-per-call variant)
 //
 // Why a process: the work switches fsuid/fsgid, groups, capabilities, umask and root, which must
@@ -28,9 +29,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -49,6 +52,7 @@
 #include "nshelper_protocol.h"
 #include "nshelper_recovery.hpp"
 #include "nshelper_replay.hpp"
+#include "replay_book.h"
 #include "nshelper_state.hpp"
 #include "seccomp_compat.h"
 
@@ -88,27 +92,53 @@ uint64_t g_answered_ns = 0;  // when the last request was answered
 // once, when it goes idle (ServeOne, before its blocking receive), not around each request: four
 // syscalls fewer per request.
 bool g_in_burst = false;
-// A kept helper's reply to the pool for the request it last answered the target of, not sent yet:
-// it goes out when the next request is in hand (before that one's work) or when the helper goes
-// idle. Sent right after the answer, it woke the data plane's pool thread just as the target made
-// its next call, on the vCPU the engine thread needs for it (docs/benchmarks.md, stop 33); sent
-// before the next request's work, no reply waits behind a request that hangs.
-nshelper::Response g_deferred_reply;
-bool g_has_deferred_reply = false;
+// Responses go into the ring shared with the pool (nshelper_protocol.h); the socket only rings.
+// A doorbell per response woke the data plane's pool thread once per call, just as the target made
+// its next one, on the vCPUs its engine thread and this helper need for it (docs/benchmarks.md,
+// stops 33 and 34); a response nobody waits for is rung for in batches instead. The pool takes
+// whatever is posted before it calls a request late, so a request that hangs strands none.
+nshelper::ReplyRing* g_replies = nullptr;
+uint32_t g_unrung = 0;  // responses posted since the last doorbell
 
 // False when the socket is broken (the data plane is gone).
-bool SendReply(const nshelper::Response& resp) {
+bool RingDoorbell() {
+  g_unrung = 0;
+  const nshelper::Doorbell bell = {nshelper::kDoorbellMagic};
   ssize_t w;
   do {
-    w = send(nshelper::kSocketFd, &resp, sizeof(resp), MSG_NOSIGNAL);
+    w = send(nshelper::kSocketFd, &bell, sizeof(bell), MSG_NOSIGNAL);
   } while (w < 0 && errno == EINTR);
-  return w == ssize_t(sizeof(resp));
+  return w == ssize_t(sizeof(bell));
 }
 
-bool FlushDeferredReply() {
-  if (!g_has_deferred_reply) return true;
-  g_has_deferred_reply = false;
-  return SendReply(g_deferred_reply);
+bool RingIfPosted() { return g_unrung == 0 || RingDoorbell(); }
+
+// Posts one response; rings now unless `may_wait` and fewer than kDoorbellEvery are unrung. False
+// when the pool is gone or out of step (more unread than it ever has in hand: we exit, it retries).
+bool PostReply(const nshelper::Response& resp, bool may_wait) {
+  const uint32_t head = g_replies->head.load(std::memory_order_relaxed);
+  if (head - g_replies->tail.load(std::memory_order_acquire) >= nshelper::kReplySlots) {
+    fprintf(stderr, "seccomp-nshelper: the reply ring is full (the data plane reads none): exiting\n");
+    return false;
+  }
+  g_replies->slots[head % nshelper::kReplySlots] = resp;
+  g_replies->head.store(head + 1, std::memory_order_release);
+  ++g_unrung;
+  if (may_wait && g_unrung < nshelper::kDoorbellEvery) return true;
+  return RingDoorbell();
+}
+
+// The ring at kRepliesFd, mapped; the descriptor closed. Null (errno set) when it is not one.
+nshelper::ReplyRing* MapReplies() {
+  struct stat st;
+  if (fstat(nshelper::kRepliesFd, &st) != 0) return nullptr;
+  if (size_t(st.st_size) < sizeof(nshelper::ReplyRing)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  void* base = mmap(nullptr, sizeof(nshelper::ReplyRing), PROT_READ | PROT_WRITE, MAP_SHARED, nshelper::kRepliesFd, 0);
+  close(nshelper::kRepliesFd);
+  return base == MAP_FAILED ? nullptr : static_cast<nshelper::ReplyRing*>(base);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -179,7 +209,7 @@ bool ServeOne(char* buf) {
     if (!polled) sched_yield();
   }
   if (!polled) {
-    if (!FlushDeferredReply()) return false;
+    if (!RingIfPosted()) return false;
     // Idle: the partition is another helper's to take, and the data plane's death is ours again.
     if (g_in_burst) {
       g_in_burst = false;
@@ -192,7 +222,6 @@ bool ServeOne(char* buf) {
     } while (n < 0 && errno == EINTR);
   }
   if (n <= 0) return false;
-  if (!FlushDeferredReply()) return false;
   if (!g_in_burst) {
     // A request in hand is carried to its end, the target answered, even if the data plane dies
     // meanwhile: killed between its mkdir and the answer, the successor would replay the still
@@ -271,20 +300,14 @@ bool ServeOne(char* buf) {
   }
   for (int i = 0; i < nfds; ++i) close(fds[i]);
   resp.helper_ns = MonotonicNs() - start;
-  bool sent = true;
-  if (answered_here && (req.flags & nshelper::kReplyMayWait) && g_busy_poll_ns != 0) {
-    g_deferred_reply = resp;
-    g_has_deferred_reply = true;
-  } else {
-    sent = SendReply(resp);
-  }
+  const bool sent = PostReply(resp, answered_here && (req.flags & nshelper::kReplyMayWait) && g_busy_poll_ns != 0);
   g_answered_ns = MonotonicNs();
   if (getppid() != g_parent) return false;  // it died while this request ran: nothing more to serve
   return sent;
 }
 
 // `--once`, `--busy-poll-us=N` (N decimal, at most 1 s), `--book-partition=N` (the replay book at
-// fd 4), `--request-timeout-ms=N` (the pool's: how long a dead helper's intent can matter),
+// fd 5), `--request-timeout-ms=N` (the pool's: how long a dead helper's intent can matter),
 // `--nice=N` (0 to 19: the helper's CPU priority, see main). False: a usage error.
 bool ParseArgs(int argc, char** argv, bool* once, int* book_partition, uint64_t* request_timeout_ns, int* nice) {
   command_line::Args args(argc, argv);
@@ -315,7 +338,7 @@ int main(int argc, char** argv) {
   uint64_t request_timeout_ns = 10000ull * 1000000ull;  // the pool's default
   int nice = 0;
   if (!ParseArgs(argc, argv, &once, &book_partition, &request_timeout_ns, &nice)) {
-    fprintf(stderr, "usage: seccomp-nshelper [--once] [--busy-poll-us=N] [--book-partition=N] [--request-timeout-ms=N] [--nice=N]  (started by the seccomp data plane, socket on fd 3, replay book on fd 4)\n");
+    fprintf(stderr, "usage: seccomp-nshelper [--once] [--busy-poll-us=N] [--book-partition=N] [--request-timeout-ms=N] [--nice=N]  (started by the seccomp data plane, socket on fd 3, reply ring on fd 4, replay book on fd 5)\n");
     return 2;
   }
   // The helper's work is a container's: when the CPUs are busy, the notifications of every other
@@ -338,11 +361,17 @@ int main(int argc, char** argv) {
   g_parent = getppid();
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   prctl(PR_SET_DUMPABLE, 0);
-  // The replay book first (it is fd 4, and kept as a descriptor of our own), then every other fd.
-  if (book_partition >= 0 && !g_replays.Open(uint32_t(book_partition), request_timeout_ns)) {
-    perror("seccomp-nshelper: the replay book on fd 4 (serving without it: restarted calls are done again)");
+  // Nothing inherited past the replay book (fd 5); then the ring and the book, each mapped and its
+  // fd closed (the book keeps a descriptor of its own, opened here: after this close, not before).
+  syscall(SYS_close_range, replay_book::kBookFd + 1, ~0u, 0);
+  g_replies = MapReplies();
+  if (g_replies == nullptr) {
+    perror("seccomp-nshelper: the reply ring on fd 4");
+    return 1;
   }
-  syscall(SYS_close_range, nshelper::kSocketFd + 1, ~0u, 0);
+  if (book_partition >= 0 && !g_replays.Open(uint32_t(book_partition), request_timeout_ns)) {
+    perror("seccomp-nshelper: the replay book on fd 5 (serving without it: restarted calls are done again)");
+  }
   signal(SIGPIPE, SIG_IGN);
   if (!g_targets.Init()) {
     perror("seccomp-nshelper: /proc");

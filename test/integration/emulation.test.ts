@@ -745,45 +745,85 @@ test('nshelper pool: a helper that stops answering is killed at the request time
   await waitUntil(() => zombieChildren().length === 0, 10_000, 'the killed helper to be reaped');
 });
 
-test('nshelper pool: a helper that polls sends its reply for a call once the next request is in hand, before that one\'s work: a request that hangs holds no earlier reply', { timeout: 60_000 }, async (t) => {
+test('nshelper pool: a helper that polls rings for the responses nobody waits for once per four, and at once for one a caller awaits', { timeout: 60_000 }, async (t) => {
+  const dir = scratchDir(t, 'emulation-');
+  const root = makeRootfs(dir);
+  // It polls 1 s after each answer: it never goes idle inside the burst below.
+  const emu = newEmulator(t, { busyPollUs: 1_000_000 });
+  const names = Array.from({ length: 12 }, (_, i) => `/d${i}`);
+  const calls: Promise<ActionResult>[] = [];
+  let lastMs = -1;
+  const run = await runTarget(
+    t,
+    dir,
+    ['unshare', '-m', '--propagation', 'private', 'chroot', root, '/bin/sh', '-c', `mkdir ${names.join('; mkdir ')}; mkdir /last; echo last=$?`],
+    async (n, fd) => {
+      if (n.nr !== NR_MKDIR) return void support.answer(fd, n.id, CONTINUE);
+      const args = { notifyFd: fd, id: n.id, pid: n.pid, ...mkdirArgs(n), respond: true };
+      if (n.strings[0] !== '/last') return void calls.push(emu.mkdir({ ...args, replyMayWait: true }));
+      const started = Date.now();
+      await emu.mkdir(args);
+      lastMs = Date.now() - started;
+    },
+  );
+  assert.equal(run.exit, 0, run.output);
+  assert.match(run.output, /last=0/);
+  const results = await Promise.all(calls);
+  assert.deepEqual(results.map((r) => [r.errno, r.answered]), names.map(() => [0, true]));
+  for (const name of names) assert.ok(exists(path.join(root, name)), name);
+  // Twelve responses nobody waited for: three doorbells; the awaited one rang at once (its caller
+  // would otherwise have waited for the helper to go idle, a second later).
+  assert.equal(emu.stats().doorbells, 12 / 4 + 1, JSON.stringify(emu.stats()));
+  assert.ok(lastMs >= 0 && lastMs < 900, `the awaited call took ${lastMs} ms`);
+  assert.equal(emu.stats().spawned, 1);
+});
+
+test('nshelper pool: a response posted and not rung for is taken before a request is called late: one that hangs after it strands none', { timeout: 60_000 }, async (t) => {
   requireStrace();
   const dir = scratchDir(t, 'emulation-');
   const root = makeRootfs(dir);
-  // It polls 1 s after each answer: a reply kept until it went idle would come no sooner.
-  const emu = newEmulator(t, { busyPollUs: 1_000_000 });
+  // It polls 1 s after each answer (a's response is not rung for before b comes in); b hangs past
+  // the request timeout.
+  const emu = newEmulator(t, { busyPollUs: 1_000_000, requestTimeoutMs: 1_500, failureErrno: EACCES });
   let a: Promise<ActionResult> | undefined;
+  let aAt = 0;
+  let bAt = 0;
+  let b: ActionResult | undefined;
   let trace: Started | undefined;
-  let first = '';
   const run = await runTarget(
     t,
     dir,
     ['unshare', '-m', '--propagation', 'private', 'chroot', root, '/bin/sh', '-c', 'mkdir /w; mkdir /a; mkdir /b; echo b=$?'],
     async (n, fd) => {
       if (n.nr !== NR_MKDIR) return void support.answer(fd, n.id, CONTINUE);
-      const call = emu.mkdir({ notifyFd: fd, id: n.id, pid: n.pid, ...mkdirArgs(n), respond: true, replyMayWait: true });
+      const args = { notifyFd: fd, id: n.id, pid: n.pid, ...mkdirArgs(n), respond: true };
       if (n.strings[0] === '/w') {
-        await call;  // the helper started; its reply came when it went idle
+        await emu.mkdir(args);  // the helper started
+        // Holds the helper's second mkdirat from here (b's: a's is the first) far past the timeout.
         trace = start(t, 'strace', ['-p', String(helperChildren()[0]), '-e', 'trace=mkdirat', '-e', 'inject=mkdirat:delay_enter=100000000:when=2']);
         t.after(() => stop(trace!.child));
         await trace.waitFor(/attached/i, 10_000);
       } else if (n.strings[0] === '/a') {
-        a = call;  // the helper answered the target, which goes on to b while this reply is kept
+        // The helper answers the target, which goes on to b; the response waits in the ring.
+        a = emu.mkdir({ ...args, replyMayWait: true }).then((r) => ((aAt = Date.now()), r));
       } else {
-        // b is held in its mkdirat (strace); a's reply went out when b came in.
-        first = await Promise.race([a!.then(() => 'a replied'), sleep(5_000).then(() => 'a still held')]);
-        assert.ok(!exists(path.join(root, 'b')), 'b is held before its mkdirat');
-        trace!.child.kill('SIGKILL');
-        await trace!.exited;
-        await call;
+        b = await emu.mkdir(args);
+        bAt = Date.now();
       }
     },
   );
-  assert.equal(first, 'a replied', 'the reply for a did not wait behind b');
+  // The killed helper dies once strace lets it go (a traced stop outlasts SIGKILL here).
+  trace!.child.kill('SIGKILL');
+  await trace!.exited;
   assert.equal(run.exit, 0, run.output);
-  assert.match(run.output, /b=0/);
-  assert.equal((await a)?.errno, 0);
-  assert.ok(exists(path.join(root, 'a')) && exists(path.join(root, 'b')));
-  assert.equal(emu.stats().spawned, 1);
+  assert.match(run.output, /b=1/, 'b got the failure errno at the timeout');
+  const ra = await a!;
+  assert.deepEqual([ra.outcome, ra.errno, ra.answered], ['done', 0, true], `a is what the helper did, not a timeout: ${JSON.stringify(ra, bigints)}`);
+  assert.ok(aAt > 0 && aAt <= bAt, 'a was taken before b was called late');
+  assert.equal(b?.stage, 'helper-timeout', JSON.stringify(b, bigints));
+  assert.equal(b?.errno, EACCES);
+  assert.ok(exists(path.join(root, 'a')) && !exists(path.join(root, 'b')), 'b was held before its mkdirat');
+  assert.equal(emu.stats().timedOut, 1);
 });
 
 test('nshelper pool: spawn-per-call mode gives the same results, one helper per request', async (t) => {

@@ -61,7 +61,7 @@ export interface NativeEmulator {
   freeze(a: EmulatorRef & { answerErrno?: number }): Promise<EmulatorActionResult>;
   thaw(pid: number): Promise<EmulatorActionResult>;
   forget(owner: number): void;
-  stats(): { helpers: number; spawned: number; died: number; timedOut: number; inFlight: number; direct: number };
+  stats(): { helpers: number; spawned: number; died: number; timedOut: number; inFlight: number; direct: number; doorbells: number };
   /** Answers up to `count` mkdir/mkdirat notifications of `notifyFd` through the emulator; others get CONTINUE. */
   benchMkdir(a: { notifyFd: number; count: number; timeoutMs?: number; owner?: number }): Promise<EmulatorBenchResult>;
   close(): void;

@@ -419,6 +419,7 @@ class EmulatorWrap : public Napi::ObjectWrap<EmulatorWrap> {
     o.Set("timedOut", double(s.timed_out));
     o.Set("inFlight", double(s.in_flight));
     o.Set("direct", double(s.direct));
+    o.Set("doorbells", double(s.doorbells));
     return o;
   }
 
