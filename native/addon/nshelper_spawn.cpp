@@ -44,6 +44,15 @@ bool StartHelperProcess(const HelperCommand& command, HelperProcess* out, int* e
   posix_spawn_file_actions_init(&actions);
   posix_spawnattr_init(&attr);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  // Its error messages go where ours do. A descriptor left closed at 1 or 2 is the first the helper
+  // opens (/proc, a book's lock), where a message written to it would land. dup2 onto itself
+  // clears close-on-exec (POSIX.1-2017), which Node sets on its own stdio.
+  if (fcntl(2, F_GETFD) >= 0) {
+    posix_spawn_file_actions_adddup2(&actions, 2, 2);
+  } else {
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  }
   posix_spawn_file_actions_adddup2(&actions, sv[1], nshelper::kSocketFd);
   posix_spawn_file_actions_adddup2(&actions, command.replies_fd, nshelper::kRepliesFd);
   if (book) posix_spawn_file_actions_adddup2(&actions, command.book_fd, replay_book::kBookFd);

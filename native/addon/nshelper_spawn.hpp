@@ -1,7 +1,8 @@
 // Starting and reaping one emulation helper process (native/tools/nshelper.cpp), the way the pool
-// (nshelper_pool.hpp) needs it: posix_spawn (never a fork of this multi-threaded process), its
-// socket at fd 3, its reply ring at fd 4, its replay book partition at fd 5, nothing else inherited, no signal blocked
-// or handled, and a pidfd to kill and reap it by.
+// (nshelper_pool.hpp) needs it: posix_spawn (never a fork of this multi-threaded process), stdin
+// and stdout /dev/null, our stderr, its socket at fd 3, its reply ring at fd 4, its replay book
+// partition at fd 5, nothing else inherited, no signal blocked or handled, and a pidfd to kill and
+// reap it by.
 #pragma once
 #include <stdint.h>
 #include <sys/types.h>

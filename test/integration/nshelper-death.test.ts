@@ -3,7 +3,8 @@
 // marks it acted in the replay book), in its NOTIF_SEND, after its answer. The pool gives the
 // request once to a fresh helper, which finds in the replay book what the dead one did and gives
 // the program what a kernel would: 0 and one directory or mount, never EPERM, EEXIST or a second
-// mount (docs/emulation.md, "Exactly once"). Nothing depends on which process is quicker: strace
+// mount (docs/emulation.md, "Exactly once"); or, when the dead one had posted its response in its
+// reply ring, takes that response and gives it to nobody else. Nothing depends on which process is quicker: strace
 // holds the helper in the syscall the case needs, /proc/<helper>/syscall and the effect on disk
 // say it is there, and only then is it killed.
 import assert from 'node:assert/strict';
@@ -31,8 +32,8 @@ interface HoldPoint {
   nr: number;
   /** Whether the mkdir or mount has happened when the helper is held (checked before the kill). */
   acted: boolean;
-  /** How the data plane's log says the fresh helper served it: acted, gave the dead one's outcome, or found it answered. */
-  served: 'acted' | 'replayed' | 'answered';
+  /** How the data plane's log says the fresh helper served it: acted, gave the dead one's outcome, or found it answered; or that no fresh one was needed (the response was in the ring). */
+  served: 'acted' | 'replayed' | 'answered' | 'taken';
 }
 
 const HOLD_POINTS: HoldPoint[] = [
@@ -43,9 +44,12 @@ const HOLD_POINTS: HoldPoint[] = [
   { name: 'at the exit of its mkdirat (intent only)', op: 'mkdir', trace: 'mkdirat', inject: `mkdirat:delay_exit=${HOLD}:when=1`, nr: 258, acted: true, served: 'replayed' },
   // Marked acted, not answered (two NOTIF_ID_VALIDs, then the answer, NOTIF_ADDFD, waits): replayed.
   { name: 'in its NOTIF_SEND (acted)', op: 'mkdir', trace: 'ioctl', inject: `ioctl:delay_enter=${HOLD}:when=3`, nr: 16, acted: true, served: 'replayed' },
-  // Answered; its reply to the pool waits: the fresh helper finds the notification answered and
-  // does nothing.
-  { name: 'after its answer', op: 'mkdir', trace: 'sendto', inject: `sendto:delay_enter=${HOLD}:when=1`, nr: 44, acted: true, served: 'answered' },
+  // Marked acted and answered (its NOTIF_ADDFD, the third ioctl) and held on the way back: the
+  // fresh helper finds the notification answered and does nothing.
+  { name: 'at the exit of its answer', op: 'mkdir', trace: 'ioctl', inject: `ioctl:delay_exit=${HOLD}:when=3`, nr: 16, acted: true, served: 'answered' },
+  // Answered and its response posted in the ring; held in its doorbell: the pool takes the response
+  // from the dead helper's ring, and no fresh helper is asked.
+  { name: 'in the doorbell after its answer', op: 'mkdir', trace: 'sendto', inject: `sendto:delay_enter=${HOLD}:when=1`, nr: 44, acted: true, served: 'taken' },
   // Its intent noted (the target's mount id), the mount's child not forked: the fresh helper mounts.
   { name: 'before its mount child', op: 'mount', trace: 'clone', inject: `clone:delay_enter=${HOLD}:when=1`, nr: 56, acted: false, served: 'acted' },
   // The child mounted and exited, the intent not yet marked acted: the fresh helper finds another
@@ -56,6 +60,21 @@ const HOLD_POINTS: HoldPoint[] = [
 /** Mounts at `mountPoint` in the mount namespace of `pid`. */
 function mountsAt(pid: number, mountPoint: string): number {
   return fs.readFileSync(`/proc/${pid}/mountinfo`, 'utf8').split('\n').filter((l) => l.split(' ')[4] === mountPoint).length;
+}
+
+/** Whether `pid` holds a write lock (its partition's) through a descriptor of its own on the replay book. */
+function holdsBookLock(pid: number): boolean {
+  for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
+    let target = '';
+    try {
+      target = fs.readlinkSync(`/proc/${pid}/fd/${fd}`);
+    } catch {
+      continue;
+    }
+    if (!target.startsWith('/memfd:seccomp-agent-replays')) continue;
+    if (/^lock:.*OFDLCK\s+ADVISORY\s+WRITE/m.test(fs.readFileSync(`/proc/${pid}/fdinfo/${fd}`, 'utf8'))) return true;
+  }
+  return false;
 }
 
 async function killedHelperCase(t: TestContext, point: HoldPoint) {
@@ -97,6 +116,9 @@ async function killedHelperCase(t: TestContext, point: HoldPoint) {
     if (/delayed wait data set already/.test(trace.output())) throw new StraceLostHold(err.message);
     throw err;
   });
+  // Between its requests' receipt and its going idle, a helper holds its partition of the book: a
+  // fresh one waits for what the dead one noted there (nshelper_replay.hpp).
+  assert.ok(holdsBookLock(helper), 'the helper holds its partition\'s lock while it serves');
   // The kill first: a SIGKILLed tracee never runs the held syscall on (the kernel skips a syscall
   // whose entry stop ends with a fatal signal pending). Then strace, whose pending delay would
   // otherwise hold the dying helper at its exit stop, its fds (its lock on the book) still open.
@@ -110,9 +132,15 @@ async function killedHelperCase(t: TestContext, point: HoldPoint) {
   } else {
     assert.equal(mountsAt(target, second), 1, 'one tmpfs on the target, none stacked on it');
   }
-  // The data plane says what happened: the helper died, its request was served again.
+  // The data plane says what happened: the helper died, its request was served again, or its
+  // response taken from the ring.
+  await waitUntil(async () => (await dp.status()).counters!.emulationHelpersDied === 1n, 10_000, 'the death to be counted');
+  if (point.served === 'taken') {
+    assert.equal((await dp.status()).counters!.emulationsRetried, 0n, 'its response was in the ring: nothing to serve again');
+    assert.doesNotMatch(dp.proc.output(), /died with it in hand|could not be answered|failed at stage/, 'no retry, no failure reported');
+    return;
+  }
   await waitUntil(async () => (await dp.status()).counters!.emulationsRetried === 1n, 10_000, 'the retry to be counted');
-  assert.equal((await dp.status()).counters!.emulationHelpersDied, 1n);
   const served = { acted: /served it; its syscall got Success/, replayed: /served it with what the dead one had done; its syscall got Success/, answered: /served it and found it answered already/ }[point.served];
   await waitUntil(() => /its emulation helper died with it in hand; a fresh helper served it/.test(dp.proc.output()), 10_000, () => `the retry to be logged; output:\n${dp.proc.output().slice(-3000)}`);
   assert.match(dp.proc.output(), served, 'the fresh helper served it as the case says');
@@ -122,7 +150,8 @@ async function killedHelperCase(t: TestContext, point: HoldPoint) {
 class StraceLostHold extends Error {}
 
 for (const point of HOLD_POINTS) {
-  test(`nshelper death: a helper SIGKILLed ${point.name} of a rule's ${point.op}: a fresh helper serves it once; the target gets 0 and one ${point.op === 'mkdir' ? 'suffixed directory' : 'mount'}, not EPERM`, { timeout: 120_000 }, async (t) => {
+  const served = point.served === 'taken' ? 'its response is taken from its ring' : 'a fresh helper serves it once';
+  test(`nshelper death: a helper SIGKILLed ${point.name} of a rule's ${point.op}: ${served}; the target gets 0 and one ${point.op === 'mkdir' ? 'suffixed directory' : 'mount'}, not EPERM`, { timeout: 120_000 }, async (t) => {
     try {
       await killedHelperCase(t, point);
     } catch (err) {

@@ -4,7 +4,7 @@
 // call would have waited on the pool thread (a wake-up on every serial emulated call's path). And
 // an answer to a request sent meanwhile, read in the same pass, is matched to it (never taken for
 // a broken helper). Nothing depends on which thread is quicker: strace holds the pool thread in the
-// middle of its read, after the answer it woke for, and releases it only once the test has seen
+// middle of its read, after the doorbell it woke for, and releases it only once the test has seen
 // what it needs.
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
@@ -41,22 +41,24 @@ test('nshelper pool: a helper stays ready while its answers are read; a request 
   const made = (name: string) => fs.existsSync(path.join(work, `${name}${SUFFIX}`));
   await waitUntil(() => made('first'), 15_000, () => `the first mkdir (the helper starts); workload:\n${workload.output()}\ndata plane:\n${dp.proc.output().slice(-3000)}`);
   const { helper, poolThread } = emulationHelperOf(dp.proc.child.pid!);
-  // The pool thread reads a helper's answers until the socket says EAGAIN: two recvfrom per answer
-  // read alone. The second, entered after the answer is in hand, is held.
+  // The pool thread reads a helper's doorbells until the socket says EAGAIN, then the responses in
+  // its ring: two recvfrom for a doorbell read alone. The second, entered after the doorbell is in
+  // hand, is held.
   const trace = start(t, 'strace', ['-p', String(poolThread), '-e', 'trace=recvfrom', '-e', `inject=recvfrom:delay_enter=${HOLD}:when=2`]);
   t.after(() => stop(trace.child));
   await trace.waitFor(/attached/i, 10_000);
   fs.writeFileSync(path.join(dir, 'go'), '');
   assert.equal(await workload.waitFor(/second=\d+/, 15_000), 'second=0');
-  // The helper's answer to the pool for `second` came after the target's: the pool thread is held
-  // reading it (its second recvfrom), the helper ready all the while.
+  // The helper rang for `second`'s response after the target had its answer: the pool thread is
+  // held reading the doorbell (its second recvfrom), the helper ready all the while.
   await waitUntil(() => fs.readFileSync(`/proc/${dp.proc.child.pid!}/task/${poolThread}/syscall`, 'utf8').startsWith('45 '), 10_000, () => `the pool thread to stop in recvfrom; strace:\n${trace.output()}`);
   fs.writeFileSync(path.join(dir, 'go2'), '');
   // Served with the pool thread held: `third` went straight to the ready helper, which answered it.
   assert.equal(await workload.waitFor(/third=\d+/, 15_000), 'third=0', `the third mkdir waited for the held pool thread; data plane:\n${dp.proc.output().slice(-3000)}`);
   assert.ok(made('third'));
-  // Released, the held recvfrom reads the answer to `third`, sent after the pass began: matched to
-  // it, not taken for a helper out of step (which would be killed and its requests failed).
+  // Released, the pass reads the responses to `second` and `third` (sent after the pass began)
+  // from the ring: each matched to its request, not taken for a helper out of step (which would be
+  // killed and its requests failed).
   trace.child.kill('SIGKILL');
   await trace.exited;
   fs.writeFileSync(path.join(dir, 'go3'), '');
