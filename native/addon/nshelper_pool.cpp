@@ -27,6 +27,7 @@ namespace {
 constexpr uint64_t kWakeId = 0;
 constexpr uint64_t kTimerId = 1;  // helper ids start at 1: a helper's data is at least 2
 constexpr size_t kWindow = 8;  // requests sent ahead to one kept helper (it works serially)
+static_assert(nshelper::kReplySlots >= 2 * kWindow, "a helper's reply ring holds every response it can owe");
 
 void CloseFd(int* fd) {
   if (*fd >= 0) close(*fd);

@@ -43,8 +43,8 @@ enum RequestFlags : uint32_t {
   // Mount only: refuse with EPERM unless the target has CAP_SYS_ADMIN in a user namespace
   // created by root that owns its mount namespace.
   kRequireCapSysAdmin = 1u << 1,
-  // With kRespond: nobody waits for the reply (the data plane's rules record the result only), so
-  // a helper that busy-polls may send it with its next request or when it goes idle (nshelper.cpp).
+  // With kRespond: nobody waits for the response (the data plane's rules record the result only),
+  // so a helper that busy-polls may ring for it with later ones, or when it goes idle (below).
   kReplyMayWait = 1u << 2,
 };
 
