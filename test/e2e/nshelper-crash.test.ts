@@ -16,7 +16,7 @@ import { test, type TestContext } from 'node:test';
 import { startControlPlane } from '../support/controlplane';
 import { keeperChild, startDataPlane, type RunningDataPlane } from '../support/dataplane';
 import { containerd } from '../support/policy';
-import { requireStrace, start, stop } from '../support/processes';
+import { helperIdle, requireStrace, start, stop } from '../support/processes';
 import { scratchDir } from '../support/scratch';
 import { startUnderFilter } from '../support/workload';
 import { waitUntil } from '../support/wait';
@@ -70,6 +70,9 @@ async function heldHelperCase(t: TestContext, point: HoldPoint, transition: 'SIG
   await waitUntil(() => fs.existsSync(path.join(work, 'first-shop-web-1')), 15_000, 'the first mkdir (the helper starts)');
   const dataplane = transition === 'SIGKILL' ? keeperChild(dp.proc.child.pid!) : dp.proc.child.pid!;
   const helper = helperOf(dataplane);
+  // strace's `when=` counts from its attach: the first mkdir's doorbell (rung when the helper goes
+  // idle) must be behind us, or it is the sendto held.
+  await helperIdle(helper);
   const trace = start(t, 'strace', ['-p', String(helper), '-e', `trace=${point.trace}`, '-e', `inject=${point.inject}`]);
   await trace.waitFor(/attached/i, 10_000);
   fs.writeFileSync(go, '');

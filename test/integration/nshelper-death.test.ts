@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { agent } from '../support/conformance';
 import { containerd } from '../support/policy';
-import { emulationHelperOf, requireStrace, start, stop } from '../support/processes';
+import { emulationHelperOf, helperIdle, requireStrace, start, stop } from '../support/processes';
 import { scratchDir } from '../support/scratch';
 import { startUnderFilter } from '../support/workload';
 import { waitUntil } from '../support/wait';
@@ -104,6 +104,9 @@ async function killedHelperCase(t: TestContext, point: HoldPoint) {
   const acted = point.op === 'mkdir' ? () => fs.existsSync(`${second}${SUFFIX}`) : () => mountsAt(target, second) > 0;
   await waitUntil(() => (point.op === 'mkdir' ? fs.existsSync(path.join(work, `first${SUFFIX}`)) : mountsAt(target, path.join(work, 'first')) === 1), 15_000, () => `the first ${point.op} (the helper starts); workload:\n${workload.output()}\ndata plane:\n${dp.proc.output().slice(-3000)}`);
   const { helper } = emulationHelperOf(dp.proc.child.pid!);
+  // strace's `when=` counts from its attach: the first call's doorbell (rung when the helper goes
+  // idle) must be behind us, or it is the sendto held.
+  await helperIdle(helper);
   const trace = start(t, 'strace', ['-p', String(helper), '-e', `trace=${point.trace}`, '-e', `inject=${point.inject}`]);
   t.after(() => stop(trace.child));
   await trace.waitFor(/attached/i, 10_000);

@@ -12,7 +12,7 @@ import * as path from 'node:path';
 import { test } from 'node:test';
 import { agent, MKDIR_TMPL_METADATA, SUFFIX } from '../support/conformance';
 import { containerd } from '../support/policy';
-import { emulationHelperOf, requireStrace, start, stop } from '../support/processes';
+import { emulationHelperOf, helperIdle, requireStrace, start, stop } from '../support/processes';
 import { scratchDir } from '../support/scratch';
 import { startUnderFilter } from '../support/workload';
 import { waitUntil } from '../support/wait';
@@ -41,6 +41,9 @@ test('nshelper pool: a helper stays ready while its answers are read; a request 
   const made = (name: string) => fs.existsSync(path.join(work, `${name}${SUFFIX}`));
   await waitUntil(() => made('first'), 15_000, () => `the first mkdir (the helper starts); workload:\n${workload.output()}\ndata plane:\n${dp.proc.output().slice(-3000)}`);
   const { helper, poolThread } = emulationHelperOf(dp.proc.child.pid!);
+  // The first call's doorbell read and done with before strace counts the pool thread's reads.
+  await helperIdle(helper);
+  await waitUntil(() => fs.readFileSync(`/proc/${dp.proc.child.pid!}/task/${poolThread}/syscall`, 'utf8').startsWith('232 '), 10_000, 'the pool thread to wait in epoll_wait');
   // The pool thread reads a helper's doorbells until the socket says EAGAIN, then the responses in
   // its ring: two recvfrom for a doorbell read alone. The second, entered after the doorbell is in
   // hand, is held.

@@ -2,6 +2,7 @@
 import { execFileSync, spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import * as fs from 'node:fs';
 import type { TestContext } from 'node:test';
+import { waitUntil } from './wait';
 
 export interface Started {
   child: ChildProcess;
@@ -107,6 +108,20 @@ export function emulationHelperOf(dataplane: number): { helper: number; poolThre
     if (helper !== undefined) return { helper, poolThread: Number(tid) };
   }
   throw new Error(`no emulation helper among the children of data plane ${dataplane}'s threads`);
+}
+
+/**
+ * Resolves once emulation helper `helper` is idle: asleep in its blocking receive, its busy poll
+ * over and its doorbell for what it answered rung (native/tools/nshelper.cpp). A test that counts
+ * the helper's syscalls from here (strace's `when=`) counts only those of the requests it makes
+ * next, however late a loaded machine let the helper's poll end. A polling helper is never asleep.
+ */
+export async function helperIdle(helper: number, timeoutMs = 10_000): Promise<void> {
+  const asleepInRecvmsg = () => {
+    const stat = fs.readFileSync(`/proc/${helper}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('S') && fs.readFileSync(`/proc/${helper}/syscall`, 'utf8').startsWith('47 ');
+  };
+  await waitUntil(asleepInRecvmsg, timeoutMs, `emulation helper ${helper} to go idle (asleep in recvmsg)`);
 }
 
 /** How long stop() waits for a process after its SIGKILL before it gives up on it (a test never hangs). */
