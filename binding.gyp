@@ -56,6 +56,8 @@
         "native/addon/nshelper_pool.cpp",
         "native/addon/nshelper_spawn.cpp",
         "native/addon/nshelper_replies.cpp",
+        "native/addon/nshelper_requests.cpp",
+        "native/addon/nshelper_pool_direct.cpp",
         "native/addon/notify_fd.cpp",
         "native/addon/target_memory.cpp"
       ],

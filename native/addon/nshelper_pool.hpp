@@ -11,10 +11,11 @@
 // its own process, so one container that hangs its helper delays no other container.
 // Spawn-per-call mode (the variant the issue asks to measure): one `--once` helper per request.
 //
-// Direct hand-off: a kept helper with room in its window and no backlog is published as ready for
-// its namespace; Submit sends a request for that namespace straight to its socket (under mutex_,
-// so the pool thread cannot close or write it meanwhile) and leaves the bookkeeping to the pool
-// thread, which adopts the requests, in the order sent, before it touches that helper again. The
+// Direct hand-off (nshelper_pool_direct.cpp): a kept helper with room in its window and no backlog
+// is published as ready for its namespace; Submit sends a request for that namespace straight to
+// its socket (under mutex_, so the pool thread cannot close or write it meanwhile) and leaves the
+// bookkeeping to the pool thread, which adopts the requests, in the order sent, before it touches
+// that helper again. The
 // helper answers the target itself, so a container's emulated call waits on one wake-up (the
 // helper's), not two (the pool thread's, then the helper's). A timerfd armed at the send wakes the
 // pool thread for the request's timeout if nothing else does.
@@ -114,6 +115,9 @@ class NsHelperPool {
   NsHelperPoolStats Stats() const;
 
  private:
+  static constexpr size_t kWindow = 8;  // requests sent ahead to one kept helper (it works serially)
+  static_assert(nshelper::kReplySlots >= 2 * kWindow, "a helper's reply ring holds every response it can owe");
+
   struct Pending {
     NsHelperJob job;
     uint64_t tag = 0;
