@@ -220,6 +220,7 @@ void NsHelperPool::Run() {
   for (auto& entry : helpers_) {
     Helper* h = entry.second.get();
     Reclaim(h);
+    CompletePosted(h);
     FailAll(h, ECANCELED);
     for (Pending& p : h->backlog) Complete(p, nshelper::Response{}, ECANCELED);
     h->backlog.clear();
@@ -471,13 +472,7 @@ void NsHelperPool::OnExit(Helper* h) {
   ReapHelperProcess(h->pidfd, false);
   bool expected = h->retiring || (options_.spawn_per_call && h->in_flight.empty() && h->backlog.empty());
   if (!expected) stat_died_++;
-  // Answers it posted still count, rung for or not: take them before failing the rest.
-  nshelper::Response r;
-  while (!h->in_flight.empty() && !h->replies.Overrun() && h->replies.Take(&r) && r.magic == nshelper::kMagic &&
-         r.tag == h->in_flight.front().tag) {
-    Complete(h->in_flight.front(), r, 0);
-    h->in_flight.pop_front();
-  }
+  CompletePosted(h);
   // What it still had in hand: once more to a fresh helper for the same namespace, which takes
   // the partition's lock the death released and finds there what this one did (an intent, an
   // act, a note: nshelper_replay.hpp), or finds the notification answered (stale: nothing done).
@@ -504,6 +499,17 @@ void NsHelperPool::OnExit(Helper* h) {
   stat_helpers_--;
   helpers_.erase(h->id);
   RetryWaiting();
+}
+
+// Pool thread, when `h` died or the pool stops: the responses it posted, rung for or not, still
+// count; whatever it had in hand after them is the caller's to retry or fail.
+void NsHelperPool::CompletePosted(Helper* h) {
+  nshelper::Response r;
+  while (!h->in_flight.empty() && !h->replies.Overrun() && h->replies.Take(&r) && r.magic == nshelper::kMagic &&
+         r.tag == h->in_flight.front().tag) {
+    Complete(h->in_flight.front(), r, 0);
+    h->in_flight.pop_front();
+  }
 }
 
 void NsHelperPool::Retire(Helper* h, bool kill) {

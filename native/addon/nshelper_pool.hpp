@@ -158,6 +158,7 @@ class NsHelperPool {
   void Pump(Helper* helper);
   void OnReadable(Helper* helper);
   void TakeReplies(Helper* helper, bool broken);
+  void CompletePosted(Helper* helper);
   void OnExit(Helper* helper);
   void Retire(Helper* helper, bool kill);
   void FailAll(Helper* helper, int err);

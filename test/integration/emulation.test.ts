@@ -826,6 +826,46 @@ test('nshelper pool: a response posted and not rung for is taken before a reques
   assert.equal(emu.stats().timedOut, 1);
 });
 
+/** Responses `helper` has posted in its reply ring (its head index, read through the mapping it keeps). */
+function postedResponses(helper: number): number {
+  const line = fs.readFileSync(`/proc/${helper}/maps`, 'utf8').split('\n').find((l) => l.includes('seccomp-nshelper-replies'));
+  if (line === undefined) return -1;
+  const fd = fs.openSync(`/proc/${helper}/map_files/${line.split(' ')[0]}`, 'r');
+  try {
+    const head = Buffer.alloc(4);
+    fs.readSync(fd, head, 0, 4, 0);
+    return head.readUInt32LE(0);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+test('nshelper pool: a response a helper posted and had not rung for when the pool stops counts as what it did, not as stopped', async (t) => {
+  const dir = scratchDir(t, 'emulation-');
+  const root = makeRootfs(dir);
+  const emu = newEmulator(t, { busyPollUs: 1_000_000 });
+  let a: Promise<ActionResult> | undefined;
+  const run = await runTarget(
+    t,
+    dir,
+    ['unshare', '-m', '--propagation', 'private', 'chroot', root, '/bin/sh', '-c', 'mkdir /a; echo a=$?'],
+    async (n, fd) => {
+      if (n.nr !== NR_MKDIR) return void support.answer(fd, n.id, CONTINUE);
+      a = emu.mkdir({ notifyFd: fd, id: n.id, pid: n.pid, ...mkdirArgs(n), respond: true, replyMayWait: true });
+    },
+  );
+  assert.match(run.output, /a=0/);
+  const [helper] = helperChildren();
+  await waitUntil(() => postedResponses(helper) === 1, 10_000, 'the helper to post its response');
+  // Stopped in its poll, it never rings for it: the pool learns of it only from the ring.
+  process.kill(helper, 'SIGSTOP');
+  assert.equal(emu.stats().doorbells, 0, 'posted, not rung for');
+  emu.close();
+  const r = await a!;
+  assert.deepEqual([r.outcome, r.errno, r.answered], ['done', 0, true], JSON.stringify(r, bigints));
+  assert.ok(exists(path.join(root, 'a')));
+});
+
 test('nshelper pool: spawn-per-call mode gives the same results, one helper per request', async (t) => {
   const dir = scratchDir(t, 'emulation-');
   const root = makeRootfs(dir);
