@@ -23,8 +23,8 @@ struct NotificationRef {
   uint32_t nr = 0;
   uint32_t arch = 0;
   uint64_t args[6] = {};
-  // The helper answers the target and nobody waits for its reply (a rule's emulation): the reply
-  // may come with the helper's next request (nshelper_protocol.h, kReplyMayWait).
+  // The helper answers the target and nobody waits for its response (a rule's emulation): the
+  // helper may ring for it with later ones (nshelper_protocol.h, kReplyMayWait).
   bool reply_may_wait = false;
 };
 

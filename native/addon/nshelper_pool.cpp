@@ -439,21 +439,8 @@ void NsHelperPool::OnReadable(Helper* h) {
 // (a bad doorbell, or a response out of step) fails the rest and kills it.
 void NsHelperPool::TakeReplies(Helper* h, bool broken) {
   AdoptDirectSent(h);
-  std::vector<std::pair<Pending, nshelper::Response>> answered;
-  broken |= h->replies.Overrun();
-  nshelper::Response r;
-  while (!broken && h->replies.Take(&r)) {
-    // `h` stays ready while its answers are read: an answer to what Submit sent it since is
-    // adopted here, in order, before it is matched.
-    if (h->in_flight.empty() || r.tag != h->in_flight.front().tag) AdoptDirectSent(h);
-    if (r.magic != nshelper::kMagic || h->in_flight.empty() || r.tag != h->in_flight.front().tag) {
-      broken = true;
-      break;
-    }
-    answered.emplace_back(std::move(h->in_flight.front()), r);
-    h->in_flight.pop_front();
-    h->last_used_ns = MonotonicNs();
-  }
+  Answered answered;
+  broken = !MatchPosted(h, &answered) || broken;
   if (broken) {
     FailAll(h, EPROTO);
     Retire(h, true);
@@ -501,15 +488,30 @@ void NsHelperPool::OnExit(Helper* h) {
   RetryWaiting();
 }
 
+// Pool thread: each response `h` posted, with its request (the front of its in_flight), moved to
+// `answered` in order. False at one out of step (not for the request it should answer), or a ring
+// written past its size: `h` is broken, and what it still has in hand is the caller's.
+bool NsHelperPool::MatchPosted(Helper* h, Answered* answered) {
+  if (h->replies.Overrun()) return false;
+  nshelper::Response r;
+  while (h->replies.Take(&r)) {
+    // `h` stays ready while its answers are read: an answer to what Submit sent it since is
+    // adopted here, in order, before it is matched.
+    if (h->in_flight.empty() || r.tag != h->in_flight.front().tag) AdoptDirectSent(h);
+    if (r.magic != nshelper::kMagic || h->in_flight.empty() || r.tag != h->in_flight.front().tag) return false;
+    answered->emplace_back(std::move(h->in_flight.front()), r);
+    h->in_flight.pop_front();
+    h->last_used_ns = MonotonicNs();
+  }
+  return true;
+}
+
 // Pool thread, when `h` died or the pool stops: the responses it posted, rung for or not, still
 // count; whatever it had in hand after them is the caller's to retry or fail.
 void NsHelperPool::CompletePosted(Helper* h) {
-  nshelper::Response r;
-  while (!h->in_flight.empty() && !h->replies.Overrun() && h->replies.Take(&r) && r.magic == nshelper::kMagic &&
-         r.tag == h->in_flight.front().tag) {
-    Complete(h->in_flight.front(), r, 0);
-    h->in_flight.pop_front();
-  }
+  Answered answered;
+  MatchPosted(h, &answered);
+  for (auto& a : answered) Complete(a.first, a.second, 0);
 }
 
 void NsHelperPool::Retire(Helper* h, bool kill) {
@@ -559,17 +561,14 @@ void NsHelperPool::Complete(Pending& p, const nshelper::Response& response, int 
 void NsHelperPool::CheckTimers(uint64_t now) {
   const uint64_t timeout = uint64_t(options_.request_timeout_ms) * 1000000ull;
   const uint64_t idle = uint64_t(options_.idle_timeout_ms) * 1000000ull;
-  std::vector<Helper*> late, stuck, idle_helpers;
+  std::vector<Helper*> stuck, idle_helpers;
+  const auto late = [&](const Helper* h) { return !h->in_flight.empty() && now - h->in_flight.front().sent_ns > timeout; };
   for (auto& entry : helpers_) {
     Helper* h = entry.second.get();
-    if (!h->in_flight.empty() && now - h->in_flight.front().sent_ns > timeout) late.push_back(h);
-  }
-  // A helper rings for a batch of responses, or when it goes idle: what it posted is taken before
-  // its oldest request is called late (one that hangs after answering others strands none of them).
-  for (Helper* h : late) TakeReplies(h, false);
-  for (auto& entry : helpers_) {
-    Helper* h = entry.second.get();
-    if (!h->in_flight.empty() && now - h->in_flight.front().sent_ns > timeout) {
+    // A helper rings for a batch of responses, or when it goes idle: what it posted is taken before
+    // its oldest request is called late (one that hangs after answering others strands none).
+    if (late(h)) TakeReplies(h, false);
+    if (late(h)) {
       stuck.push_back(h);
     } else if (!h->retiring && h->in_flight.empty() && h->backlog.empty() && now - h->last_used_ns > idle) {
       idle_helpers.push_back(h);

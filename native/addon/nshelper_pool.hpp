@@ -157,7 +157,9 @@ class NsHelperPool {
   Helper* Spawn(uint64_t key, int* err);
   void Pump(Helper* helper);
   void OnReadable(Helper* helper);
+  using Answered = std::vector<std::pair<Pending, nshelper::Response>>;
   void TakeReplies(Helper* helper, bool broken);
+  bool MatchPosted(Helper* helper, Answered* answered);
   void CompletePosted(Helper* helper);
   void OnExit(Helper* helper);
   void Retire(Helper* helper, bool kill);

@@ -54,7 +54,7 @@ export interface EmulatorBenchResult {
  * notification itself with the result.
  */
 export interface NativeEmulator {
-  /** `replyMayWait` (with respond): as a rule's emulation, the helper's reply may come with its next request. */
+  /** `replyMayWait` (with respond): as a rule's emulation, the helper may ring for its response with later ones (every fourth, or when idle). */
   mkdir(a: EmulatorRef & { path: string; dirfd?: number; mode?: number; respond?: boolean; replyMayWait?: boolean }): Promise<EmulatorActionResult>;
   mount(a: EmulatorRef & { source?: string; target: string; fstype: string; flags?: bigint; data?: string; requireCapSysAdmin?: boolean; respond?: boolean }): Promise<EmulatorActionResult>;
   kill(a: EmulatorRef & { initPid?: number; signal?: number; answerErrno?: number }): Promise<EmulatorActionResult>;
