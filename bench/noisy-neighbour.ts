@@ -25,7 +25,7 @@ import type { Children } from './children';
 import { BENCH_POD, containerRecord, freePort, MKDIR_TMPL_RUN_ARGS, startKubeControlPlane, startRealControlPlane, waitForPolicy } from './controlplane-process';
 import { startDataPlane, type DataPlaneProcess } from './dataplane-process';
 import { runScenario, type NeighbourPath, type ScenarioParams } from './scenario-process';
-import { checkTools, startResponder, startWorkload, type RunningWorkload, type WorkloadResult } from './tools';
+import { checkTools, startResponder, startWorkload, type WorkloadResult } from './tools';
 
 const VICTIM = 'bench-victim';
 const NEIGHBOUR = 'bench-neighbour';
@@ -35,6 +35,8 @@ const NOISY = { namespace: 'noisy', pod: 'flood' } as const;
 const QUIET = { namespace: 'bench', pod: 'victim' } as const;
 /** Longest a neighbour floods (it is stopped when the victim is done). */
 const NEIGHBOUR_MAX_SECONDS = 120;
+/** Longest the victim's container outlives its measured seconds (it is stopped once its record is read). */
+const VICTIM_LINGER_MS = 60_000;
 
 function annotations(pod: { namespace: string; pod: string }): string[] {
   return [
@@ -109,21 +111,6 @@ async function setUp(children: Children, dir: string, kind: NeighbourPath): Prom
   throw new Error(`unknown neighbour path "${kind as string}"`);
 }
 
-/** The latest record of a container while it runs (it is gone once its workload exits). */
-function watchRecord(dataplane: DataPlaneProcess | undefined, id: string, running: RunningWorkload): { last: () => Container | undefined } {
-  let last: Container | undefined;
-  let done = false;
-  void running.result.catch(() => undefined).finally(() => { done = true; });
-  void (async () => {
-    while (dataplane && !done) {
-      const record = await containerRecord(dataplane, id);
-      if (record) last = record;
-      await sleep(100);
-    }
-  })();
-  return { last: () => last };
-}
-
 /** Throws unless each container was answered on the path the row names. */
 async function checkPaths(kind: NeighbourPath, setup: Setup, dir: string, victim: WorkloadResult, neighbour: WorkloadResult,
   victimRecord: Container | undefined, neighbourRecord: Container | undefined, victimApart: boolean): Promise<Record<string, number>> {
@@ -136,8 +123,8 @@ async function checkPaths(kind: NeighbourPath, setup: Setup, dir: string, victim
   const neighbourFast = Number(neighbourRecord?.answeredFastPath ?? 0n);
   const seen = `victim: ${victimFast} fast-path and ${victimDefault} default answers for ${victim.calls} calls; neighbour: ${neighbourFast} fast-path answers for ${neighbour.calls} calls; `
     + `all: ${byControlPlane} by the control plane, ${byDefault} by default`;
-  // The per-container counts come from the engine's tallies, read while it ran: they prove the
-  // path (a fraction of the last 100 ms may be missing), not the exact count.
+  // The per-container counts come from the engine's tallies, read once the victim's measured
+  // seconds were over: they prove the path (the last batch delay's may be missing), not the exact count.
   if (victimApart) {
     // Only the neighbour is the agent's.
   } else if (kind === 'default') {
@@ -189,19 +176,24 @@ async function measure(children: Children, dir: string, params: ScenarioParams):
     await Promise.race([sleep(Math.max(0, neighbourStarted + warmupMs - Date.now())), neighbourFailed]);
     const victim = startWorkload(children, {
       listenerSocket: setup.victimSocket, threads: 1, seconds: params.seconds, warmupMs,
-      syscall: 'getppid', workDir: dir, id: VICTIM, runArgs: setup.victimRunArgs,
+      syscall: 'getppid', workDir: dir, id: VICTIM, runArgs: setup.victimRunArgs, lingerMs: VICTIM_LINGER_MS,
     });
-    const victimRecord = watchRecord(setup.dataplane, VICTIM, victim);
-    const neighbourRecord = watchRecord(setup.dataplane, NEIGHBOUR, neighbour);
     const victimPushedBy = Date.now() + warmupMs;
     if (setup.pushes && setup.dataplane && !victimApart) {
       const version = await waitForPolicy(setup.dataplane, VICTIM, warmupMs + 5000);
       if (version === '' || Date.now() > victimPushedBy) throw new Error(`the victim's policy was not in force by the end of its ${warmupMs} ms warm-up`);
     }
+    // Both records are read after the victim's measured seconds, while both containers still run
+    // (a record goes with its workload): asked for during them, the gRPC work would be a load on
+    // the CPUs that the bare C rows, which have no agent to ask, do not carry.
+    await Promise.race([victim.printed, neighbourFailed]);
+    const victimRecord = setup.dataplane ? await containerRecord(setup.dataplane, VICTIM) : undefined;
+    const neighbourRecord = setup.dataplane ? await containerRecord(setup.dataplane, NEIGHBOUR) : undefined;
+    await children.stop(victim.child, 15_000);
     const victimResult = await Promise.race([victim.result, neighbourFailed]);
     await children.stop(neighbour.child, 15_000);
     const neighbourResult = await neighbour.result;
-    const checked = await checkPaths(kind, setup, dir, victimResult, neighbourResult, victimRecord.last(), neighbourRecord.last(), victimApart);
+    const checked = await checkPaths(kind, setup, dir, victimResult, neighbourResult, victimRecord, neighbourRecord, victimApart);
     return {
       callsPerSec: victimResult.callsPerSec, p50Us: victimResult.p50Us, p90Us: victimResult.p90Us, p99Us: victimResult.p99Us, maxUs: victimResult.maxUs,
       neighbourCallsPerSec: neighbourResult.callsPerSec, neighbourP50Us: neighbourResult.p50Us, neighbourP99Us: neighbourResult.p99Us,

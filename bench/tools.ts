@@ -46,12 +46,16 @@ export interface WorkloadOptions {
   id: string;
   /** More seccomp-run flags (listenerMetadata, OCI annotations), placed before its `--`. */
   runArgs?: string[];
+  /** Alive this long after its line (no more calls), or until stopped: its container outlives its measured seconds. */
+  lingerMs?: number;
 }
 
-/** A workload running as a seccomp-run'd container; `result` settles once it has printed its line. */
+/** A workload running as a seccomp-run'd container; `result` settles once it has exited. */
 export interface RunningWorkload {
   child: Child;
   result: Promise<WorkloadResult>;
+  /** Resolves once its line is printed (its measured seconds are over), or it exited. */
+  printed: Promise<void>;
 }
 
 /**
@@ -64,7 +68,15 @@ export function startWorkload(children: Children, options: WorkloadOptions): Run
     ...(options.runArgs ?? []), '--', TOOLS.workload, '--threads', String(options.threads), '--seconds', String(options.seconds),
     '--warmup-ms', String(options.warmupMs), '--syscall', options.syscall,
     '--path-prefix', path.join(options.workDir, `mkdir-${options.id}`),
+    ...(options.lingerMs ? ['--linger-ms', String(options.lingerMs)] : []),
   ]);
+  const printed = new Promise<void>((resolve) => {
+    const check = () => {
+      if (child.stdout().includes('\n')) resolve();
+    };
+    child.process.stdout?.on('data', check);
+    void child.exited.then(() => resolve());
+  });
   const result = child.exited.then((code) => {
     const line = child.stdout().trim().split('\n').pop() ?? '';
     let parsed: WorkloadResult | undefined;
@@ -78,7 +90,7 @@ export function startWorkload(children: Children, options: WorkloadOptions): Run
     }
     return parsed;
   });
-  return { child, result };
+  return { child, result, printed };
 }
 
 /** Runs one measured workload as a seccomp-run'd container of `listenerSocket` and parses its line. */

@@ -3,11 +3,13 @@
 // whichever agent holds the notify fd (the bare C responder or the data plane).
 //
 //   seccomp-bench-workload --threads N --seconds S [--warmup-ms W] [--syscall getppid|mkdir]
-//                          [--path-prefix P]
+//                          [--path-prefix P] [--linger-ms L]
 //   seccomp-bench-workload --idle      (a live container that never calls: waits for SIGTERM)
 //
 // SIGTERM (or SIGINT) during the measured seconds ends them early, and the line is printed as
 // usual for the time measured: a noisy neighbour floods until the measured container is done.
+// --linger-ms keeps the process (the container) alive up to L ms after its line, making no more
+// calls, until SIGTERM: the bench reads the agent's record of it then, not while it measures.
 //
 // Prints one JSON line: {syscall, threads, calls, seconds, callsPerSec, p50Us, p90Us, p99Us,
 // maxUs, errors}. Latency per call is taken with CLOCK_MONOTONIC (vDSO, never intercepted) and
@@ -74,6 +76,7 @@ struct Config {
   long warmup_ms = 200;
   bool mkdir = false;
   bool idle = false;
+  long linger_ms = 0;
   const char* path_prefix = nullptr;
 };
 
@@ -134,7 +137,7 @@ bool WaitNsOrSignal(uint64_t ns, const sigset_t* stop_signals) {
   fprintf(stderr,
           "seccomp-bench-workload: %s\n"
           "usage: seccomp-bench-workload --threads N --seconds S [--warmup-ms W] "
-          "[--syscall getppid|mkdir] [--path-prefix P]\n"
+          "[--syscall getppid|mkdir] [--path-prefix P] [--linger-ms L]\n"
           "       seccomp-bench-workload --idle\n",
           why);
   exit(2);
@@ -160,6 +163,9 @@ bool ParseArgs(int argc, char** argv, Config* config) {
     } else if (args.Is("--warmup-ms")) {
       if (!command_line::ParseDecimal(value, 0, LONG_MAX, &number)) Usage("--warmup-ms must be >= 0");
       config->warmup_ms = static_cast<long>(number);
+    } else if (args.Is("--linger-ms")) {
+      if (!command_line::ParseDecimal(value, 0, 3600000, &number)) Usage("--linger-ms must be 0 to 3600000");
+      config->linger_ms = static_cast<long>(number);
     } else if (args.Is("--syscall")) {
       if (strcmp(value, "mkdir") == 0) config->mkdir = true;
       else if (strcmp(value, "getppid") != 0) Usage("--syscall must be getppid or mkdir");
@@ -282,5 +288,6 @@ int main(int argc, char** argv) {
          first_errno);
   fflush(stdout);
   free(states);
+  if (g_config.linger_ms > 0) WaitNsOrSignal(static_cast<uint64_t>(g_config.linger_ms) * 1000000ULL, &stop_signals);
   return errors > 0 ? 3 : 0;
 }
