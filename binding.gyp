@@ -30,7 +30,9 @@
         "NODE_ADDON_API_DISABLE_DEPRECATED"
       ],
       "cflags_cc": [
-        "-fno-exceptions"
+        "-fno-exceptions",
+        "-fvisibility=hidden",
+        "-fno-semantic-interposition"
       ]
     },
     {
