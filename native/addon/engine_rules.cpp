@@ -4,6 +4,7 @@
 // mount, kill, freeze) goes straight to its executor, journaled until it reports. The policy
 // lives in the rule table and, serialized, in the fd store ("p<handle>"), so it survives a
 // control plane crash, a handoff and a data plane crash.
+#include <algorithm>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -16,6 +17,12 @@ namespace seccomp_agent {
 namespace {
 
 constexpr int kFailureErrno = EPERM;  // an executor that cannot run (as engine_emulation.cpp)
+// The longest a lane polls after handing a call to a helper (at most `--busy-poll`): long enough
+// for a helper's mkdir and the target's next call (30-40 µs on the bench VM), short enough not to
+// keep the CPU from a helper that shares it (helpers run at nice 10, and a nice-0 spin with
+// sched_yield still holds them off for its whole window). At 200 µs, a target whose 200 µs timer
+// restarts its mount had its calls abandoned thousands of times each (docs/emulation.md).
+constexpr uint64_t kHelperPollNs = 50'000;
 
 Answer ErrorAnswer(int err) {
   Answer a;
@@ -249,7 +256,7 @@ void Engine::DispatchRuleEmulationLocked(Lane* lane, Container* container, const
   DispatchEmulationLocked(entry, decision, AnsweredBy::kFastPath, index, unseen);
   // The helper answers the target; this lane stays awake for its next call (EngineLane::poll_until_ns).
   if (lane != nullptr && row->executor == EmulationExecutor::kHelperPool && options_.busy_poll_ns != 0) {
-    lane->poll_until_ns = MonotonicNs() + options_.busy_poll_ns;
+    lane->poll_until_ns = MonotonicNs() + std::min<uint64_t>(options_.busy_poll_ns, kHelperPollNs);
   }
 }
 
