@@ -563,6 +563,8 @@ void NsHelperPool::CheckTimers(uint64_t now) {
   const uint64_t idle = uint64_t(options_.idle_timeout_ms) * 1000000ull;
   std::vector<Helper*> stuck, idle_helpers;
   const auto late = [&](const Helper* h) { return !h->in_flight.empty() && now - h->in_flight.front().sent_ns > timeout; };
+  // TakeReplies may complete calls (whose callers may submit, adding helpers) inside this loop:
+  // safe, as helpers_ is a std::map and only OnExit erases from it.
   for (auto& entry : helpers_) {
     Helper* h = entry.second.get();
     // A helper rings for a batch of responses, or when it goes idle: what it posted is taken before
