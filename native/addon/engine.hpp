@@ -323,6 +323,17 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // The one builder of an 'answered' event (PushAnswered, an emulation's report).
   static Event AnsweredEvent(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, bool gone,
                              uint64_t latency_ns, Unseen unseen, int32_t rule, EmulatedKind emulated);
+  // An answer the engine gives at once by itself: the default action (rule -1), or a rule's.
+  struct NativeAnswer {
+    Answer action;
+    AnsweredBy by = AnsweredBy::kNoControlPlane;
+    int32_t rule = -1;
+  };
+  // A lane, or the JS thread in Restore (`lane` null): `answer` sent for `n` and reported
+  // (ReportAnswer; an error event when NOTIF_SEND fails). On a lane it is reached from
+  // OnNotifyReady through inlined calls only (docs/benchmarks.md, stop 36: why the depth matters).
+  void AnswerNow(Lane* lane, Container* container, const Notification& n, const Event& event, const char* strings,
+                 size_t blob, const NativeAnswer& answer);
   // What JS hears of an answer this engine gave at once by itself (default action, or `rule`'s):
   // its notification (`strings`: its path arguments) and answer while someone watches; else a
   // count in the tally of `lane` or, on the JS thread (null), one 'answered' event for both.
@@ -340,23 +351,27 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   void PushSettled(const PendingTable::Answered& a, AnsweredBy by, bool urgent);
 
   // engine_rules.cpp
-  // A lane (or the JS thread in Restore, `lane` null and mu_ held): answers `n` from the container's
-  // policy when a rule other than "ask" matches (at once, or through an emulation's executor), its
-  // path arguments in the lane's strings (Restore: lane 0's). False: no policy, no match, or "ask":
-  // the caller goes on as for a container without policy.
-  bool AnswerFromRules(Lane* lane, Container* container, const Notification& n, const Event& event, size_t blob);
+  // A lane (or the JS thread in Restore, `lane` null and mu_ held): the container's policy applied
+  // to `n`, its path arguments in the lane's strings (Restore: lane 0's). kNone: no policy, no
+  // match, or "ask": the caller goes on as for a container without policy. kImmediate: a rule
+  // answers at once with `*immediate`, which the caller sends (AnswerNow), so a lane sends it from
+  // the top of its hot path. kTaken: an emulation's executor has it, or it was refused up front
+  // and answered.
+  enum class RuleVerdict { kNone, kImmediate, kTaken };
+  RuleVerdict ApplyRules(Lane* lane, Container* container, const Notification& n, const Event& event, size_t blob,
+                         NativeAnswer* immediate);
   // JS thread: the serialized policy in force for `container` in a memfd, kept in the fd store.
   void KeepPolicy(uint32_t handle, const std::string& wire);
   // JS thread: starts the emulator and the action worker when the rules of `set` need them.
   void EnsureExecutorsFor(const RuleSet& set);
   // Under mu_: a rule's emulation handed to its executor, journaled until it reports.
-  // `views`: the event's path arguments as AnswerFromRules matched them.
+  // `views`: the event's path arguments as ApplyRules matched them.
   void DispatchRuleEmulationLocked(Lane* lane, Container* container, const Notification& n, const Rule& rule, int index,
                                    const Event& event, const PathView* views);
-  // A lane, or the JS thread (null): a fast-path answer given at once (continue, errno, value, or
-  // an emulation refused up front). `strings`: the event's path arguments.
-  void AnswerByRule(Lane* lane, Container* container, const Notification& n, const Answer& answer, int index,
-                    EmulatedKind kind, const Event& event, const char* strings, size_t blob);
+  // A lane, or the JS thread (null): rule `index`'s emulation of `kind` refused up front, answered
+  // with `answer` (an errno) at once; its notification event went out before the dispatch.
+  void AnswerRefusedEmulation(Lane* lane, Container* container, const Notification& n, const Answer& answer, int index,
+                              EmulatedKind kind);
 
   // engine_lanes.cpp
   // JS thread (Init): lanes 1.. with their epoll sets; Start/Stop: their threads.

@@ -65,6 +65,7 @@ struct EngineLane {
   pthread_t thread{};
   bool started = false;
   std::atomic<size_t> containers{0};  // placement: the least loaded lane takes a new container
+  // Written by the lane's thread only (a load and a store: no locked add on the hot path), read by stats.
   std::atomic<uint64_t> received{0};
   // The lane's own, below.
   NotifyBuffers buffers;

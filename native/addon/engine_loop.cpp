@@ -216,7 +216,11 @@ Engine::ArgsRead Engine::ReadPathArgs(Lane* lane, int notify_fd, Event* event, c
 // The container's lane: the hot path. RECV -> (strings, ID_VALID) -> SEND, or pend and queue a
 // channel frame (written at the end of the iteration) -> event; or, on a lane other than 0, hand
 // lane 0 what only it decides.
-void Engine::OnNotifyReady(Lane* lane, Container* container, uint32_t events) {
+// Flattened: everything it calls that is defined in this file or a header is inlined into it, the
+// answers it gives at once (AnswerNow) with it. With SYNC_WAKE_UP the NOTIF_SEND switches to the
+// target, and the kernel refills the return stack buffer on a switch: every return through a frame
+// live across the SEND mispredicts, about 8 ns each here (docs/benchmarks.md, stop 36).
+__attribute__((flatten)) void Engine::OnNotifyReady(Lane* lane, Container* container, uint32_t events) {
   if ((events & EPOLLIN) != 0) {
     if (!NotifyRecv(container->fd, &lane->buffers)) {
       int err = errno;
@@ -230,7 +234,7 @@ void Engine::OnNotifyReady(Lane* lane, Container* container, uint32_t events) {
       return;
     }
     container->recv_failures = 0;
-    lane->received.fetch_add(1, std::memory_order_relaxed);
+    lane->received.store(lane->received.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     const Notification n = NotificationFromKernel(*lane->buffers.notif(), container->handle, MonotonicNs());
     journal_->NoteReceived(container->journal_slot, n.id);
     if (!container->receipt_reserved) {
@@ -306,7 +310,16 @@ Engine::Outcome Engine::OnReceived(Lane* lane, Container* container, const Notif
 // The container's lane.
 Engine::Outcome Engine::DecideRead(Lane* lane, Container* container, const Notification& n, Event* event, size_t blob) {
   // The container's own rules first: they answer whether a control plane is attached or not.
-  if (AnswerFromRules(lane, container, n, *event, blob)) return Outcome::kAnswered;
+  NativeAnswer now;
+  switch (ApplyRules(lane, container, n, *event, blob, &now)) {
+    case RuleVerdict::kImmediate:
+      AnswerNow(lane, container, n, *event, lane->strings.get(), blob, now);
+      return Outcome::kAnswered;
+    case RuleVerdict::kTaken:
+      return Outcome::kAnswered;
+    case RuleVerdict::kNone:
+      break;
+  }
   if (lane != primary_ && (active_session_.load(std::memory_order_acquire) != 0 ||
                            hold_until_ns_.load(std::memory_order_relaxed) > n.received_ns)) {
     MoveToPrimary(lane, container, n, *event, blob);
@@ -355,15 +368,19 @@ Engine::Outcome Engine::DecideUnanswered(Lane* lane, Container* container, const
     return Outcome::kAsked;
   }
   // Nobody to ask (or no room to ask): the default action, now, on this thread.
-  Answer action = DefaultAction();
-  int err = 0;
-  SendResult result = NotifySend(container->fd, &lane->buffers, n.id, action, &err);
-  ReportAnswer(lane, container, n, event, strings, blob, AnsweredBy::kNoControlPlane, action, result, MonotonicNs(), -1);
-  if (result == SendResult::kFailed) {
-    queue_->PushError("NOTIF_SEND of the default action for notification " + std::to_string(n.id) +
-                      " of container " + std::to_string(container->handle) + " failed: " + ErrnoText(err));
-  }
+  NativeAnswer answer;
+  answer.action = DefaultAction();
+  AnswerNow(lane, container, n, event, strings, blob, answer);
   return Outcome::kAnswered;
+}
+
+// A lane, or the JS thread in Restore (`lane` null).
+void Engine::AnswerNow(Lane* lane, Container* container, const Notification& n, const Event& event, const char* strings,
+                       size_t blob, const NativeAnswer& answer) {
+  int err = 0;
+  const SendResult result = NotifySend(container->fd, BuffersOf(lane), n.id, answer.action, &err);
+  ReportAnswer(lane, container, n, event, strings, blob, answer.by, answer.action, result, MonotonicNs(), answer.rule);
+  if (result == SendResult::kFailed) queue_->PushError(SendFailedText(answer.rule, n.id, container->handle, err));
 }
 
 // A lane, or the JS thread in Restore (`lane` null).

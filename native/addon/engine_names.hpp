@@ -29,5 +29,12 @@ inline uint32_t HandleOfName(const std::string& name, char prefix) {
 }
 
 inline std::string ErrnoText(int err) { return std::string(strerror(err)); }
+// The message of a NOTIF_SEND that failed (other than ENOENT) for an answer the engine gave by
+// itself: rule `rule`'s, or the default action (rule < 0).
+inline std::string SendFailedText(int32_t rule, uint64_t id, uint32_t handle, int err) {
+  const std::string what = rule < 0 ? std::string("the default action") : "rule " + std::to_string(rule) + "'s answer";
+  return "NOTIF_SEND of " + what + " for notification " + std::to_string(id) + " of container " + std::to_string(handle) +
+         " failed: " + ErrnoText(err);
+}
 
 }  // namespace seccomp_agent

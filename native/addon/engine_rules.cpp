@@ -116,8 +116,9 @@ void Engine::KeepPolicy(uint32_t handle, const std::string& wire) {
 }
 
 // A lane, or the JS thread in Restore (`lane` null, mu_ held).
-bool Engine::AnswerFromRules(Lane* lane, Container* container, const Notification& n, const Event& event, size_t blob) {
-  if (!container->has_policy.load(std::memory_order_acquire)) return false;
+Engine::RuleVerdict Engine::ApplyRules(Lane* lane, Container* container, const Notification& n, const Event& event, size_t blob,
+                                       NativeAnswer* immediate) {
+  if (!container->has_policy.load(std::memory_order_acquire)) return RuleVerdict::kNone;
   const bool mu_held = lane == nullptr;
   // Restore read the arguments into lane 0's strings, before any lane runs.
   const char* strings = lane != nullptr ? lane->strings.get() : primary_->strings.get();
@@ -138,7 +139,7 @@ bool Engine::AnswerFromRules(Lane* lane, Container* container, const Notificatio
     }
     policy = container->policy.get();
   }
-  if (policy == nullptr) return false;
+  if (policy == nullptr) return RuleVerdict::kNone;
   PathView views[6];
   for (uint8_t k = 0; k < event.string_count; ++k) {
     const StringArg& s = event.strings[k];
@@ -146,13 +147,13 @@ bool Engine::AnswerFromRules(Lane* lane, Container* container, const Notificatio
   }
   MatchInput in{n.arch, static_cast<int32_t>(n.nr), n.args, views, event.string_count};
   const int index = MatchRule(policy->set, in);
-  if (index < 0) return false;
+  if (index < 0) return RuleVerdict::kNone;
   const Rule& rule = policy->set.rules[static_cast<size_t>(index)];
-  if (rule.kind == RuleKind::kAsk) return false;
-  Answer now;
-  if (ImmediateAnswer(rule, &now)) {
-    AnswerByRule(lane, container, n, now, index, EmulatedKind::kNone, event, strings, blob);
-    return true;
+  if (rule.kind == RuleKind::kAsk) return RuleVerdict::kNone;
+  if (ImmediateAnswer(rule, &immediate->action)) {
+    immediate->by = AnsweredBy::kFastPath;
+    immediate->rule = index;
+    return RuleVerdict::kImmediate;
   }
   if (detailed_events_.load(std::memory_order_relaxed)) queue_->Push(event, strings, blob, false);
   if (mu_held) {
@@ -161,7 +162,7 @@ bool Engine::AnswerFromRules(Lane* lane, Container* container, const Notificatio
     std::lock_guard<std::mutex> lock(mu_);
     DispatchRuleEmulationLocked(lane, container, n, rule, index, event, views);
   }
-  return true;
+  return RuleVerdict::kTaken;
 }
 
 // JS thread (Restore), under mu_. Of a lost id nothing is known but that it is pending: not its
@@ -181,22 +182,14 @@ bool Engine::AnswerLostByRules(Container* container, uint64_t id) {
 }
 
 // A lane, or the JS thread in Restore (null).
-void Engine::AnswerByRule(Lane* lane, Container* container, const Notification& n, const Answer& answer, int index,
-                          EmulatedKind kind, const Event& event, const char* strings, size_t blob) {
+void Engine::AnswerRefusedEmulation(Lane* lane, Container* container, const Notification& n, const Answer& answer, int index,
+                                    EmulatedKind kind) {
   int err = 0;
   const SendResult result = NotifySend(container->fd, BuffersOf(lane), n.id, answer, &err);
   const uint64_t now = MonotonicNs();
-  if (kind == EmulatedKind::kNone) {
-    ReportAnswer(lane, container, n, event, strings, blob, AnsweredBy::kFastPath, answer, result, now, index);
-  } else {
-    // An emulation refused up front: its notification event went out before the dispatch.
-    const Unseen unseen = detailed_events_.load(std::memory_order_relaxed) ? Unseen() : Unseen{n.nr, n.arch};
-    PushAnswered(container->handle, n.id, AnsweredBy::kFastPath, answer, result, now - n.received_ns, false, unseen, index, kind);
-  }
-  if (result == SendResult::kFailed) {
-    queue_->PushError("NOTIF_SEND of rule " + std::to_string(index) + "'s answer for notification " + std::to_string(n.id) +
-                      " of container " + std::to_string(container->handle) + " failed: " + ErrnoText(err));
-  }
+  const Unseen unseen = detailed_events_.load(std::memory_order_relaxed) ? Unseen() : Unseen{n.nr, n.arch};
+  PushAnswered(container->handle, n.id, AnsweredBy::kFastPath, answer, result, now - n.received_ns, false, unseen, index, kind);
+  if (result == SendResult::kFailed) queue_->PushError(SendFailedText(index, n.id, container->handle, err));
 }
 
 // Under mu_.
@@ -243,7 +236,7 @@ void Engine::DispatchRuleEmulationLocked(Lane* lane, Container* container, const
                       " asks for an emulation whose executor is not running (see the error that said why): answered EPERM");
   }
   if (refused != 0) {
-    AnswerByRule(lane, container, n, ErrorAnswer(refused), index, kind, event, nullptr, 0);
+    AnswerRefusedEmulation(lane, container, n, ErrorAnswer(refused), index, kind);
     return;
   }
   // Journaled like a pending one: a crash before its executor answers leaves it to the successor.

@@ -37,30 +37,6 @@ bool NotifyRecv(int fd, NotifyBuffers* buffers) {
   return ioctl(fd, SECCOMP_IOCTL_NOTIF_RECV, buffers->notif_.data()) == 0;
 }
 
-SendResult NotifySend(int fd, NotifyBuffers* buffers, uint64_t id, const Answer& answer, int* err) {
-  memset(buffers->resp_.data(), 0, buffers->resp_bytes_);
-  struct seccomp_notif_resp* resp = buffers->resp();
-  resp->id = id;
-  switch (answer.kind) {
-    case Answer::kContinue:
-      resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-      break;
-    case Answer::kError:
-      resp->error = -answer.error;
-      break;
-    case Answer::kValue:
-      resp->val = answer.value;
-      break;
-  }
-  for (;;) {
-    if (ioctl(fd, SECCOMP_IOCTL_NOTIF_SEND, resp) == 0) return SendResult::kOk;
-    if (errno == EINTR) continue;
-    if (errno == ENOENT) return SendResult::kGone;
-    if (err != nullptr) *err = errno;
-    return SendResult::kFailed;
-  }
-}
-
 bool NotifySendErrno(int fd, uint64_t id, int err, int* send_err) {
   struct seccomp_notif_resp resp;
   memset(&resp, 0, sizeof resp);

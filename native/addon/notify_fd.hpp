@@ -1,7 +1,11 @@
 // The seccomp user-notification ioctls on a listener fd, with buffers sized as the running kernel
 // says (SECCOMP_GET_NOTIF_SIZES), so a newer kernel with larger structs never overruns them.
 #pragma once
+#include <errno.h>
 #include <linux/seccomp.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -33,7 +37,7 @@ class NotifyBuffers {
   size_t notif_bytes_ = 0;
   size_t resp_bytes_ = 0;
   friend bool NotifyRecv(int fd, NotifyBuffers* buffers);
-  friend SendResult NotifySend(int fd, NotifyBuffers* buffers, uint64_t id, const Answer& answer, int* err);
+  friend inline SendResult NotifySend(int fd, NotifyBuffers* buffers, uint64_t id, const Answer& answer, int* err);
 };
 
 // One NOTIF_RECV. Returns false on ENOENT/EINTR/other errors (errno kept); the caller retries on
@@ -41,8 +45,31 @@ class NotifyBuffers {
 bool NotifyRecv(int fd, NotifyBuffers* buffers);
 
 // NOTIF_SEND of `answer` for `id`. kGone: ENOENT (the target died or was interrupted, normal).
-// kFailed: any other error, errno value in *err.
-SendResult NotifySend(int fd, NotifyBuffers* buffers, uint64_t id, const Answer& answer, int* err);
+// kFailed: any other error, errno value in *err. Inline: the engine's hot path has no frame of
+// its own live across the switch the SEND makes (engine_loop.cpp, OnNotifyReady).
+inline SendResult NotifySend(int fd, NotifyBuffers* buffers, uint64_t id, const Answer& answer, int* err) {
+  memset(buffers->resp_.data(), 0, buffers->resp_bytes_);
+  struct seccomp_notif_resp* resp = buffers->resp();
+  resp->id = id;
+  switch (answer.kind) {
+    case Answer::kContinue:
+      resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+      break;
+    case Answer::kError:
+      resp->error = -answer.error;
+      break;
+    case Answer::kValue:
+      resp->val = answer.value;
+      break;
+  }
+  for (;;) {
+    if (ioctl(fd, SECCOMP_IOCTL_NOTIF_SEND, resp) == 0) return SendResult::kOk;
+    if (errno == EINTR) continue;
+    if (errno == ENOENT) return SendResult::kGone;
+    if (err != nullptr) *err = errno;
+    return SendResult::kFailed;
+  }
+}
 
 // NOTIF_SEND of `-err` for `id`, one call, from a thread without NotifyBuffers (the executors:
 // the action worker, the helper pool). False with *send_err = its errno (ENOENT: the target died
