@@ -275,6 +275,8 @@ bool DecisionChannel::QueueNotification(ChannelConn* conn, const Event& event, c
       return false;
     }
     if (put == 1) {
+      // Its decision is polled for (Engine::AwaitRings) while the engine stays awake: no wake-up.
+      conn->ring->EngineAwake();
       conn->ring_put = true;
       MarkDirty(conn);
       return true;

@@ -40,8 +40,9 @@ void* Engine::ThreadMain(void* self) {
 }
 
 // Engine thread: the loop. Every fd it touches is non-blocking except the notify fds, which it
-// RECVs only after epoll said readable.
-void Engine::Run() {
+// RECVs only after epoll said readable. Flattened as OnNotifyReady is, and for the same reason:
+// lane 0's hot path then has no frame but the loop's own under the SEND.
+__attribute__((flatten)) void Engine::Run() {
   {
     std::lock_guard<std::mutex> lock(start_mu_);
     running_ = true;
@@ -64,7 +65,10 @@ void Engine::Run() {
     const bool told_sleep = timeout != 0 && channel_->HasRings() && channel_->MaySleep();
     if (timeout != 0 && channel_->HasRings() && !told_sleep) timeout = 0;
     const int n = epoll_wait(primary_->epoll_fd, events, kMaxEpollEvents, timeout);
-    if (told_sleep) channel_->Awake();
+    // Awake again with decisions outstanding: they are polled for, not woken up for. Otherwise a
+    // ring's sleep flag stays set (no store per wake-up): the control plane sends a wake-up only
+    // with a decision, and a notification put in a ring clears the flag first (QueueNotification).
+    if (told_sleep && busy_until_ns_ != 0) channel_->Awake();
     // Busy polling is for an idle CPU: a task runnable here (another container's lane, a workload)
     // runs first rather than waiting out the spin.
     // A decision put in a ring wakes no epoll: look at the rings for a moment first (a load each).

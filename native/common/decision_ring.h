@@ -119,10 +119,15 @@ inline bool RingHasData(const RingEnd& end) { return end.their_word->load(std::m
 
 // The sleeper's side of a wake-up: announce sleep, then look once more. False (and the flag
 // cleared again) when something came meanwhile: do not sleep. The full fence pairs with the
-// producer's in ShouldWake: one of the two sees the other's store.
+// producer's in ShouldWake: one of the two sees the other's store. A flag still set from an
+// earlier sleep needs neither store nor fence: the producer clears it only as it sends a wake-up;
+// so a sleeper that expects nothing leaves it set while awake and pays a load per sleep instead of
+// a locked store and a fence (the engine: Engine::Run, DecisionChannel::QueueNotification).
 inline bool RingMaySleep(std::atomic<uint32_t>* sleeps, const RingEnd& incoming) {
-  sleeps->store(1, std::memory_order_seq_cst);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sleeps->load(std::memory_order_relaxed) != 1) {
+    sleeps->store(1, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
   if (!RingHasData(incoming)) return true;
   sleeps->store(0, std::memory_order_relaxed);
   return false;

@@ -105,6 +105,25 @@ test('channel rings: sleep is announced unless something came, and waking clears
   assert.throws(() => io().ringTake(ring, Buffer.alloc(8)), TypeError);
 });
 
+test('channel rings: a sleep still announced stays announced, with nothing come; a frame come, or the producer\'s wake-up, clears it', (t) => {
+  const { file, engine } = ringFile(t);
+  const ring = io().ringOpen(fs.openSync(file, 'r+'), -1);
+  if (typeof ring === 'string') return assert.fail(ring);
+  t.after(() => io().ringClose(ring));
+  assert.equal(io().ringMaySleep(ring), true);
+  assert.equal(io().ringMaySleep(ring), true, 'awake again without ringAwake: nothing came, sleep on');
+  assert.equal(readU32(engine, OFFSETS.cpSleeps), 1);
+  writeU32(engine, OFFSETS.toCpTail, 8);
+  assert.equal(io().ringMaySleep(ring), false, 'a frame came while the flag was still set: poll on');
+  assert.equal(readU32(engine, OFFSETS.cpSleeps), 0, 'and the flag cleared, so the producer sends no wake-up');
+  assert.equal(io().ringTake(ring, Buffer.alloc(16)), 8);
+  // The producer cleared the flag as it sent its wake-up (RingShouldWake): the next sleep announces anew.
+  assert.equal(io().ringMaySleep(ring), true);
+  writeU32(engine, OFFSETS.cpSleeps, 0);
+  assert.equal(io().ringMaySleep(ring), true);
+  assert.equal(readU32(engine, OFFSETS.cpSleeps), 1);
+});
+
 test('channel rings: a file of another layout, or too small, is refused with a reason', (t) => {
   const other = ringFile(t, 0x12345678);
   assert.match(String(io().ringOpen(fs.openSync(other.file, 'r+'), -1)), /another layout/);
