@@ -1,6 +1,7 @@
 // The control plane's side of the decision channel's shared-memory rings (decision_ring.h):
 // mapped from the memfd the Ready frame brought, read and written from the busy poll. A ring is a
 // JS external (type-tagged); closing it, or its collection, unmaps it.
+#include <sched.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -193,6 +194,13 @@ napi_value RingClose(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
+// yieldCpu(): sched_yield. A poller that found nothing lets a task runnable on its CPU go first
+// (another container's workload or engine thread), instead of spinning through its slice.
+napi_value YieldCpu(napi_env, napi_callback_info) {
+  sched_yield();
+  return nullptr;
+}
+
 }  // namespace
 
 void RegisterRingIo(napi_env env, napi_value exports) {
@@ -203,6 +211,7 @@ void RegisterRingIo(napi_env env, napi_value exports) {
       {"ringMaySleep", nullptr, RingMaySleep, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"ringAwake", nullptr, RingAwake, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"ringClose", nullptr, RingClose, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"yieldCpu", nullptr, YieldCpu, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
   };
   napi_define_properties(env, exports, sizeof functions / sizeof functions[0], functions);
 }

@@ -91,7 +91,10 @@ async function mkdirs(h: Harness, names: string[], gapMs = 0): Promise<number[]>
 test('decision rings: a control plane that busy-polls gets them; every notification and decision crosses in them, each once', async (t) => {
   const h = new Harness(t, { busyPollUs: 200 });
   const token = h.open(1);
-  const { connection, seen } = controlPlane(t, h, token, { busyPollMs: 200 });
+  const addon = io();
+  let yields = 0;
+  const channelIo: ChannelIo = { ...addon, yieldCpu: () => (yields++, addon.yieldCpu()) };
+  const { connection, seen } = controlPlane(t, h, token, { busyPollMs: 200, channelIo });
   await waitUntil(() => seen.ready !== null, 10_000, 'the Ready');
   assert.deepEqual(seen.ready, { type: 'ready', session: 1n, ring: true });
   assert.equal(connection.usesRings, true);
@@ -104,6 +107,7 @@ test('decision rings: a control plane that busy-polls gets them; every notificat
   const mkdirNotifications = seen.notifications.filter((n) => n.stringArgs.some((s) => names.some((name) => s.value.endsWith(`/${name}`))));
   assert.equal(mkdirNotifications.length, names.length, 'each mkdir once');
   assert.equal(connection.framesRead.socket, 0, 'no notification on the socket');
+  assert.ok(yields > 0, 'a turn that found the ring empty yielded the CPU');
   assert.equal(connection.framesRead.ring, seen.notifications.length);
   await h.until(() => (h.events.filter((e) => e.type === 'answered' && e.by === AnsweredBy.ANSWERED_BY_CONTROL_PLANE).length >= names.length ? true : undefined), 'the answers');
   const stats = h.engine.stats();

@@ -16,7 +16,7 @@ const ADDON = {
 } satisfies Record<keyof NativeAddon, true>;
 
 const CHANNEL_IO = {
-  recv: true, send: true, recvWithFd: true, ringOpen: true, ringTake: true, ringPut: true, ringMaySleep: true, ringAwake: true, ringClose: true,
+  recv: true, send: true, recvWithFd: true, ringOpen: true, ringTake: true, ringPut: true, ringMaySleep: true, ringAwake: true, ringClose: true, yieldCpu: true,
 } satisfies Record<keyof ChannelIo, true>;
 
 const TEST_ADDON = { Emulator: true, emulatorTestSupport: true } satisfies Record<keyof EmulatorAddon, true>;
