@@ -1,8 +1,8 @@
 // The control plane's side of the decision channel's shared-memory rings (decision_ring.h):
 // mapped from the memfd the Ready frame brought, read and written from the busy poll. A ring is a
 // JS external (type-tagged); closing it, or its collection, unmaps it.
-#include <sched.h>
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
