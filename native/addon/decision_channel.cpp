@@ -275,8 +275,6 @@ bool DecisionChannel::QueueNotification(ChannelConn* conn, const Event& event, c
       return false;
     }
     if (put == 1) {
-      // Its decision is polled for (Engine::AwaitRings) while the engine stays awake: no wake-up.
-      conn->ring->EngineAwake();
       conn->ring_put = true;
       MarkDirty(conn);
       return true;
@@ -348,6 +346,9 @@ void DecisionChannel::FlushAll() {
     if (conn->closed) continue;
     if (conn->ring_put) {
       conn->ring_put = false;
+      // Their decisions are polled for (Engine::AwaitRings) while the engine stays awake: no
+      // wake-up for them. Once per batch, not per notification.
+      conn->ring->EngineAwake();
       if (conn->ring->ControlPlaneToWake()) PutHeader(conn->out.Append(sizeof(FrameHeader)), sizeof(FrameHeader), decision_channel::kWake);
     }
     if (!conn->want_out && conn->out.size() > 0) Write(conn);

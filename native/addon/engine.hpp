@@ -334,6 +334,10 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // OnNotifyReady through inlined calls only (docs/benchmarks.md, stop 36: why the depth matters).
   void AnswerNow(Lane* lane, Container* container, const Notification& n, const Event& event, const char* strings,
                  size_t blob, const NativeAnswer& answer);
+  // ApplyRules, and a rule's immediate answer sent (AnswerNow). False: no rule answers `n` (no
+  // policy, no match, or "ask"); the caller goes on as for a container without policy.
+  bool AnswerFromRules(Lane* lane, Container* container, const Notification& n, const Event& event, const char* strings,
+                       size_t blob);
   // What JS hears of an answer this engine gave at once by itself (default action, or `rule`'s):
   // its notification (`strings`: its path arguments) and answer while someone watches; else a
   // count in the tally of `lane` or, on the JS thread (null), one 'answered' event for both.

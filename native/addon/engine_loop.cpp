@@ -67,7 +67,7 @@ __attribute__((flatten)) void Engine::Run() {
     const int n = epoll_wait(primary_->epoll_fd, events, kMaxEpollEvents, timeout);
     // Awake again with decisions outstanding: they are polled for, not woken up for. Otherwise a
     // ring's sleep flag stays set (no store per wake-up): the control plane sends a wake-up only
-    // with a decision, and a notification put in a ring clears the flag first (QueueNotification).
+    // with a decision, and notifications put in a ring clear the flag as they are flushed (FlushAll).
     if (told_sleep && busy_until_ns_ != 0) channel_->Awake();
     // Busy polling is for an idle CPU: a task runnable here (another container's lane, a workload)
     // runs first rather than waiting out the spin.
@@ -314,16 +314,7 @@ Engine::Outcome Engine::OnReceived(Lane* lane, Container* container, const Notif
 // The container's lane.
 Engine::Outcome Engine::DecideRead(Lane* lane, Container* container, const Notification& n, Event* event, size_t blob) {
   // The container's own rules first: they answer whether a control plane is attached or not.
-  NativeAnswer now;
-  switch (ApplyRules(lane, container, n, *event, blob, &now)) {
-    case RuleVerdict::kImmediate:
-      AnswerNow(lane, container, n, *event, lane->strings.get(), blob, now);
-      return Outcome::kAnswered;
-    case RuleVerdict::kTaken:
-      return Outcome::kAnswered;
-    case RuleVerdict::kNone:
-      break;
-  }
+  if (AnswerFromRules(lane, container, n, *event, lane->strings.get(), blob)) return Outcome::kAnswered;
   if (lane != primary_ && (active_session_.load(std::memory_order_acquire) != 0 ||
                            hold_until_ns_.load(std::memory_order_relaxed) > n.received_ns)) {
     MoveToPrimary(lane, container, n, *event, blob);
@@ -376,6 +367,16 @@ Engine::Outcome Engine::DecideUnanswered(Lane* lane, Container* container, const
   answer.action = DefaultAction();
   AnswerNow(lane, container, n, event, strings, blob, answer);
   return Outcome::kAnswered;
+}
+
+// A lane, or the JS thread in Restore (`lane` null, mu_ held). Here, not in engine_rules.cpp, so
+// that OnNotifyReady's flattening takes the send in.
+bool Engine::AnswerFromRules(Lane* lane, Container* container, const Notification& n, const Event& event,
+                             const char* strings, size_t blob) {
+  NativeAnswer immediate;
+  const RuleVerdict verdict = ApplyRules(lane, container, n, event, blob, &immediate);
+  if (verdict == RuleVerdict::kImmediate) AnswerNow(lane, container, n, event, strings, blob, immediate);
+  return verdict != RuleVerdict::kNone;
 }
 
 // A lane, or the JS thread in Restore (`lane` null).

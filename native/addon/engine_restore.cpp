@@ -302,10 +302,7 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
       Event event = NotificationEvent(n);
       size_t blob = 0;
       if (!ReadAtRestore(container, n, &event, &blob, result)) continue;  // its task is gone, or its lane decides it when read
-      NativeAnswer immediate;
-      const RuleVerdict verdict = ApplyRules(/*lane=*/nullptr, container, n, event, blob, &immediate);
-      if (verdict == RuleVerdict::kImmediate) AnswerNow(/*lane=*/nullptr, container, n, event, primary_->strings.get(), blob, immediate);
-      if (verdict != RuleVerdict::kNone) {
+      if (AnswerFromRules(/*lane=*/nullptr, container, n, event, primary_->strings.get(), blob)) {
         result->in_flight_by_rules++;
         continue;
       }

@@ -122,7 +122,7 @@ inline bool RingHasData(const RingEnd& end) { return end.their_word->load(std::m
 // producer's in ShouldWake: one of the two sees the other's store. A flag still set from an
 // earlier sleep needs neither store nor fence: the producer clears it only as it sends a wake-up;
 // so a sleeper that expects nothing leaves it set while awake and pays a load per sleep instead of
-// a locked store and a fence (the engine: Engine::Run, DecisionChannel::QueueNotification).
+// a locked store and a fence (the engine: Engine::Run, DecisionChannel::FlushAll).
 inline bool RingMaySleep(std::atomic<uint32_t>* sleeps, const RingEnd& incoming) {
   if (sleeps->load(std::memory_order_relaxed) != 1) {
     sleeps->store(1, std::memory_order_seq_cst);
