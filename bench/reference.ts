@@ -1,5 +1,5 @@
 // Scenario (a): the bare C responder answers every notification with CONTINUE. The reference
-// every other figure is divided by.
+// every other figure is divided by; with `idleThreads`, the same responder in a multi-threaded process.
 import * as path from 'node:path';
 import { runScenario } from './scenario-process';
 import { checkTools, runWorkload, startResponder, workloadMetrics } from './tools';
@@ -7,7 +7,7 @@ import { checkTools, runWorkload, startResponder, workloadMetrics } from './tool
 runScenario(async ({ params, dir, children }) => {
   checkTools(['seccompRun', 'workload', 'responder']);
   const socket = path.join(dir, 'responder.sock');
-  await startResponder(children, socket);
+  await startResponder(children, socket, 'responder', params.idleThreads ?? 0);
   const result = await runWorkload(children, {
     listenerSocket: socket, threads: params.threads, seconds: params.seconds, warmupMs: params.warmupMs,
     syscall: params.syscall, workDir: dir, id: 'bench-reference',

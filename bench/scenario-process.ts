@@ -24,6 +24,8 @@ export interface ScenarioParams {
   neighbourPath?: NeighbourPath;
   /** noisy-neighbour: the victim on a bare C responder of its own while the neighbour floods the agent. */
   victimOwnResponder?: boolean;
+  /** reference: sleeping threads beside the bare C responder's one (a multi-threaded process, as Node is). */
+  idleThreads?: number;
   /** runtime-start: the engine that starts the containers (containerd's CRI plugin by default). */
   engine?: 'containerd' | 'podman';
   /** Temp dir for sockets and logs; made (and removed) by the scenario when absent. */

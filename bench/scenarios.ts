@@ -134,6 +134,16 @@ export const SCENARIOS: Scenario[] = [
     columns: [{ key: 'callsPerSec', title: 'calls/s', digits: 0 }, ...LATENCY_COLUMNS],
   },
   {
+    id: 'reference-threaded',
+    title: 'context for (b): the bare C responder in a multi-threaded process',
+    about: 'the same responder with one more thread that only sleeps, as every Node process has several: what the kernel charges a multi-threaded agent on each switch, before any of its own work',
+    script: 'reference',
+    variants: [{ label: 'getppid, 1 thread', params: { threads: 1, syscall: 'getppid', idleThreads: 1 } }],
+    columns: [{ key: 'callsPerSec', title: 'calls/s', digits: 0 }, ...LATENCY_COLUMNS],
+    reference: 'reference',
+    ratios: LATENCY_RATIOS,
+  },
+  {
     id: 'dataplane-default',
     title: '(b) data plane, default path (no control plane)',
     about: 'seccomp-dataplane answers continue natively on its epoll thread; JS hears of it afterwards',

@@ -105,9 +105,12 @@ export function startIdleContainer(children: Children, listenerSocket: string, i
   ], { quiet: true });
 }
 
-/** The bare C reference agent, listening on `listenerSocket` once this resolves. */
-export async function startResponder(children: Children, listenerSocket: string, name = 'responder'): Promise<Child> {
-  const child = children.start(name, TOOLS.responder, [listenerSocket]);
+/**
+ * The bare C reference agent, listening on `listenerSocket` once this resolves; `idleThreads`
+ * sleeping threads beside its one working thread make it a multi-threaded process.
+ */
+export async function startResponder(children: Children, listenerSocket: string, name = 'responder', idleThreads = 0): Promise<Child> {
+  const child = children.start(name, TOOLS.responder, [listenerSocket, ...(idleThreads > 0 ? ['--idle-threads', String(idleThreads)] : [])]);
   const deadline = Date.now() + 10_000;
   while (!child.stdout().includes('"listening"')) {
     if (!child.alive() || Date.now() > deadline) {

@@ -1,13 +1,16 @@
 // seccomp-bench-responder: the bare C reference agent of `npm run bench`.
 //
-//   seccomp-bench-responder SOCKET_PATH
+//   seccomp-bench-responder SOCKET_PATH [--idle-threads N]
 //
 // Accepts runtime connections on SOCKET_PATH the way the data plane does (notify fd by
 // SCM_RIGHTS in the first sendmsg, JSON until EOF, `fds` naming "seccompFd") and answers every
 // notification of every fd with SECCOMP_USER_NOTIF_FLAG_CONTINUE from one thread: epoll, RECV,
 // SEND, nothing else. SYNC_WAKE_UP is turned on as the data plane does, so the two are compared
 // on equal kernel terms. Prints {"listening":PATH} once ready and {"answered":N,...} on SIGTERM.
+// --idle-threads N adds N threads that only sleep: the process is then multi-threaded, as every
+// Node process (the data plane) is, which the kernel charges on each switch to and from it.
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
@@ -214,6 +217,27 @@ void Answer(Source* notify) {
   g_stats.answered++;
 }
 
+// An idle thread: makes the process multi-threaded and does nothing else.
+void* SleepForever(void*) {
+  for (;;) pause();
+  return nullptr;
+}
+
+// Starts `count` idle threads; they inherit the blocked SIGTERM/SIGINT, so the main thread's
+// signalfd still receives them.
+bool StartIdleThreads(long count) {
+  for (long i = 0; i < count; i++) {
+    pthread_t thread;
+    const int err = pthread_create(&thread, nullptr, SleepForever, nullptr);
+    if (err != 0) {
+      fprintf(stderr, "seccomp-bench-responder: pthread_create: %s\n", strerror(err));
+      return false;
+    }
+    pthread_detach(thread);
+  }
+  return true;
+}
+
 // The listening socket, made as the data plane makes its own (native/common/unix_socket.h).
 int Listen(const char* path) {
   std::string error;
@@ -225,8 +249,15 @@ int Listen(const char* path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2 || argv[1][0] == '-') {
-    fprintf(stderr, "usage: seccomp-bench-responder SOCKET_PATH\n");
+  long idle_threads = 0;
+  const bool threads_given = argc == 4 && strcmp(argv[2], "--idle-threads") == 0;
+  if (threads_given) {
+    char* end = nullptr;
+    idle_threads = strtol(argv[3], &end, 10);
+    if (*argv[3] == '\0' || *end != '\0' || idle_threads < 0 || idle_threads > 64) idle_threads = -1;
+  }
+  if ((argc != 2 && !threads_given) || argv[1][0] == '-' || idle_threads < 0) {
+    fprintf(stderr, "usage: seccomp-bench-responder SOCKET_PATH [--idle-threads N (0..64)]\n");
     return 2;
   }
   const char* path = argv[1];
@@ -239,6 +270,7 @@ int main(int argc, char** argv) {
     perror("seccomp-bench-responder: sigprocmask");
     return 1;
   }
+  if (!StartIdleThreads(idle_threads)) return 1;
   const int sfd = signalfd(-1, &stop, SFD_CLOEXEC | SFD_NONBLOCK);
   g_epoll = epoll_create1(EPOLL_CLOEXEC);
   if (sfd < 0 || g_epoll < 0) {
