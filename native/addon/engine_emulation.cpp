@@ -82,7 +82,7 @@ Engine::RespondStatus Engine::RespondEmulated(uint32_t handle, uint64_t id, cons
       }
     } else {
       const PendingEntry entry = pending_.Take(handle, id, &drained);
-      *latency_ns = MonotonicNs() - entry.notification.received_ns;
+      *latency_ns = Elapsed(entry.notification.received_ns, MonotonicNs());
       DispatchEmulationLocked(entry, decision, AnsweredBy::kControlPlane, -1, Unseen());
     }
   }
@@ -237,7 +237,7 @@ void Engine::OnEmulated(uint32_t handle, uint64_t id, EmulatedKind kind, uint64_
   // decided natively, and its event rides the batch like the rule's other answers: a wake-up of
   // the JS thread per mkdir would sit on the next request's path (two vCPUs: the very next one).
   const bool urgent = by == AnsweredBy::kControlPlane;
-  queue_->Push(AnsweredEvent(handle, id, by, action, gone, MonotonicNs() - received_ns, unseen, rule, kind), urgent);
+  queue_->Push(AnsweredEvent(handle, id, by, action, gone, Elapsed(received_ns, MonotonicNs()), unseen, rule, kind), urgent);
   // The texts of an error only when there is one: most emulations report none.
   const auto what = [&] {
     return std::string("emulated ") + EmulatedTitle(kind) + " of notification " + std::to_string(id) + " of container " +

@@ -20,6 +20,7 @@
 #include "notification.hpp"
 #include "notify_fd.hpp"
 #include "target_memory.hpp"
+#include "tsc_clock.h"
 
 namespace seccomp_agent {
 
@@ -70,6 +71,8 @@ struct EngineLane {
   // The lane's own, below.
   NotifyBuffers buffers;
   AnswerTally tally;
+  // The lane's clock: CLOCK_MONOTONIC read with rdtsc where that is the same clock (tsc_clock.h).
+  TscClock clock{TscClockUsable()};
   // The last clock read of the hot path in this iteration (0: none): the loop's `now` for its
   // timers, so a notification costs two clock reads (receipt, answer), not four.
   uint64_t answered_ns = 0;

@@ -134,11 +134,11 @@ Engine::Lane* Engine::PlaceContainer() {
 // A lane: the loop. Like the engine thread's without sessions, channel or deadlines.
 void Engine::RunLane(Lane* lane) {
   struct epoll_event events[kMaxEpollEvents];
-  uint64_t now = MonotonicNs();
+  uint64_t now = lane->clock.Now();
   while (!stop_requested_.load(std::memory_order_relaxed)) {
     if (park_flag_.load(std::memory_order_acquire)) {
       ParkLane(lane);
-      now = MonotonicNs();
+      now = lane->clock.Now();
       continue;
     }
     // Its own tally, and the batch it added events to (the engine thread may sleep through it).
@@ -180,7 +180,7 @@ void Engine::RunLane(Lane* lane) {
       }
     }
     if (lane->has_inbox.load(std::memory_order_acquire)) TakeInbox(lane);
-    now = lane->answered_ns != 0 ? lane->answered_ns : MonotonicNs();
+    now = lane->answered_ns != 0 ? lane->answered_ns : lane->clock.Now();
     lane->answered_ns = 0;
     if (!lane->tally.empty() && (queue_->DueNs() <= now || TallyDueNs(*lane) <= now)) DrainTally(lane);
     if (lane->queued) queue_->Flush(now);

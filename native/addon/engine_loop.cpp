@@ -51,11 +51,11 @@ __attribute__((flatten)) void Engine::Run() {
   struct epoll_event events[kMaxEpollEvents];
   // The clock as the previous iteration ended: the wait's timeout is computed from it, a few
   // instructions later, rather than from one more read.
-  uint64_t now = MonotonicNs();
+  uint64_t now = primary_->clock.Now();
   while (!stop_requested_.load(std::memory_order_relaxed)) {
     if (park_flag_.load(std::memory_order_acquire)) {
       ParkLane(primary_);
-      now = MonotonicNs();
+      now = primary_->clock.Now();
       continue;
     }
     const bool polling = busy_until_ns_ > now || primary_->poll_until_ns > now;
@@ -126,7 +126,7 @@ __attribute__((flatten)) void Engine::Run() {
       busy_until_ns_ = pending_.empty() ? 0 : MonotonicNs() + options_.busy_poll_ns;
     }
     if (close_requested_.load(std::memory_order_acquire)) CloseRequestedChannels();
-    now = primary_->answered_ns != 0 ? primary_->answered_ns : MonotonicNs();
+    now = primary_->answered_ns != 0 ? primary_->answered_ns : primary_->clock.Now();
     primary_->answered_ns = 0;
     if (pending_.NextDeadline() <= now) {
       // Forwarded notifications past their deadline get the default action.
@@ -239,7 +239,7 @@ __attribute__((flatten)) void Engine::OnNotifyReady(Lane* lane, Container* conta
     }
     container->recv_failures = 0;
     lane->received.store(lane->received.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    const Notification n = NotificationFromKernel(*lane->buffers.notif(), container->handle, MonotonicNs());
+    const Notification n = NotificationFromKernel(*lane->buffers.notif(), container->handle, lane->clock.Now());
     journal_->NoteReceived(container->journal_slot, n.id);
     if (!container->receipt_reserved) {
       container->receipt_slot = journal_->ReserveReceipt();
@@ -384,7 +384,8 @@ void Engine::AnswerNow(Lane* lane, Container* container, const Notification& n, 
                        size_t blob, const NativeAnswer& answer) {
   int err = 0;
   const SendResult result = NotifySend(container->fd, BuffersOf(lane), n.id, answer.action, &err);
-  ReportAnswer(lane, container, n, event, strings, blob, answer.by, answer.action, result, MonotonicNs(), answer.rule);
+  const uint64_t answered_ns = lane != nullptr ? lane->clock.Now() : MonotonicNs();
+  ReportAnswer(lane, container, n, event, strings, blob, answer.by, answer.action, result, answered_ns, answer.rule);
   if (result == SendResult::kFailed) queue_->PushError(SendFailedText(answer.rule, n.id, container->handle, err));
 }
 
@@ -392,7 +393,7 @@ void Engine::AnswerNow(Lane* lane, Container* container, const Notification& n, 
 void Engine::ReportAnswer(Lane* lane, Container* container, const Notification& n, const Event& event, const char* strings,
                           size_t blob, AnsweredBy by, const Answer& action, SendResult result, uint64_t answered_ns,
                           int32_t rule) {
-  const uint64_t latency = answered_ns - n.received_ns;
+  const uint64_t latency = Elapsed(n.received_ns, answered_ns);
   if (detailed_events_.load(std::memory_order_relaxed)) {
     queue_->Push(event, strings, blob, false);
     PushAnswered(container->handle, n.id, by, action, result, latency, false, Unseen(), rule);

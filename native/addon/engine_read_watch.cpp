@@ -286,7 +286,7 @@ void Engine::PushReturned(Lane* lane, const Notification& n) {
   Event event = NotificationEvent(n);  // its handle, task and call
   event.type = EventType::kReadStall;
   event.id = lane->index;
-  event.ns = MonotonicNs() - n.received_ns;
+  event.ns = Elapsed(n.received_ns, MonotonicNs());
   event.returned = true;
   queue_->Push(event, true);
 }

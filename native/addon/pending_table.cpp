@@ -84,7 +84,7 @@ PendingTable::Answered PendingTable::Finish(const PendingEntry& entry, const Ans
     a.sent = fallback;
   }
   ReleaseSlot(entry.journal_slot);
-  a.latency_ns = MonotonicNs() - entry.notification.received_ns;
+  a.latency_ns = Elapsed(entry.notification.received_ns, MonotonicNs());
   if (report != nullptr) (*report)(a);
   a.drained = ReleaseOwner(entry.owner);
   return a;

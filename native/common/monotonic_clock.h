@@ -1,6 +1,7 @@
 // The one clock of the native code, read one way: CLOCK_MONOTONIC through the vDSO (never a
 // syscall, so never one a seccomp filter sees: the workloads time intercepted calls with it), in
-// ns or ms, any clock in ns, and the CLOCK_REALTIME deadline pthread_timedjoin_np wants.
+// ns or ms, any clock in ns, the difference of two readings, and the CLOCK_REALTIME deadline
+// pthread_timedjoin_np wants. The engine lanes' faster reading of the same clock: tsc_clock.h.
 // Any thread; header-only.
 #pragma once
 #include <stdint.h>
@@ -15,6 +16,10 @@ inline uint64_t ClockNs(clockid_t clock) {
 
 // CLOCK_MONOTONIC in ns.
 inline uint64_t MonotonicNs() { return ClockNs(CLOCK_MONOTONIC); }
+
+// `later - earlier` of two readings, 0 if `later` is the earlier: a lane's TscClock (tsc_clock.h)
+// may read up to a µs behind MonotonicNs(), and a latency is never negative.
+inline uint64_t Elapsed(uint64_t earlier, uint64_t later) { return later > earlier ? later - earlier : 0; }
 
 // CLOCK_MONOTONIC in ms. Signed: deadlines are subtracted from it (seccomp-keeper's time left).
 inline int64_t MonotonicMs() { return static_cast<int64_t>(MonotonicNs() / 1000000u); }

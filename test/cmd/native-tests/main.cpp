@@ -26,6 +26,7 @@
 
 #include <limits.h>
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
@@ -54,6 +55,7 @@
 #include <linux/audit.h>
 #include "scm_rights.h"
 #include "seccomp_compat.h"
+#include "tsc_clock.h"
 
 using namespace seccomp_agent;
 
@@ -1232,6 +1234,105 @@ void NotifyFdCases() {
   });
 }
 
+// A TSC and a CLOCK_MONOTONIC the test moves by hand; Ns() can first let time pass, as an
+// interruption between the clock's two tick reads would.
+struct FakeClocks {
+  static inline uint64_t ticks = 0;
+  static inline uint64_t ns = 0;
+  static inline uint64_t interrupted_ns = 0;
+  static uint64_t Ticks() { return ticks; }
+  static uint64_t Ns() {
+    Advance(interrupted_ns);
+    return ns;
+  }
+  // Both clocks `d` ns on, the TSC at 2.5 GHz times (1 + ppm / 1e6).
+  static void Advance(uint64_t d, double ppm = 0) {
+    ns += d;
+    ticks += static_cast<uint64_t>(static_cast<double>(d) * 2.5 * (1 + ppm / 1e6));
+  }
+};
+
+void TscClockCases() {
+  using Clock = BasicTscClock<FakeClocks>;
+  auto reset = [] {
+    FakeClocks::ticks = 5000000000ull;
+    FakeClocks::ns = 1000000000ull;
+    FakeClocks::interrupted_ns = 0;
+  };
+  auto distance = [](uint64_t a, uint64_t b) { return a > b ? a - b : b - a; };
+  Case("tsc clock: where the TSC is not the kernel's clocksource, every reading is CLOCK_MONOTONIC's", [&] {
+    reset();
+    Clock clock(false);
+    EXPECT(clock.Now() == FakeClocks::ns);
+    FakeClocks::ticks += 2500;  // the TSC alone moving changes nothing
+    EXPECT(clock.Now() == FakeClocks::ns);
+    FakeClocks::Advance(5000000);
+    EXPECT(clock.Now() == FakeClocks::ns && !clock.calibrated());
+  });
+  Case("tsc clock: the real clock until 1 ms has given it the TSC's rate, then the TSC between anchors", [&] {
+    reset();
+    Clock clock(true);
+    EXPECT(clock.Now() == FakeClocks::ns && !clock.calibrated());
+    FakeClocks::Advance(500000);
+    EXPECT(clock.Now() == FakeClocks::ns && !clock.calibrated());
+    FakeClocks::Advance(600000);
+    const uint64_t anchor = FakeClocks::ns;
+    EXPECT(clock.Now() == anchor && clock.calibrated());
+    FakeClocks::ticks += 2500;  // 1 µs of TSC, the fake CLOCK_MONOTONIC not moved: read from the TSC
+    EXPECT(distance(clock.Now(), anchor + 1000) <= 1);
+    FakeClocks::ticks += 2500 * 999;
+    EXPECT(distance(clock.Now(), anchor + 1000000) <= 1);
+  });
+  Case("tsc clock: re-anchored every 2 ms, it stays within 1 µs of a CLOCK_MONOTONIC slewed 500 ppm either way", [&] {
+    for (double ppm : {500.0, -500.0}) {
+      reset();
+      Clock clock(true);
+      clock.Now();
+      uint64_t worst = 0;
+      for (int step = 0; step < 20000; step++) {  // 200 ms in 10 µs steps
+        FakeClocks::Advance(10000, ppm);
+        worst = std::max(worst, distance(clock.Now(), FakeClocks::ns));
+      }
+      EXPECT(clock.calibrated());
+      EXPECT(worst <= 1100);
+    }
+  });
+  Case("tsc clock: a TSC that goes back (a migrated VM) makes it start over from the real clock", [&] {
+    reset();
+    Clock clock(true);
+    clock.Now();
+    FakeClocks::Advance(1500000);
+    clock.Now();
+    EXPECT(clock.calibrated());
+    FakeClocks::ticks -= 1000000;
+    FakeClocks::Advance(100);
+    EXPECT(clock.Now() == FakeClocks::ns && !clock.calibrated());
+    FakeClocks::Advance(1500000);
+    EXPECT(clock.Now() == FakeClocks::ns && clock.calibrated());
+  });
+  Case("tsc clock: a reading interrupted between its two tick reads gives no rate; the next one does", [&] {
+    reset();
+    Clock clock(true);
+    clock.Now();
+    FakeClocks::Advance(1500000);
+    FakeClocks::interrupted_ns = 10000;  // 25,000 ticks between the tick reads, over kMaxPairTicks
+    EXPECT(clock.Now() == FakeClocks::ns && !clock.calibrated());
+    FakeClocks::interrupted_ns = 0;
+    EXPECT(clock.Now() == FakeClocks::ns && clock.calibrated());
+    FakeClocks::ticks += 25000;  // 10 µs at the rate taken: the interrupted reading did not skew it
+    EXPECT(distance(clock.Now(), FakeClocks::ns + 10000) <= 1);
+  });
+  Case("tsc clock: the hardware clock reads within 1 ms of MonotonicNs(), and Elapsed is never negative", [&] {
+    TscClock clock(TscClockUsable());
+    const uint64_t before = MonotonicNs();
+    clock.Now();
+    usleep(1500);
+    const uint64_t read = clock.Now();
+    EXPECT(distance(read, MonotonicNs()) < 1000000 && read >= before);
+    EXPECT(Elapsed(5, 3) == 0 && Elapsed(3, 5) == 2);
+  });
+}
+
 void HandoffFormatCases() {
   using handoff::FormatVersions;
   Case("handoff hello: this release's hello names what it reads, and reads back to the same versions", [] {
@@ -1456,6 +1557,7 @@ int main(int argc, char** argv) {
   RecordCases();
   RecordFileCases();
   HandoffFormatCases();
+  TscClockCases();
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;
 }
