@@ -136,7 +136,7 @@ export const SCENARIOS: Scenario[] = [
   {
     id: 'reference-threaded',
     title: 'context for (b): the bare C responder in a multi-threaded process',
-    about: 'the same responder with one more thread that only sleeps, as every Node process has several: what the kernel charges a multi-threaded agent on each switch, before any of its own work',
+    about: 'the same responder with one more thread that only sleeps, as every Node process has several: what a multi-threaded agent may pay on each switch before any of its own work',
     script: 'reference',
     variants: [{ label: 'getppid, 1 thread', params: { threads: 1, syscall: 'getppid', idleThreads: 1 } }],
     columns: [{ key: 'callsPerSec', title: 'calls/s', digits: 0 }, ...LATENCY_COLUMNS],

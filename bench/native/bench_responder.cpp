@@ -8,10 +8,11 @@
 // SEND, nothing else. SYNC_WAKE_UP is turned on as the data plane does, so the two are compared
 // on equal kernel terms. Prints {"listening":PATH} once ready and {"answered":N,...} on SIGTERM.
 // --idle-threads N adds N threads that only sleep: the process is then multi-threaded, as every
-// Node process (the data plane) is, which the kernel charges on each switch to and from it.
+// Node process (the data plane) is, which can make each switch to and from it cost more
+// (docs/benchmarks.md, stop 37: +0.13 µs a call on one phase of the bench's VM, nothing on another).
 #include <errno.h>
-#include <pthread.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
