@@ -320,6 +320,8 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
                     EmulatedKind emulated = EmulatedKind::kNone);
   // The buffers of `lane`'s thread, or the JS thread's (null: Restore, respond()).
   NotifyBuffers* BuffersOf(Lane* lane) { return lane != nullptr ? &lane->buffers : &js_buffers_; }
+  // The clock of a lane's thread (its TscClock), or of the JS thread's (`lane` null).
+  static uint64_t NowOf(Lane* lane) { return lane != nullptr ? lane->clock.Now() : MonotonicNs(); }
   // The one builder of an 'answered' event (PushAnswered, an emulation's report).
   static Event AnsweredEvent(uint32_t handle, uint64_t id, AnsweredBy by, const Answer& action, bool gone,
                              uint64_t latency_ns, Unseen unseen, int32_t rule, EmulatedKind emulated);

@@ -384,8 +384,7 @@ void Engine::AnswerNow(Lane* lane, Container* container, const Notification& n, 
                        size_t blob, const NativeAnswer& answer) {
   int err = 0;
   const SendResult result = NotifySend(container->fd, BuffersOf(lane), n.id, answer.action, &err);
-  const uint64_t answered_ns = lane != nullptr ? lane->clock.Now() : MonotonicNs();
-  ReportAnswer(lane, container, n, event, strings, blob, answer.by, answer.action, result, answered_ns, answer.rule);
+  ReportAnswer(lane, container, n, event, strings, blob, answer.by, answer.action, result, NowOf(lane), answer.rule);
   if (result == SendResult::kFailed) queue_->PushError(SendFailedText(answer.rule, n.id, container->handle, err));
 }
 

@@ -186,9 +186,8 @@ void Engine::AnswerRefusedEmulation(Lane* lane, Container* container, const Noti
                                     EmulatedKind kind) {
   int err = 0;
   const SendResult result = NotifySend(container->fd, BuffersOf(lane), n.id, answer, &err);
-  const uint64_t now = lane != nullptr ? lane->clock.Now() : MonotonicNs();
   const Unseen unseen = detailed_events_.load(std::memory_order_relaxed) ? Unseen() : Unseen{n.nr, n.arch};
-  PushAnswered(container->handle, n.id, AnsweredBy::kFastPath, answer, result, Elapsed(n.received_ns, now), false, unseen, index, kind);
+  PushAnswered(container->handle, n.id, AnsweredBy::kFastPath, answer, result, Elapsed(n.received_ns, NowOf(lane)), false, unseen, index, kind);
   if (result == SendResult::kFailed) queue_->PushError(SendFailedText(index, n.id, container->handle, err));
 }
 

@@ -118,17 +118,14 @@ class BasicTscClock {
   uint64_t anchor_for_ticks_ = 0;  // 0: no rate yet
 };
 
+struct HardwareClock {
 #if defined(__x86_64__)
-struct HardwareClock {
   static uint64_t Ticks() { return __rdtsc(); }
-  static uint64_t Ns() { return MonotonicNs(); }
-};
 #else
-struct HardwareClock {
-  static uint64_t Ticks() { return 0; }
+  static uint64_t Ticks() { return 0; }  // never read: TscClockUsable() is false
+#endif
   static uint64_t Ns() { return MonotonicNs(); }
 };
-#endif
 
 using TscClock = BasicTscClock<HardwareClock>;
 
