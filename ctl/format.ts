@@ -98,7 +98,7 @@ export function formatStatus(s: GetStatusResponse): string {
     ['control plane', cp],
     ['default action', describeDefaultAction(s.defaultAction)],
     ['decision timeout', `${durationToMs(s.decisionTimeout)} ms`],
-    ['sync wake-up', s.syncWakeUp ? 'yes' : 'no (kernel < 6.6)'],
+    ['sync wake-up', s.syncWakeUp ? `yes (${s.spreadWakeContainers} containers spread: many callers at once)` : 'no (kernel < 6.6)'],
     ['containers', String(s.containers)],
     ...(s.engineThreads.length > 0 ? [['engine threads', s.engineThreads.map((t) => `${t.containers} containers, ${t.received} received`).join('; ')] as [string, string]] : []),
     ['pending', String(s.pending)],
@@ -113,6 +113,7 @@ export function formatStatus(s: GetStatusResponse): string {
       ['decisions dropped', `${c.decisionsLate} late, ${c.decisionsUnknown} unknown, ${c.decisionsInvalid} invalid`],
       ['ingest rejected', String(c.ingestRejected)],
       ['read stalls', String(c.readStalls)],
+      ['wake mode switches', String(c.wakeModeSwitches)],
     );
   }
   const width = Math.max(...rows.map(([k]) => k.length));

@@ -9,7 +9,7 @@ export function zeroCounters(): MutableCounters {
     answeredDefaultDetached: 0, answeredFastPath: 0, targetGone: 0, decisionsLate: 0, decisionsUnknown: 0,
     decisionsInvalid: 0, ingestRejected: 0, watchersDropped: 0, containersAdded: 0, containersRemoved: 0,
     eventsDropped: 0, answeredDefaultRecovered: 0, policiesAccepted: 0, policiesRefused: 0,
-    emulationHelpersDied: 0, emulationsRetried: 0, readStalls: 0,
+    emulationHelpersDied: 0, emulationsRetried: 0, readStalls: 0, wakeModeSwitches: 0,
   };
 }
 

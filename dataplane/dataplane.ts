@@ -235,6 +235,12 @@ export class DataPlane {
     return this.engine.stats().readStalls;
   }
 
+  /** Containers whose callers are now woken where the scheduler likes, and how often one changed mode. */
+  get wakeModes(): { spread: number; switches: number } {
+    const stats = this.engine.stats();
+    return { spread: stats.spreadWakeContainers, switches: stats.wakeModeSwitches };
+  }
+
   /** Runtime connections the ingest closed to stay within its limits (metrics). */
   get ingestDropped(): NativeStats['ingestDropped'] {
     return this.engine.stats().ingestDropped;
@@ -300,6 +306,7 @@ export class DataPlane {
     this.counters.emulationHelpersDied = stats.emulationHelpersDied;
     this.counters.emulationsRetried = stats.emulationsRetried;
     this.counters.readStalls = stats.readStalls;
+    this.counters.wakeModeSwitches = stats.wakeModeSwitches;
     const counters = countersToProto(this.counters);
     const uptimeMs = Date.now() - this.startedAt;
     const active = this.sessions.active;
@@ -324,6 +331,7 @@ export class DataPlane {
       pid: process.pid,
       fdStoreStatus: this.fdStore.status(),
       engineThreads: stats.lanes.map((lane) => ({ containers: lane.containers, received: BigInt(lane.received) })),
+      spreadWakeContainers: stats.spreadWakeContainers,
     };
   }
 

@@ -103,6 +103,23 @@ export class DataPlaneMetrics {
       },
     });
     new Gauge({
+      name: 'seccomp_agent_spread_wake_containers',
+      help: 'Containers whose callers are woken on any CPU, not the engine thread\'s (SYNC_WAKE_UP cleared: many of their threads call at once)',
+      registers: [registry],
+      collect() {
+        this.set(dataplane.wakeModes.spread);
+      },
+    });
+    new Counter({
+      name: 'seccomp_agent_wake_mode_switches_total',
+      help: 'Changes of a container\'s wake-up mode (sync to spread, or back)',
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(dataplane.wakeModes.switches);
+      },
+    });
+    new Gauge({
       name: 'seccomp_agent_pending_notifications',
       help: 'Notifications waiting for the control plane',
       registers: [registry],

@@ -230,6 +230,9 @@ void Engine::RemoveContainer(Container* container) {
     journal_->ReleaseContainer(container->journal_slot);
     journal_->ReleaseInFlight(container->receipt_slot);
     pending_.DropTarget(container);
+    if (container->wake.mode() == WakeModeAdvisor::Mode::kSpread) {
+      spread_wake_containers_.fetch_sub(1, std::memory_order_relaxed);
+    }
     containers_.erase(handle);  // frees container
     emulator = emulator_.get();
   }
@@ -416,6 +419,8 @@ Engine::Stats Engine::GetStats() {
   stats.channel_decisions = channel_decisions_.load(std::memory_order_relaxed);
   stats.decisions_dropped = decisions_dropped_.load(std::memory_order_relaxed);
   stats.emulations_replayed = emulations_replayed_.load(std::memory_order_relaxed);
+  stats.spread_wake_containers = spread_wake_containers_.load(std::memory_order_relaxed);
+  stats.wake_mode_switches = wake_mode_switches_.load(std::memory_order_relaxed);
   stats.predecessor_waiting = predecessor_ != nullptr ? predecessor_->waiting() : 0;
   stats.predecessor_answered = predecessor_answered_.load(std::memory_order_relaxed);
   stats.predecessor_redecided = predecessor_redecided_.load(std::memory_order_relaxed);

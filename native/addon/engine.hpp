@@ -57,6 +57,7 @@
 #include "rule_table.hpp"
 #include "notify_fd.hpp"
 #include "target_memory.hpp"
+#include "wake_mode.hpp"
 
 namespace seccomp_agent {
 
@@ -122,6 +123,10 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
     size_t pending_connections = 0;
     uint64_t events_dropped = 0;
     bool sync_wake_up = false;
+    // Containers whose callers are now woken where the scheduler likes, not on their lane's CPU
+    // (many of their threads call at once: wake_mode.hpp), and how often a container changed mode.
+    size_t spread_wake_containers = 0;
+    uint64_t wake_mode_switches = 0;
     size_t emulation_helpers = 0;
     uint64_t channel_decisions = 0;
     uint64_t decisions_dropped = 0;
@@ -260,6 +265,7 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
     std::atomic<Lane*> lane{nullptr};
     uint32_t native_streak = 0;  // lane 0, a visitor: notifications in a row it answered without asking
     uint32_t recv_failures = 0;  // its lane: consecutive unexpected RECV errors
+    WakeModeAdvisor wake;        // its lane: where the kernel wakes its callers
     RecordFile::Place record;    // its runtime record in records_ (none: offset -1)
     uint32_t journal_slot = InFlightJournal::kNoSlot;
     // Its lane: its receipt in the journal (InFlightJournal::ReserveReceipt), taken at its
@@ -286,6 +292,8 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   static void* ThreadMain(void* self);
   void Run();                                                             // engine thread (lane 0)
   void OnNotifyReady(Lane* lane, Container* container, uint32_t events);  // the container's lane
+  // Its lane, after each answer: its callers' wake mode, changed when its advisor says so.
+  void AdviseWakeMode(Container* container, const Notification& n);
   // Its lane: a notification received is decided: the container's rules, a control plane, or the
   // default. kMoved: the container went to lane 0 with it (a control plane is attached or awaited):
   // `lane` no longer serves it. kOrphaned: reading its arguments outlived kReadStallNs and a new
@@ -563,6 +571,10 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   std::atomic<uint64_t> default_action_;  // packed Answer (kind, errno)
   std::atomic<uint64_t> decision_timeout_ns_;
   std::atomic<bool> sync_wake_up_{false};
+  // WakeModeAdvisor::SpreadAt of the CPUs this process may use, read at construction (0: never).
+  const uint32_t wake_spread_at_ = WakeModeAdvisor::SpreadAt(WakeModeAdvisor::UsableCpus());
+  std::atomic<size_t> spread_wake_containers_{0};
+  std::atomic<uint64_t> wake_mode_switches_{0};
   std::atomic<bool> detailed_events_{true};
   uint32_t next_handle_ = 1;  // JS thread
 

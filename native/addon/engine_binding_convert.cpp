@@ -59,6 +59,8 @@ Napi::Object StatsObject(Napi::Env env, const Engine::Stats& s, bool fd_store, c
   o.Set("channelDecisions", Napi::Number::New(env, static_cast<double>(s.channel_decisions)));
   o.Set("decisionsDropped", Napi::Number::New(env, static_cast<double>(s.decisions_dropped)));
   o.Set("emulationsReplayed", Napi::Number::New(env, static_cast<double>(s.emulations_replayed)));
+  o.Set("spreadWakeContainers", Napi::Number::New(env, static_cast<double>(s.spread_wake_containers)));
+  o.Set("wakeModeSwitches", Napi::Number::New(env, static_cast<double>(s.wake_mode_switches)));
   o.Set("emulationHelpersDied", Napi::Number::New(env, static_cast<double>(s.emulation_helpers_died)));
   o.Set("emulationsRetried", Napi::Number::New(env, static_cast<double>(s.emulations_retried)));
   o.Set("readStalls", Napi::Number::New(env, static_cast<double>(s.read_stalls)));

@@ -253,6 +253,7 @@ __attribute__((flatten)) void Engine::OnNotifyReady(Lane* lane, Container* conta
     // reading: no longer this thread's to touch.
     if (outcome == Outcome::kMoved || outcome == Outcome::kOrphaned) return;
     journal_->CloseReceipt(container->receipt_slot);
+    if (wake_spread_at_ != 0 && sync_wake_up_.load(std::memory_order_relaxed)) AdviseWakeMode(container, n);
     if (lane == primary_ && container->home != primary_) {
       // A visitor: it goes home once it no longer needs the control plane (a policy now answers
       // it, or no control plane is attached), so the containers of lane 0 are not its neighbours.
@@ -264,6 +265,22 @@ __attribute__((flatten)) void Engine::OnNotifyReady(Lane* lane, Container* conta
     }
   }
   if ((events & (EPOLLHUP | EPOLLERR)) != 0) RemoveServed(lane, container);
+}
+
+// The container's lane. Here, not in a file of its own, so that OnNotifyReady's flattening takes
+// the advisor's per-notification step in.
+void Engine::AdviseWakeMode(Container* container, const Notification& n) {
+  WakeModeAdvisor::Mode mode;
+  if (!container->wake.Note(n.pid, n.received_ns, wake_spread_at_, &mode)) return;
+  // Refused (its filter gone with its last task): the mode it had, looked at again next window.
+  if (!NotifySetSyncWakeUp(container->fd, mode == WakeModeAdvisor::Mode::kSync)) return;
+  container->wake.Set(mode);
+  if (mode == WakeModeAdvisor::Mode::kSpread) {
+    spread_wake_containers_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    spread_wake_containers_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  wake_mode_switches_.fetch_add(1, std::memory_order_relaxed);
 }
 
 // Engine thread.

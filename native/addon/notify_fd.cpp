@@ -55,8 +55,9 @@ bool NotifyIdValid(int fd, uint64_t id) {
   }
 }
 
-bool NotifySetSyncWakeUp(int fd) {
-  return ioctl(fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, static_cast<unsigned long>(SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)) == 0;
+bool NotifySetSyncWakeUp(int fd, bool on) {
+  const unsigned long flags = on ? SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP : 0;
+  return ioctl(fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, flags) == 0;
 }
 
 bool IsSeccompNotifyFd(int fd) {

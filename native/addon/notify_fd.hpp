@@ -79,9 +79,10 @@ bool NotifySendErrno(int fd, uint64_t id, int err, int* send_err);
 // NOTIF_ID_VALID: true while the task that caused `id` is still waiting for an answer.
 bool NotifyIdValid(int fd, uint64_t id);
 
-// NOTIF_SET_FLAGS(SYNC_WAKE_UP): the answer wakes the target on the answering CPU (6.6+).
-// Returns false on kernels without it.
-bool NotifySetSyncWakeUp(int fd);
+// NOTIF_SET_FLAGS(SYNC_WAKE_UP): the answer wakes the target on the answering CPU (6.6+); `on`
+// false clears the flag (the scheduler places the target, wake_mode.hpp). Returns false on
+// kernels without it.
+bool NotifySetSyncWakeUp(int fd, bool on = true);
 
 // Whether fd is a seccomp notify fd: an anon-inode fd (the filesystem of an eventfd) that answers
 // NOTIF_ID_VALID as only a notify fd does (ENOENT for id 0). No other anon-inode file takes the

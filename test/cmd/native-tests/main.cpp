@@ -56,6 +56,7 @@
 #include "scm_rights.h"
 #include "seccomp_compat.h"
 #include "tsc_clock.h"
+#include "wake_mode.hpp"
 
 using namespace seccomp_agent;
 
@@ -1219,6 +1220,9 @@ void NotifyFdCases() {
     EXPECT(target.Next(&buffers, &n, 1));
     EXPECT(IsSeccompNotifyFd(target.notify_fd));  // and the check answered nothing: the call still waits
     EXPECT(NotifyIdValid(target.notify_fd, n.id));
+    // The wake mode can be cleared and set again (wake_mode.hpp); nothing else takes it.
+    EXPECT(NotifySetSyncWakeUp(target.notify_fd, false));
+    EXPECT(NotifySetSyncWakeUp(target.notify_fd, true));
     int pipefd[2];
     EXPECT(pipe2(pipefd, O_CLOEXEC) == 0);
     const int event = eventfd(0, EFD_CLOEXEC);
@@ -1226,6 +1230,7 @@ void NotifyFdCases() {
     EXPECT(!IsSeccompNotifyFd(event));
     EXPECT(!IsSeccompNotifyFd(pipefd[0]));
     EXPECT(!IsSeccompNotifyFd(null));
+    EXPECT(!NotifySetSyncWakeUp(event, false));
     close(event);
     EXPECT(!IsSeccompNotifyFd(event));
     close(pipefd[0]);
@@ -1548,6 +1553,74 @@ int PrintSampleBatch() {
 
 }  // namespace
 
+// Feeds `windows` windows of WakeModeAdvisor::kWindow notifications from `callers` threads in
+// turn, `gap_ns` apart; returns the changes it asked for, each applied as the engine does.
+std::vector<WakeModeAdvisor::Mode> FeedWindows(WakeModeAdvisor* advisor, uint64_t* now, int windows, uint32_t callers,
+                                               uint64_t gap_ns, uint32_t spread_at) {
+  std::vector<WakeModeAdvisor::Mode> changes;
+  for (uint32_t i = 0; i < static_cast<uint32_t>(windows) * WakeModeAdvisor::kWindow; i++) {
+    *now += gap_ns;
+    WakeModeAdvisor::Mode mode;
+    if (advisor->Note(1000 + i % callers, *now, spread_at, &mode)) {
+      advisor->Set(mode);
+      changes.push_back(mode);
+    }
+  }
+  return changes;
+}
+
+void WakeModeCases() {
+  using Mode = WakeModeAdvisor::Mode;
+  const uint32_t spread_at = WakeModeAdvisor::SpreadAt(2);
+  Case("wake mode: from twice the CPUs (4 on 2), none past 16 CPUs", [] {
+    EXPECT(WakeModeAdvisor::SpreadAt(2) == 4);
+    EXPECT(WakeModeAdvisor::SpreadAt(16) == 32);
+    EXPECT(WakeModeAdvisor::SpreadAt(17) == 0);
+    EXPECT(WakeModeAdvisor::SpreadAt(0) == 0);
+  });
+  Case("wake mode: one busy caller, or three (between the marks), stays sync", [&] {
+    WakeModeAdvisor advisor;
+    uint64_t now = 1000000000;
+    EXPECT(FeedWindows(&advisor, &now, 50, 1, 1000, spread_at).empty());
+    EXPECT(FeedWindows(&advisor, &now, 50, 3, 1000, spread_at).empty());
+    EXPECT(advisor.mode() == Mode::kSync);
+  });
+  Case("wake mode: eight busy callers are spread after two windows, not one; two bring it back after two", [&] {
+    WakeModeAdvisor advisor;
+    uint64_t now = 1000000000;
+    EXPECT(FeedWindows(&advisor, &now, 1, 8, 1000, spread_at).empty());
+    EXPECT(FeedWindows(&advisor, &now, 1, 8, 1000, spread_at) == std::vector<Mode>{Mode::kSpread});
+    EXPECT(FeedWindows(&advisor, &now, 20, 8, 1000, spread_at).empty());
+    EXPECT(FeedWindows(&advisor, &now, 20, 3, 1000, spread_at).empty());  // between the marks: as it is
+    EXPECT(advisor.mode() == Mode::kSpread);
+    EXPECT(FeedWindows(&advisor, &now, 1, 2, 1000, spread_at).empty());
+    EXPECT(FeedWindows(&advisor, &now, 1, 2, 1000, spread_at) == std::vector<Mode>{Mode::kSync});
+  });
+  Case("wake mode: a contrary window starts the count again", [&] {
+    WakeModeAdvisor advisor;
+    uint64_t now = 1000000000;
+    for (int i = 0; i < 10; i++) {
+      EXPECT(FeedWindows(&advisor, &now, 1, 8, 1000, spread_at).empty());
+      EXPECT(FeedWindows(&advisor, &now, 1, 1, 1000, spread_at).empty());
+    }
+    EXPECT(advisor.mode() == Mode::kSync);
+  });
+  Case("wake mode: many callers slower than 50,000 a second stay sync, and a spread container slowing down goes back", [&] {
+    WakeModeAdvisor advisor;
+    uint64_t now = 1000000000;
+    // 32 notifications 21 µs apart: 651 µs, past the 640 µs of a busy window.
+    EXPECT(FeedWindows(&advisor, &now, 20, 8, 21000, spread_at).empty());
+    EXPECT(FeedWindows(&advisor, &now, 2, 8, 19000, spread_at) == std::vector<Mode>{Mode::kSpread});
+    EXPECT(FeedWindows(&advisor, &now, 2, 8, 21000, spread_at) == std::vector<Mode>{Mode::kSync});
+  });
+  Case("wake mode: with no mark (more than 16 CPUs) nothing changes", [] {
+    WakeModeAdvisor advisor;
+    uint64_t now = 1000000000;
+    EXPECT(FeedWindows(&advisor, &now, 20, 32, 100, 0).empty());
+    EXPECT(advisor.mode() == Mode::kSync);
+  });
+}
+
 int main(int argc, char** argv) {
   if (argc > 1 && strcmp(argv[1], "--encode-events") == 0) return PrintSampleBatch();
   JournalCases();
@@ -1567,6 +1640,7 @@ int main(int argc, char** argv) {
   RecordFileCases();
   HandoffFormatCases();
   TscClockCases();
+  WakeModeCases();
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;
 }

@@ -1,0 +1,89 @@
+// Where the kernel wakes a container's caller once its notification is answered: on the answering
+// thread's CPU (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, set on every notify fd as it comes in), or
+// wherever the scheduler likes ("spread").
+//
+// Sync is right for a container with a caller or two: the caller and the lane take turns on one
+// CPU, with no wake-up of an idle CPU (on this 2-vCPU VM a lone caller's round trip is 6 µs sync,
+// 47 µs spread). It is wrong for a container with many callers at once: every woken caller runs
+// on the lane's CPU, between the lane's answers, while the other CPUs wait; spread, the others
+// run them. Measured with the bare C responder on 2 vCPUs (docs/benchmarks.md, stop 38): 3
+// callers, sync ahead (135k against 77k–113k calls/s); 4 callers, spread ahead (129k–180k against
+// 127k–130k); 8 callers, spread 15–30% ahead.
+//
+// So each container's lane looks at its last kWindow notifications: when they came in within
+// kBusyWindowNs (a busy container) from at least SpreadAt(cpus) distinct threads, kLooksToSwitch
+// looks in a row, its callers are spread; when at most half as many, or the window was slower,
+// they go back to sync. Only the mode is at stake, never an answer: a wrong guess costs time.
+// Header-only; one per container, touched only by the lane serving it.
+#pragma once
+#include <sched.h>
+#include <stdint.h>
+
+namespace seccomp_agent {
+
+class WakeModeAdvisor {
+ public:
+  enum class Mode : uint8_t { kSync, kSpread };
+  static constexpr uint32_t kWindow = 32;
+  static constexpr uint64_t kBusyWindowNs = 640000;  // 32 notifications in 640 µs: 50,000 a second
+  static constexpr uint32_t kLooksToSwitch = 2;
+
+  // The distinct callers in one busy window from which they are spread: twice the CPUs this
+  // process may run on (the crossover measured on 2), 0 (never) where that exceeds a window.
+  static uint32_t SpreadAt(uint32_t cpus) { return cpus != 0 && 2 * cpus <= kWindow ? 2 * cpus : 0; }
+
+  // The CPUs this process may run on (its affinity mask), 0 when it cannot be read.
+  static uint32_t UsableCpus() {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+    return static_cast<uint32_t>(CPU_COUNT(&set));
+  }
+
+  // Its lane, per notification received: `tid` its caller, `now_ns` when received. True with
+  // *change set when the container's mode should change now (then Set once it did).
+  bool Note(uint32_t tid, uint64_t now_ns, uint32_t spread_at, Mode* change) {
+    if (count_ == 0) window_start_ns_ = now_ns;
+    tids_[count_++] = tid;
+    if (count_ < kWindow) return false;
+    count_ = 0;
+    if (spread_at == 0) return false;
+    const bool busy = now_ns >= window_start_ns_ && now_ns - window_start_ns_ <= kBusyWindowNs;
+    const uint32_t callers = busy ? DistinctCallers() : 0;
+    Mode wanted = mode_;
+    if (callers >= spread_at) {
+      wanted = Mode::kSpread;
+    } else if (callers <= spread_at / 2) {
+      wanted = Mode::kSync;
+    }
+    if (wanted == mode_) {
+      looks_ = 0;
+      return false;
+    }
+    if (++looks_ < kLooksToSwitch) return false;
+    looks_ = 0;
+    *change = wanted;
+    return true;
+  }
+
+  void Set(Mode mode) { mode_ = mode; }
+  Mode mode() const { return mode_; }
+
+ private:
+  uint32_t DistinctCallers() const {
+    uint32_t distinct = 0;
+    for (uint32_t i = 0; i < kWindow; i++) {
+      uint32_t j = 0;
+      while (j < i && tids_[j] != tids_[i]) j++;
+      if (j == i) distinct++;
+    }
+    return distinct;
+  }
+
+  uint32_t tids_[kWindow] = {};
+  uint32_t count_ = 0;
+  uint64_t window_start_ns_ = 0;
+  Mode mode_ = Mode::kSync;
+  uint32_t looks_ = 0;
+};
+
+}  // namespace seccomp_agent

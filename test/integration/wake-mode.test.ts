@@ -1,0 +1,52 @@
+// Where the kernel wakes a container's answered callers (native/addon/wake_mode.hpp): on the engine
+// thread's CPU (SYNC_WAKE_UP) while one or two threads call, wherever the scheduler likes once many
+// call at once. Real filters, real notify fds, real threads of getppid.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+import { EngineHarness as Harness } from '../support/engine-harness';
+import { BENCH_WORKLOAD } from '../support/paths';
+import { waitUntil } from '../support/wait';
+
+/** WakeModeAdvisor::SpreadAt: distinct callers in a window of 32 from which a container is spread (0: never). */
+const CPUS = os.availableParallelism();
+const SPREAD_AT = 2 * CPUS <= 32 ? 2 * CPUS : 0;
+
+function getppidWorkload(h: Harness, threads: number, seconds: number) {
+  return h.run(['--syscalls', 'getppid'], [
+    BENCH_WORKLOAD, '--threads', String(threads), '--seconds', String(seconds), '--warmup-ms', '0',
+    '--syscall', 'getppid', '--path-prefix', path.join(h.dir, 'w'),
+  ]);
+}
+
+test('wake mode: one caller stays sync; many callers at once are spread, counted while their container lives', async (t) => {
+  const h = new Harness(t);
+  h.engine.setDetailedEvents(false);
+  const lone = getppidWorkload(h, 1, 1);
+  const loneExit = await lone.exit;
+  assert.equal(loneExit.code, 0, loneExit.stderr);
+  const afterLone = h.engine.stats();
+  assert.equal(afterLone.syncWakeUp, true, 'a kernel with SYNC_WAKE_UP (6.6+)');
+  assert.deepEqual({ spread: afterLone.spreadWakeContainers, switches: afterLone.wakeModeSwitches }, { spread: 0, switches: 0 },
+    'a second of one thread calling as fast as it can never left sync');
+
+  const threads = Math.max(8, SPREAD_AT + 2);
+  const many = getppidWorkload(h, threads, 60);
+  if (SPREAD_AT === 0) {
+    // More than 16 CPUs: no window of 32 notifications can say so; the container stays sync.
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    assert.equal(h.engine.stats().wakeModeSwitches, 0);
+  } else {
+    await waitUntil(() => h.engine.stats().spreadWakeContainers === 1, 20_000,
+      `the ${threads}-thread container spread (${CPUS} CPUs: from ${SPREAD_AT} callers at once)`);
+  }
+  many.child.kill('SIGKILL');
+  await many.exit;
+  await waitUntil(() => h.engine.stats().containers === 0, 10_000, 'both containers removed');
+  const end = h.engine.stats();
+  assert.equal(end.spreadWakeContainers, 0, 'a spread container leaves the count with its removal');
+  if (SPREAD_AT === 0) assert.equal(end.wakeModeSwitches, 0);
+  else assert.ok(end.wakeModeSwitches >= 1, `switches: ${end.wakeModeSwitches}`);
+});
