@@ -1,5 +1,6 @@
 // Scenario (a): the bare C responder answers every notification with CONTINUE. The reference
-// every other figure is divided by; with `idleThreads`, the same responder in a multi-threaded process.
+// every other figure is divided by; with `idleThreads`, the same responder in a multi-threaded
+// process; with `spreadWakeUps`, without SYNC_WAKE_UP.
 import * as path from 'node:path';
 import { runScenario } from './scenario-process';
 import { checkTools, runWorkload, startResponder, workloadMetrics } from './tools';
@@ -7,7 +8,7 @@ import { checkTools, runWorkload, startResponder, workloadMetrics } from './tool
 runScenario(async ({ params, dir, children }) => {
   checkTools(['seccompRun', 'workload', 'responder']);
   const socket = path.join(dir, 'responder.sock');
-  await startResponder(children, socket, 'responder', params.idleThreads ?? 0);
+  await startResponder(children, socket, 'responder', { idleThreads: params.idleThreads, spreadWakeUps: params.spreadWakeUps });
   const result = await runWorkload(children, {
     listenerSocket: socket, threads: params.threads, seconds: params.seconds, warmupMs: params.warmupMs,
     syscall: params.syscall, workDir: dir, id: 'bench-reference',

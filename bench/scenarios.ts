@@ -144,6 +144,16 @@ export const SCENARIOS: Scenario[] = [
     ratios: LATENCY_RATIOS,
   },
   {
+    id: 'reference-spread',
+    title: 'context for the 8-thread rows: the bare C responder without SYNC_WAKE_UP',
+    about: 'the same responder leaving the flag off, so the kernel wakes each answered caller where the scheduler likes, as the data plane does for a container with many threads calling at once (native/addon/wake_mode.hpp); the reference keeps it on',
+    script: 'reference',
+    variants: [{ label: 'getppid, 8 threads', params: { threads: 8, syscall: 'getppid', spreadWakeUps: true } }],
+    columns: [{ key: 'callsPerSec', title: 'calls/s', digits: 0 }, ...LATENCY_COLUMNS],
+    reference: 'reference',
+    ratios: LATENCY_RATIOS,
+  },
+  {
     id: 'dataplane-default',
     title: '(b) data plane, default path (no control plane)',
     about: 'seccomp-dataplane answers continue natively on its epoll thread; JS hears of it afterwards',

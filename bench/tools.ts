@@ -105,12 +105,21 @@ export function startIdleContainer(children: Children, listenerSocket: string, i
   ], { quiet: true });
 }
 
-/**
- * The bare C reference agent, listening on `listenerSocket` once this resolves; `idleThreads`
- * sleeping threads beside its one working thread make it a multi-threaded process.
- */
-export async function startResponder(children: Children, listenerSocket: string, name = 'responder', idleThreads = 0): Promise<Child> {
-  const child = children.start(name, TOOLS.responder, [listenerSocket, ...(idleThreads > 0 ? ['--idle-threads', String(idleThreads)] : [])]);
+/** How the bare C responder runs beside its one working thread (bench_responder.cpp's options). */
+export interface ResponderShape {
+  /** Sleeping threads: a multi-threaded process. */
+  idleThreads?: number;
+  /** SYNC_WAKE_UP left off: answered callers woken where the scheduler likes. */
+  spreadWakeUps?: boolean;
+}
+
+/** The bare C reference agent, listening on `listenerSocket` once this resolves. */
+export async function startResponder(children: Children, listenerSocket: string, name = 'responder', shape: ResponderShape = {}): Promise<Child> {
+  const child = children.start(name, TOOLS.responder, [
+    listenerSocket,
+    ...(shape.idleThreads ? ['--idle-threads', String(shape.idleThreads)] : []),
+    ...(shape.spreadWakeUps ? ['--no-sync-wake-up'] : []),
+  ]);
   const deadline = Date.now() + 10_000;
   while (!child.stdout().includes('"listening"')) {
     if (!child.alive() || Date.now() > deadline) {

@@ -1,6 +1,6 @@
 // seccomp-bench-responder: the bare C reference agent of `npm run bench`.
 //
-//   seccomp-bench-responder SOCKET_PATH [--idle-threads N]
+//   seccomp-bench-responder SOCKET_PATH [--idle-threads N] [--no-sync-wake-up]
 //
 // Accepts runtime connections on SOCKET_PATH the way the data plane does (notify fd by
 // SCM_RIGHTS in the first sendmsg, JSON until EOF, `fds` naming "seccompFd") and answers every
@@ -10,6 +10,9 @@
 // --idle-threads N adds N threads that only sleep: the process is then multi-threaded, as every
 // Node process (the data plane) is, which can make each switch to and from it cost more
 // (docs/benchmarks.md, stop 37: +0.13 µs a call on one phase of the bench's VM, nothing on another).
+// --no-sync-wake-up leaves SYNC_WAKE_UP off: the kernel wakes answered callers wherever the
+// scheduler likes, as the data plane does for a container with many callers at once
+// (native/addon/wake_mode.hpp; a context row of the bench, not a reference).
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -103,9 +106,11 @@ int SeccompFdIndex(const std::string& json) {
   return -1;
 }
 
+bool g_sync_wake_up = true;
+
 void AddNotifyFd(int fd) {
   // Same kernel fast path as the data plane: wake the target on this CPU (6.6+).
-  if (ioctl(fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP) != 0) {
+  if (g_sync_wake_up && ioctl(fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP) != 0) {
     fprintf(stderr, "seccomp-bench-responder: NOTIF_SET_FLAGS(SYNC_WAKE_UP): %s (continuing without)\n",
             strerror(errno));
   }
@@ -251,14 +256,21 @@ int Listen(const char* path) {
 
 int main(int argc, char** argv) {
   long idle_threads = 0;
-  const bool threads_given = argc == 4 && strcmp(argv[2], "--idle-threads") == 0;
-  if (threads_given) {
-    char* end = nullptr;
-    idle_threads = strtol(argv[3], &end, 10);
-    if (*argv[3] == '\0' || *end != '\0' || idle_threads < 0 || idle_threads > 64) idle_threads = -1;
+  bool usage = argc < 2 || argv[1][0] == '-';
+  for (int i = 2; i < argc && !usage; i++) {
+    if (strcmp(argv[i], "--no-sync-wake-up") == 0) {
+      g_sync_wake_up = false;
+    } else if (strcmp(argv[i], "--idle-threads") == 0 && i + 1 < argc) {
+      char* end = nullptr;
+      const char* value = argv[++i];
+      idle_threads = strtol(value, &end, 10);
+      usage = *value == '\0' || *end != '\0' || idle_threads < 0 || idle_threads > 64;
+    } else {
+      usage = true;
+    }
   }
-  if ((argc != 2 && !threads_given) || argv[1][0] == '-' || idle_threads < 0) {
-    fprintf(stderr, "usage: seccomp-bench-responder SOCKET_PATH [--idle-threads N (0..64)]\n");
+  if (usage) {
+    fprintf(stderr, "usage: seccomp-bench-responder SOCKET_PATH [--idle-threads N (0..64)] [--no-sync-wake-up]\n");
     return 2;
   }
   const char* path = argv[1];

@@ -293,7 +293,8 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   void Run();                                                             // engine thread (lane 0)
   void OnNotifyReady(Lane* lane, Container* container, uint32_t events);  // the container's lane
   // Its lane, after each answer: its callers' wake mode, changed when its advisor says so.
-  void AdviseWakeMode(Container* container, const Notification& n);
+  void AdviseWakeMode(Lane* lane, Container* container, const Notification& n);
+  bool AloneServed(const Lane* lane, uint64_t now_ns) const;
   // Its lane: a notification received is decided: the container's rules, a control plane, or the
   // default. kMoved: the container went to lane 0 with it (a control plane is attached or awaited):
   // `lane` no longer serves it. kOrphaned: reading its arguments outlived kReadStallNs and a new

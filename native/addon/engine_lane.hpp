@@ -68,6 +68,12 @@ struct EngineLane {
   std::atomic<size_t> containers{0};  // placement: the least loaded lane takes a new container
   // Written by the lane's thread only (a load and a store: no locked add on the hot path), read by stats.
   std::atomic<uint64_t> received{0};
+  // Whether other containers call (wake_mode.hpp: a container is spread only while alone): when
+  // the lane last received, and when it last received from another container than the time
+  // before. Written by the lane's thread only (AdviseWakeMode), read by every lane's.
+  std::atomic<uint64_t> last_received_ns{0};
+  std::atomic<uint64_t> mixed_since_ns{0};
+  uint32_t last_handle = 0;  // the lane's own
   // The lane's own, below.
   NotifyBuffers buffers;
   AnswerTally tally;

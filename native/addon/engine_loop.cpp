@@ -253,7 +253,7 @@ __attribute__((flatten)) void Engine::OnNotifyReady(Lane* lane, Container* conta
     // reading: no longer this thread's to touch.
     if (outcome == Outcome::kMoved || outcome == Outcome::kOrphaned) return;
     journal_->CloseReceipt(container->receipt_slot);
-    if (wake_spread_at_ != 0 && sync_wake_up_.load(std::memory_order_relaxed)) AdviseWakeMode(container, n);
+    if (wake_spread_at_ != 0 && sync_wake_up_.load(std::memory_order_relaxed)) AdviseWakeMode(lane, container, n);
     if (lane == primary_ && container->home != primary_) {
       // A visitor: it goes home once it no longer needs the control plane (a policy now answers
       // it, or no control plane is attached), so the containers of lane 0 are not its neighbours.
@@ -269,9 +269,15 @@ __attribute__((flatten)) void Engine::OnNotifyReady(Lane* lane, Container* conta
 
 // The container's lane. Here, not in a file of its own, so that OnNotifyReady's flattening takes
 // the advisor's per-notification step in.
-void Engine::AdviseWakeMode(Container* container, const Notification& n) {
+void Engine::AdviseWakeMode(Lane* lane, Container* container, const Notification& n) {
+  lane->last_received_ns.store(n.received_ns, std::memory_order_relaxed);
+  if (lane->last_handle != container->handle) {
+    if (lane->last_handle != 0) lane->mixed_since_ns.store(n.received_ns, std::memory_order_relaxed);
+    lane->last_handle = container->handle;
+  }
+  if (!container->wake.Add(n.pid, n.received_ns)) return;
   WakeModeAdvisor::Mode mode;
-  if (!container->wake.Note(n.pid, n.received_ns, wake_spread_at_, &mode)) return;
+  if (!container->wake.Decide(wake_spread_at_, AloneServed(lane, n.received_ns), &mode)) return;
   // Refused (its filter gone with its last task): the mode it had, looked at again next window.
   if (!NotifySetSyncWakeUp(container->fd, mode == WakeModeAdvisor::Mode::kSync)) return;
   container->wake.Set(mode);
@@ -281,6 +287,19 @@ void Engine::AdviseWakeMode(Container* container, const Notification& n) {
     spread_wake_containers_.fetch_sub(1, std::memory_order_relaxed);
   }
   wake_mode_switches_.fetch_add(1, std::memory_order_relaxed);
+}
+
+// The container's lane, once a window: whether the container `lane` just received from was the
+// only one any lane received from in the last kAloneNs (lanes_ is fixed once the engine runs).
+bool Engine::AloneServed(const Lane* lane, uint64_t now_ns) const {
+  const uint64_t mixed = lane->mixed_since_ns.load(std::memory_order_relaxed);
+  if (mixed != 0 && Elapsed(mixed, now_ns) < WakeModeAdvisor::kAloneNs) return false;
+  for (const auto& other : lanes_) {
+    if (other.get() == lane) continue;
+    const uint64_t last = other->last_received_ns.load(std::memory_order_relaxed);
+    if (last != 0 && Elapsed(last, now_ns) < WakeModeAdvisor::kAloneNs) return false;
+  }
+  return true;
 }
 
 // Engine thread.

@@ -10,11 +10,17 @@
 // callers, sync ahead (135k against 77k–113k calls/s); 4 callers, spread ahead (129k–180k against
 // 127k–130k); 8 callers, spread 15–30% ahead.
 //
-// So each container's lane looks at its last kWindow notifications: when they came in within
-// kBusyWindowNs (a busy container) from at least SpreadAt(cpus) distinct threads, kLooksToSwitch
-// looks in a row, its callers are spread; when at most half as many, or the window was slower,
-// they go back to sync. Only the mode is at stake, never an answer: a wrong guess costs time.
-// Header-only; one per container, touched only by the lane serving it.
+// But sync is also what keeps a flooding container's callers on its lane's CPU: spread, they run
+// on every CPU, and another container's calls wait behind them (the noisy-neighbour rows: the
+// victim's p99 from 9 µs to 33–50 µs). So a container is spread only while it is alone: no other
+// container served by this data plane received a notification in the last kAloneNs.
+//
+// Each container's lane looks at its last kWindow notifications: when they came in within
+// kBusyWindowNs (a busy container) from at least SpreadAt(cpus) distinct threads, and it is alone,
+// kLooksToSwitch looks in a row, its callers are spread; when at most half as many, or the window
+// was slower, or another container called, they go back to sync. Only the mode is at stake, never
+// an answer: a wrong guess costs time. Header-only; one per container, touched only by the lane
+// serving it.
 #pragma once
 #include <sched.h>
 #include <stdint.h>
@@ -27,6 +33,7 @@ class WakeModeAdvisor {
   static constexpr uint32_t kWindow = 32;
   static constexpr uint64_t kBusyWindowNs = 640000;  // 32 notifications in 640 µs: 50,000 a second
   static constexpr uint32_t kLooksToSwitch = 2;
+  static constexpr uint64_t kAloneNs = 1000000000;  // no other container's notification for 1 s
 
   // The distinct callers in one busy window from which they are spread: twice the CPUs this
   // process may run on (the crossover measured on 2), 0 (never) where that exceeds a window.
@@ -39,16 +46,23 @@ class WakeModeAdvisor {
     return static_cast<uint32_t>(CPU_COUNT(&set));
   }
 
-  // Its lane, per notification received: `tid` its caller, `now_ns` when received. True with
-  // *change set when the container's mode should change now (then Set once it did).
-  bool Note(uint32_t tid, uint64_t now_ns, uint32_t spread_at, Mode* change) {
+  // Its lane, per notification received: `tid` its caller, `now_ns` when received. True when it
+  // completes a window: Decide then.
+  bool Add(uint32_t tid, uint64_t now_ns) {
     if (count_ == 0) window_start_ns_ = now_ns;
     tids_[count_++] = tid;
     if (count_ < kWindow) return false;
     count_ = 0;
+    window_end_ns_ = now_ns;
+    return true;
+  }
+
+  // Its lane, at the end of a window: `alone` when no other container called in kAloneNs. True
+  // with *change set when the container's mode should change now (then Set once it did).
+  bool Decide(uint32_t spread_at, bool alone, Mode* change) {
     if (spread_at == 0) return false;
-    const bool busy = now_ns >= window_start_ns_ && now_ns - window_start_ns_ <= kBusyWindowNs;
-    const uint32_t callers = busy ? DistinctCallers() : 0;
+    const bool busy = window_end_ns_ >= window_start_ns_ && window_end_ns_ - window_start_ns_ <= kBusyWindowNs;
+    const uint32_t callers = busy && alone ? DistinctCallers() : 0;
     Mode wanted = mode_;
     if (callers >= spread_at) {
       wanted = Mode::kSpread;
@@ -82,6 +96,7 @@ class WakeModeAdvisor {
   uint32_t tids_[kWindow] = {};
   uint32_t count_ = 0;
   uint64_t window_start_ns_ = 0;
+  uint64_t window_end_ns_ = 0;
   Mode mode_ = Mode::kSync;
   uint32_t looks_ = 0;
 };

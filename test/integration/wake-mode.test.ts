@@ -50,3 +50,36 @@ test('wake mode: one caller stays sync; many callers at once are spread, counted
   if (SPREAD_AT === 0) assert.equal(end.wakeModeSwitches, 0);
   else assert.ok(end.wakeModeSwitches >= 1, `switches: ${end.wakeModeSwitches}`);
 });
+
+for (const lanes of [1, 2]) {
+  test(`wake mode: many callers stay sync while another container calls (${lanes === 1 ? 'the same engine thread' : 'another engine thread'}), and are spread once it has been quiet for a second`, async (t) => {
+    const h = new Harness(t, { lanes });
+    h.engine.setDetailedEvents(false);
+    const other = getppidWorkload(h, 1, 60);
+    await waitUntil(() => h.engine.stats().lanes[0].received > 0, 10_000, 'the other container calling');
+    const threads = Math.max(8, SPREAD_AT + 4);
+    const many = getppidWorkload(h, threads, 60);
+    await waitUntil(() => h.engine.stats().lanes.reduce((sum, lane) => sum + lane.containers, 0) === 2, 10_000, 'both containers served');
+    assert.deepEqual(h.engine.stats().lanes.map((lane) => lane.containers), lanes === 1 ? [2] : [1, 1]);
+    // A second and a half of both calling as fast as they can: thousands of windows, none spread.
+    const until = Date.now() + 1500;
+    while (Date.now() < until) {
+      assert.equal(h.engine.stats().wakeModeSwitches, 0, 'no switch while another container calls');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    other.child.kill('SIGKILL');
+    await other.exit;
+    const quietSince = Date.now();
+    if (SPREAD_AT === 0) {
+      // More than 16 CPUs: nothing is ever spread, alone or not.
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      assert.equal(h.engine.stats().wakeModeSwitches, 0);
+    } else {
+      await waitUntil(() => h.engine.stats().spreadWakeContainers === 1, 20_000, `the ${threads}-thread container spread once alone`);
+      // The other's last call came before quietSince: a second of quiet cannot have passed sooner.
+      assert.ok(Date.now() - quietSince >= 500, `spread ${Date.now() - quietSince} ms after the other's exit`);
+    }
+    many.child.kill('SIGKILL');
+    await many.exit;
+  });
+}

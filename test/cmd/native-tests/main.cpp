@@ -1556,12 +1556,12 @@ int PrintSampleBatch() {
 // Feeds `windows` windows of WakeModeAdvisor::kWindow notifications from `callers` threads in
 // turn, `gap_ns` apart; returns the changes it asked for, each applied as the engine does.
 std::vector<WakeModeAdvisor::Mode> FeedWindows(WakeModeAdvisor* advisor, uint64_t* now, int windows, uint32_t callers,
-                                               uint64_t gap_ns, uint32_t spread_at) {
+                                               uint64_t gap_ns, uint32_t spread_at, bool alone = true) {
   std::vector<WakeModeAdvisor::Mode> changes;
   for (uint32_t i = 0; i < static_cast<uint32_t>(windows) * WakeModeAdvisor::kWindow; i++) {
     *now += gap_ns;
     WakeModeAdvisor::Mode mode;
-    if (advisor->Note(1000 + i % callers, *now, spread_at, &mode)) {
+    if (advisor->Add(1000 + i % callers, *now) && advisor->Decide(spread_at, alone, &mode)) {
       advisor->Set(mode);
       changes.push_back(mode);
     }
@@ -1612,6 +1612,14 @@ void WakeModeCases() {
     EXPECT(FeedWindows(&advisor, &now, 20, 8, 21000, spread_at).empty());
     EXPECT(FeedWindows(&advisor, &now, 2, 8, 19000, spread_at) == std::vector<Mode>{Mode::kSpread});
     EXPECT(FeedWindows(&advisor, &now, 2, 8, 21000, spread_at) == std::vector<Mode>{Mode::kSync});
+  });
+  Case("wake mode: eight busy callers stay sync while another container calls, and go back to sync once one does", [&] {
+    WakeModeAdvisor advisor;
+    uint64_t now = 1000000000;
+    EXPECT(FeedWindows(&advisor, &now, 20, 8, 1000, spread_at, false).empty());
+    EXPECT(FeedWindows(&advisor, &now, 2, 8, 1000, spread_at, true) == std::vector<Mode>{Mode::kSpread});
+    EXPECT(FeedWindows(&advisor, &now, 1, 8, 1000, spread_at, false).empty());
+    EXPECT(FeedWindows(&advisor, &now, 1, 8, 1000, spread_at, false) == std::vector<Mode>{Mode::kSync});
   });
   Case("wake mode: with no mark (more than 16 CPUs) nothing changes", [] {
     WakeModeAdvisor advisor;
