@@ -98,7 +98,7 @@ export function formatStatus(s: GetStatusResponse): string {
     ['control plane', cp],
     ['default action', describeDefaultAction(s.defaultAction)],
     ['decision timeout', `${durationToMs(s.decisionTimeout)} ms`],
-    ['sync wake-up', s.syncWakeUp ? `yes (${s.spreadWakeContainers} containers spread: many callers at once)` : 'no (kernel < 6.6)'],
+    ['sync wake-up', s.syncWakeUp ? `yes (${s.spreadWakeContainers} containers spread: many callers at once, alone)` : 'no (kernel < 6.6)'],
     ['containers', String(s.containers)],
     ...(s.engineThreads.length > 0 ? [['engine threads', s.engineThreads.map((t) => `${t.containers} containers, ${t.received} received`).join('; ')] as [string, string]] : []),
     ['pending', String(s.pending)],
