@@ -17,9 +17,11 @@
 //
 // Each container's lane looks at its last kWindow notifications: when they came in within
 // kBusyWindowNs (a busy container) from at least SpreadAt(cpus) distinct threads, and it is alone,
-// kLooksToSwitch looks in a row, its callers are spread; when at most half as many, or the window
-// was slower, or another container called, they go back to sync. Only the mode is at stake, never
-// an answer: a wrong guess costs time. Header-only; one per container, touched only by the lane
+// kLooksToSwitch looks in a row, its callers are spread. They go back to sync after kLooksToSwitch
+// windows that were slower or saw another container call, or kLooksFewToSync windows with at
+// most half as many callers (spread, two or three callers can take every turn of a window while
+// the others wait for a CPU: measured, such windows came in pairs every few ms and flipped the mode
+// back and forth). Only the mode is at stake, never an answer: a wrong guess costs time. Header-only; one per container, touched only by the lane
 // serving it.
 #pragma once
 #include <sched.h>
@@ -33,6 +35,7 @@ class WakeModeAdvisor {
   static constexpr uint32_t kWindow = 32;
   static constexpr uint64_t kBusyWindowNs = 640000;  // 32 notifications in 640 µs: 50,000 a second
   static constexpr uint32_t kLooksToSwitch = 2;
+  static constexpr uint32_t kLooksFewToSync = 16;
   static constexpr uint64_t kAloneNs = 1000000000;  // no other container's notification for 1 s
 
   // The distinct callers in one busy window from which they are spread: twice the CPUs this
@@ -62,7 +65,8 @@ class WakeModeAdvisor {
   bool Decide(uint32_t spread_at, bool alone, Mode* change) {
     if (spread_at == 0) return false;
     const bool busy = window_end_ns_ >= window_start_ns_ && window_end_ns_ - window_start_ns_ <= kBusyWindowNs;
-    const uint32_t callers = busy && alone ? DistinctCallers() : 0;
+    const bool counted = busy && alone;  // else it goes back to sync, or stays
+    const uint32_t callers = counted ? DistinctCallers() : 0;
     Mode wanted = mode_;
     if (callers >= spread_at) {
       wanted = Mode::kSpread;
@@ -71,10 +75,19 @@ class WakeModeAdvisor {
     }
     if (wanted == mode_) {
       looks_ = 0;
+      hasty_looks_ = 0;
       return false;
     }
-    if (++looks_ < kLooksToSwitch) return false;
+    looks_++;
+    hasty_looks_ = counted ? 0 : hasty_looks_ + 1;
+    // Spread, a few callers can take every turn of a window while the others wait to run: few
+    // distinct callers bring it back only after kLooksFewToSync windows; a slow window, or
+    // another container's call, after kLooksToSwitch.
+    const bool due = mode_ == Mode::kSpread && hasty_looks_ < kLooksToSwitch ? looks_ >= kLooksFewToSync
+                                                                           : looks_ >= kLooksToSwitch;
+    if (!due) return false;
     looks_ = 0;
+    hasty_looks_ = 0;
     *change = wanted;
     return true;
   }
@@ -98,7 +111,8 @@ class WakeModeAdvisor {
   uint64_t window_start_ns_ = 0;
   uint64_t window_end_ns_ = 0;
   Mode mode_ = Mode::kSync;
-  uint32_t looks_ = 0;
+  uint32_t looks_ = 0;        // windows in a row that wanted the other mode
+  uint32_t hasty_looks_ = 0;  // ... of them, the last ones in a row slow or not alone
 };
 
 }  // namespace seccomp_agent

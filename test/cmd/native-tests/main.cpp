@@ -1553,25 +1553,33 @@ int PrintSampleBatch() {
 
 }  // namespace
 
-// Feeds `windows` windows of WakeModeAdvisor::kWindow notifications from `callers` threads in
-// turn, `gap_ns` apart; returns the changes it asked for, each applied as the engine does.
-std::vector<WakeModeAdvisor::Mode> FeedWindows(WakeModeAdvisor* advisor, uint64_t* now, int windows, uint32_t callers,
-                                               uint64_t gap_ns, uint32_t spread_at, bool alone = true) {
-  std::vector<WakeModeAdvisor::Mode> changes;
-  for (uint32_t i = 0; i < static_cast<uint32_t>(windows) * WakeModeAdvisor::kWindow; i++) {
-    *now += gap_ns;
-    WakeModeAdvisor::Mode mode;
-    if (advisor->Add(1000 + i % callers, *now) && advisor->Decide(spread_at, alone, &mode)) {
-      advisor->Set(mode);
-      changes.push_back(mode);
+// One container's advisor fed by hand: `windows` windows of WakeModeAdvisor::kWindow
+// notifications from `callers` threads in turn, `gap_ns` apart; Feed returns the changes it asked
+// for, each applied as the engine does.
+struct AdvisorRun {
+  WakeModeAdvisor advisor;
+  uint64_t now = 1000000000;
+  uint32_t spread_at = WakeModeAdvisor::SpreadAt(2);
+
+  std::vector<WakeModeAdvisor::Mode> Feed(int windows, uint32_t callers, uint64_t gap_ns = 1000, bool alone = true) {
+    std::vector<WakeModeAdvisor::Mode> changes;
+    for (uint32_t i = 0; i < static_cast<uint32_t>(windows) * WakeModeAdvisor::kWindow; i++) {
+      now += gap_ns;
+      WakeModeAdvisor::Mode mode;
+      if (advisor.Add(1000 + i % callers, now) && advisor.Decide(spread_at, alone, &mode)) {
+        advisor.Set(mode);
+        changes.push_back(mode);
+      }
     }
+    return changes;
   }
-  return changes;
-}
+};
 
 void WakeModeCases() {
   using Mode = WakeModeAdvisor::Mode;
-  const uint32_t spread_at = WakeModeAdvisor::SpreadAt(2);
+  const std::vector<Mode> none;
+  const std::vector<Mode> spread{Mode::kSpread};
+  const std::vector<Mode> sync{Mode::kSync};
   Case("wake mode: from twice the CPUs (4 on 2), none past 16 CPUs", [] {
     EXPECT(WakeModeAdvisor::SpreadAt(2) == 4);
     EXPECT(WakeModeAdvisor::SpreadAt(16) == 32);
@@ -1579,53 +1587,45 @@ void WakeModeCases() {
     EXPECT(WakeModeAdvisor::SpreadAt(0) == 0);
   });
   Case("wake mode: one busy caller, or three (between the marks), stays sync", [&] {
-    WakeModeAdvisor advisor;
-    uint64_t now = 1000000000;
-    EXPECT(FeedWindows(&advisor, &now, 50, 1, 1000, spread_at).empty());
-    EXPECT(FeedWindows(&advisor, &now, 50, 3, 1000, spread_at).empty());
-    EXPECT(advisor.mode() == Mode::kSync);
+    AdvisorRun run;
+    EXPECT(run.Feed(50, 1) == none && run.Feed(50, 3) == none);
+    EXPECT(run.advisor.mode() == Mode::kSync);
   });
-  Case("wake mode: eight busy callers are spread after two windows, not one; two bring it back after two", [&] {
-    WakeModeAdvisor advisor;
-    uint64_t now = 1000000000;
-    EXPECT(FeedWindows(&advisor, &now, 1, 8, 1000, spread_at).empty());
-    EXPECT(FeedWindows(&advisor, &now, 1, 8, 1000, spread_at) == std::vector<Mode>{Mode::kSpread});
-    EXPECT(FeedWindows(&advisor, &now, 20, 8, 1000, spread_at).empty());
-    EXPECT(FeedWindows(&advisor, &now, 20, 3, 1000, spread_at).empty());  // between the marks: as it is
-    EXPECT(advisor.mode() == Mode::kSpread);
-    EXPECT(FeedWindows(&advisor, &now, 1, 2, 1000, spread_at).empty());
-    EXPECT(FeedWindows(&advisor, &now, 1, 2, 1000, spread_at) == std::vector<Mode>{Mode::kSync});
+  Case("wake mode: eight busy callers are spread after two windows, not one; two callers bring it back after sixteen", [&] {
+    AdvisorRun run;
+    EXPECT(run.Feed(1, 8) == none && run.Feed(1, 8) == spread);
+    EXPECT(run.Feed(20, 8) == none && run.Feed(20, 3) == none);  // three: between the marks, as it is
+    EXPECT(run.advisor.mode() == Mode::kSpread);
+    // Spread, pairs of windows with two callers come and go: they change nothing.
+    for (int i = 0; i < 10; i++) EXPECT(run.Feed(2, 2) == none && run.Feed(1, 8) == none);
+    EXPECT(run.Feed(15, 2) == none && run.Feed(1, 2) == sync);
   });
   Case("wake mode: a contrary window starts the count again", [&] {
-    WakeModeAdvisor advisor;
-    uint64_t now = 1000000000;
-    for (int i = 0; i < 10; i++) {
-      EXPECT(FeedWindows(&advisor, &now, 1, 8, 1000, spread_at).empty());
-      EXPECT(FeedWindows(&advisor, &now, 1, 1, 1000, spread_at).empty());
-    }
-    EXPECT(advisor.mode() == Mode::kSync);
+    AdvisorRun run;
+    for (int i = 0; i < 10; i++) EXPECT(run.Feed(1, 8) == none && run.Feed(1, 1) == none);
+    EXPECT(run.advisor.mode() == Mode::kSync);
   });
   Case("wake mode: many callers slower than 50,000 a second stay sync, and a spread container slowing down goes back", [&] {
-    WakeModeAdvisor advisor;
-    uint64_t now = 1000000000;
-    // 32 notifications 21 µs apart: 651 µs, past the 640 µs of a busy window.
-    EXPECT(FeedWindows(&advisor, &now, 20, 8, 21000, spread_at).empty());
-    EXPECT(FeedWindows(&advisor, &now, 2, 8, 19000, spread_at) == std::vector<Mode>{Mode::kSpread});
-    EXPECT(FeedWindows(&advisor, &now, 2, 8, 21000, spread_at) == std::vector<Mode>{Mode::kSync});
+    AdvisorRun run;
+    // 32 notifications 21 µs apart span 651 µs, past the 640 µs of a busy window; 19 µs, 589 µs.
+    EXPECT(run.Feed(20, 8, 21000) == none);
+    EXPECT(run.Feed(2, 8, 19000) == spread);
+    EXPECT(run.Feed(1, 8, 21000) == none && run.Feed(1, 8, 21000) == sync);
   });
   Case("wake mode: eight busy callers stay sync while another container calls, and go back to sync once one does", [&] {
-    WakeModeAdvisor advisor;
-    uint64_t now = 1000000000;
-    EXPECT(FeedWindows(&advisor, &now, 20, 8, 1000, spread_at, false).empty());
-    EXPECT(FeedWindows(&advisor, &now, 2, 8, 1000, spread_at, true) == std::vector<Mode>{Mode::kSpread});
-    EXPECT(FeedWindows(&advisor, &now, 1, 8, 1000, spread_at, false).empty());
-    EXPECT(FeedWindows(&advisor, &now, 1, 8, 1000, spread_at, false) == std::vector<Mode>{Mode::kSync});
+    AdvisorRun run;
+    EXPECT(run.Feed(20, 8, 1000, false) == none);
+    EXPECT(run.Feed(2, 8) == spread);
+    EXPECT(run.Feed(1, 8, 1000, false) == none && run.Feed(1, 8, 1000, false) == sync);
+    // Few callers, then a slow window or another's call: the last two decide, not the count.
+    EXPECT(run.Feed(2, 8) == spread && run.Feed(5, 2) == none);
+    EXPECT(run.Feed(1, 8, 1000, false) == none && run.Feed(1, 8, 1000, false) == sync);
   });
-  Case("wake mode: with no mark (more than 16 CPUs) nothing changes", [] {
-    WakeModeAdvisor advisor;
-    uint64_t now = 1000000000;
-    EXPECT(FeedWindows(&advisor, &now, 20, 32, 100, 0).empty());
-    EXPECT(advisor.mode() == Mode::kSync);
+  Case("wake mode: with no mark (more than 16 CPUs) nothing changes", [&] {
+    AdvisorRun run;
+    run.spread_at = WakeModeAdvisor::SpreadAt(17);
+    EXPECT(run.Feed(20, 32, 100) == none);
+    EXPECT(run.advisor.mode() == Mode::kSync);
   });
 }
 
