@@ -104,7 +104,7 @@ export class DataPlaneMetrics {
     });
     new Gauge({
       name: 'seccomp_agent_spread_wake_containers',
-      help: 'Containers whose callers are woken on any CPU, not the engine thread\'s (SYNC_WAKE_UP cleared: many of their threads call at once)',
+      help: 'Containers whose callers are woken on any CPU, not the engine thread\'s (SYNC_WAKE_UP cleared: many of their threads call at once, and no other container calls)',
       registers: [registry],
       collect() {
         this.set(dataplane.wakeModes.spread);

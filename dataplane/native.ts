@@ -279,7 +279,7 @@ export interface NativeStats {
   /** Reads of a task's memory that outlived the read watch (a lane taken over, or a bounded read handed on). */
   readStalls: number;
   emulationsRetried: number;
-  /** Containers whose callers are woken where the scheduler likes (many threads call at once), and how often one changed mode. */
+  /** Containers whose callers are woken where the scheduler likes (many threads call at once, alone), and how often one changed mode. */
   spreadWakeContainers: number;
   wakeModeSwitches: number;
   /** A predecessor's emulations found with its helpers at restore: waiting, answered by them, decided anew, timed out. */
