@@ -21,8 +21,8 @@
 // windows that were slower or saw another container call, or kLooksFewToSync windows with at
 // most half as many callers (spread, two or three callers can take every turn of a window while
 // the others wait for a CPU: measured, such windows came in pairs every few ms and flipped the mode
-// back and forth). Only the mode is at stake, never an answer: a wrong guess costs time. Header-only; one per container, touched only by the lane
-// serving it.
+// back and forth). Only the mode is at stake, never an answer: a wrong guess costs time.
+// Header-only; one per container, touched only by the lane serving it.
 #pragma once
 #include <sched.h>
 #include <stdint.h>
