@@ -11,9 +11,11 @@
 // Pure C++: JS sees it through engine_binding.cpp and the EventQueue.
 //
 // One class, one room per file:
+//   engine_types.hpp      its value types: options, emulated decisions, restore result, stats
 //   engine.cpp            life (init, start, stop), containers (adopt, remove), the fd store, stats
 //   engine_loop.cpp       the engine thread's loop and the hot path (RECV, default answer or pend)
-//   engine_lanes.cpp      the other lanes: their loop, container placement, what they hand lane 0
+//   engine_lanes.cpp      the other lanes: their loop, container placement, what they hand lane 0,
+//                         whether a container is alone on them all (wake_mode.hpp)
 //   engine_read_watch.cpp a lane whose read of a task's memory never returns gets a new thread
 //   answer_tally.*        what the engine answered by itself while nobody watches, counted
 //   pending_table.*       the notifications waiting for an answer: the one take/answer/release
@@ -57,6 +59,7 @@
 #include "rule_table.hpp"
 #include "notify_fd.hpp"
 #include "target_memory.hpp"
+#include "engine_types.hpp"
 #include "wake_mode.hpp"
 
 namespace seccomp_agent {
@@ -70,85 +73,11 @@ struct Unseen {
 
 class Engine : private ChannelSessions, private PendingTable::Owners {
  public:
-  struct Options {
-    Answer default_action;  // kContinue or kError
-    uint64_t decision_timeout_ns = 2000000000ull;
-    uint64_t batch_delay_ns = 1000000ull;
-    // While a control plane holds notifications, poll (epoll timeout 0) this long after the last
-    // event instead of sleeping: its decision then costs no wake-up (0: always sleep). The kept
-    // emulation helpers poll as long after each answer. See docs/benchmarks.md for what a
-    // wake-up costs.
-    uint64_t busy_poll_ns = 0;
-    // Threads that receive and answer (lanes, at least 1): each container's fd is served by one,
-    // the least loaded when it is added, so a container that floods the agent queues only the
-    // containers of its own lane. Lane 0 is the engine thread (sessions, channel, timers).
-    size_t lanes = 1;
-    uint64_t ingest_timeout_ns = 5000000000ull;
-    size_t ingest_max_bytes = 1024 * 1024;
-    size_t max_queued_events = 65536;
-    std::string helper_path;  // seccomp-nshelper, for emulated mkdir and mount
-  };
-  // A control plane's decision the engine performs for the target (see docs/emulation.md).
-  struct EmulatedDecision {
-    EmulatedKind kind = EmulatedKind::kNone;  // a row of emulation_table.hpp (ParseEmulated sets it)
-    MkdirArgs mkdir;  // a path call (mkdir): dirfd is taken from the notification, never from here
-    MountArgs mount;
-    KillArgs kill;    // init_pid and signal (init_pidfd unused)
-    int32_t error = 0;  // kill, freeze: the errno the syscall gets once the action is done
-  };
-  // kAccepted: an emulation took the notification; an 'answered' event follows.
-  // kWrongSyscall: mkdir or mount for a notification of another syscall; it stays pending.
-  enum class RespondStatus { kOk, kUnknown, kLate, kGone, kAccepted, kWrongSyscall };
-  // What Restore() found and did.
-  struct RestoreResult {
-    struct Restored {
-      uint32_t handle;
-      std::shared_ptr<const PolicyInForce> policy;  // the policy it had in force, in force again (or null)
-    };
-    std::vector<Restored> containers;
-    bool listener = false;
-    std::vector<std::string> listener_paths;  // each listening socket taken back (once per socket)
-    bool journal = false;
-    bool control_plane_attached = false;  // the predecessor had one when it stopped
-    size_t in_flight_answered = 0;  // the predecessor's ids in flight, answered with the default
-    size_t in_flight_held = 0;      // ... or held for the next control plane (it had one attached)
-    size_t lost_answered = 0;       // ids it received but never journaled, found past each last id
-    size_t in_flight_by_rules = 0;  // ... answered by the container's own policy
-    size_t in_flight_with_helper = 0;  // ... carried by a helper of the predecessor: waited for
-    std::vector<std::string> problems;  // fds refused and closed, with why
-  };
-  struct Stats {
-    size_t containers = 0;
-    size_t pending = 0;
-    size_t pending_connections = 0;
-    uint64_t events_dropped = 0;
-    bool sync_wake_up = false;
-    // Containers whose callers are now woken where the scheduler likes, not on their lane's CPU
-    // (many of their threads call at once: wake_mode.hpp), and how often a container changed mode.
-    size_t spread_wake_containers = 0;
-    uint64_t wake_mode_switches = 0;
-    size_t emulation_helpers = 0;
-    uint64_t channel_decisions = 0;
-    uint64_t decisions_dropped = 0;
-    // Restarted calls a helper answered with the outcome of the emulation it had already done
-    // for their first notification (nshelper_replay.hpp).
-    uint64_t emulations_replayed = 0;
-    // Emulation helpers that died unasked (OOM, a kill), and the requests they had in hand that a
-    // fresh helper served (NsHelperPool::OnExit).
-    uint64_t emulation_helpers_died = 0;
-    uint64_t emulations_retried = 0;
-    // A predecessor's emulations found in flight at a restore (predecessor_emulations.hpp):
-    // still waited for, answered by its helper, decided anew (no helper had done them), timed out.
-    size_t predecessor_waiting = 0;
-    uint64_t predecessor_answered = 0;
-    uint64_t predecessor_redecided = 0;
-    uint64_t predecessor_timed_out = 0;
-    // Reads of a task's memory that outlived the read watch (engine_read_watch.cpp): lanes taken
-    // over, and bounded reads (a restore's, a predecessor's waiter's) handed on when they return.
-    uint64_t read_stalls = 0;
-    // Per lane: the containers it serves and the notifications it received.
-    std::vector<std::pair<size_t, uint64_t>> lanes;
-  };
+  using Options = EngineOptions;
+  using EmulatedDecision = EngineEmulatedDecision;
+  using RespondStatus = EngineRespondStatus;
+  using RestoreResult = EngineRestoreResult;
+  using Stats = EngineStats;
   // How a container's tasks wait for an answer, as its emulations saw it ('D' killable: the filter
   // has WAIT_KILLABLE_RECV; 'S' interruptible: it has not). Containers not seen yet are absent.
   std::vector<std::pair<uint32_t, char>> TargetWaits();
@@ -294,7 +223,6 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   void OnNotifyReady(Lane* lane, Container* container, uint32_t events);  // the container's lane
   // Its lane, after each answer: its callers' wake mode, changed when its advisor says so.
   void AdviseWakeMode(Lane* lane, Container* container, const Notification& n);
-  bool AloneServed(const Lane* lane, uint64_t now_ns) const;
   // Its lane: a notification received is decided: the container's rules, a control plane, or the
   // default. kMoved: the container went to lane 0 with it (a control plane is attached or awaited):
   // `lane` no longer serves it. kOrphaned: reading its arguments outlived kReadStallNs and a new
@@ -397,6 +325,8 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   void RunLane(Lane* lane);
   // JS thread: the lane a new container goes to (the one serving the fewest).
   Lane* PlaceContainer();
+  // A lane, once a wake-mode window: no lane received from another container in kAloneNs.
+  bool AloneServed(const Lane* lane, uint64_t now_ns) const;
   // A lane other than 0: the container leaves its epoll set for lane 0's, which decides `n` (a
   // control plane is attached or awaited). Its receipt is closed first: lane 0 opens its own.
   void MoveToPrimary(Lane* lane, Container* container, const Notification& n, const Event& event, size_t blob);

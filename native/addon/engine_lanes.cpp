@@ -131,6 +131,19 @@ Engine::Lane* Engine::PlaceContainer() {
   return best;
 }
 
+// The container's lane, once a window: whether the container `lane` just received from was the
+// only one any lane received from in the last kAloneNs (lanes_ is fixed once the engine runs).
+bool Engine::AloneServed(const Lane* lane, uint64_t now_ns) const {
+  const uint64_t mixed = lane->mixed_since_ns.load(std::memory_order_relaxed);
+  if (mixed != 0 && Elapsed(mixed, now_ns) < WakeModeAdvisor::kAloneNs) return false;
+  for (const auto& other : lanes_) {
+    if (other.get() == lane) continue;
+    const uint64_t last = other->last_received_ns.load(std::memory_order_relaxed);
+    if (last != 0 && Elapsed(last, now_ns) < WakeModeAdvisor::kAloneNs) return false;
+  }
+  return true;
+}
+
 // A lane: the loop. Like the engine thread's without sessions, channel or deadlines.
 void Engine::RunLane(Lane* lane) {
   struct epoll_event events[kMaxEpollEvents];

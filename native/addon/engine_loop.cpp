@@ -289,19 +289,6 @@ void Engine::AdviseWakeMode(Lane* lane, Container* container, const Notification
   wake_mode_switches_.fetch_add(1, std::memory_order_relaxed);
 }
 
-// The container's lane, once a window: whether the container `lane` just received from was the
-// only one any lane received from in the last kAloneNs (lanes_ is fixed once the engine runs).
-bool Engine::AloneServed(const Lane* lane, uint64_t now_ns) const {
-  const uint64_t mixed = lane->mixed_since_ns.load(std::memory_order_relaxed);
-  if (mixed != 0 && Elapsed(mixed, now_ns) < WakeModeAdvisor::kAloneNs) return false;
-  for (const auto& other : lanes_) {
-    if (other.get() == lane) continue;
-    const uint64_t last = other->last_received_ns.load(std::memory_order_relaxed);
-    if (last != 0 && Elapsed(last, now_ns) < WakeModeAdvisor::kAloneNs) return false;
-  }
-  return true;
-}
-
 // Engine thread.
 void Engine::DecideDeferred() {
   std::vector<PredecessorEmulations::Item> items;
