@@ -26,6 +26,8 @@ export interface ScenarioParams {
   victimOwnResponder?: boolean;
   /** reference: sleeping threads beside the bare C responder's one (a multi-threaded process, as Node is). */
   idleThreads?: number;
+  /** reference: the answering thread of a multi-threaded responder with a file table of its own (unshare(CLONE_FILES)). */
+  ownFdTable?: boolean;
   /** reference: SYNC_WAKE_UP left off (callers woken where the scheduler likes, as a spread container's). */
   spreadWakeUps?: boolean;
   /** runtime-start: the engine that starts the containers (containerd's CRI plugin by default). */

@@ -136,9 +136,13 @@ export const SCENARIOS: Scenario[] = [
   {
     id: 'reference-threaded',
     title: 'context for (b): the bare C responder in a multi-threaded process',
-    about: 'the same responder with one more thread that only sleeps, as every Node process has several: what a multi-threaded agent may pay on each switch before any of its own work',
+    about: 'the same responder with one more thread that only sleeps, as every Node process has several: what a multi-threaded agent may pay on each syscall before any of its own work; '
+      + '"own fd table": its answering thread unshares its file table (unshare(CLONE_FILES)), so the kernel takes no reference on the file of each epoll_wait and ioctl, as for a single-threaded process',
     script: 'reference',
-    variants: [{ label: 'getppid, 1 thread', params: { threads: 1, syscall: 'getppid', idleThreads: 1 } }],
+    variants: [
+      { label: 'getppid, 1 thread', params: { threads: 1, syscall: 'getppid', idleThreads: 1 } },
+      { label: 'getppid, 1 thread, own fd table', params: { threads: 1, syscall: 'getppid', idleThreads: 1, ownFdTable: true }, referenceVariant: 'getppid, 1 thread' },
+    ],
     columns: [{ key: 'callsPerSec', title: 'calls/s', digits: 0 }, ...LATENCY_COLUMNS],
     reference: 'reference',
     ratios: LATENCY_RATIOS,

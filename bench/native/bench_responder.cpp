@@ -1,6 +1,6 @@
 // seccomp-bench-responder: the bare C reference agent of `npm run bench`.
 //
-//   seccomp-bench-responder SOCKET_PATH [--idle-threads N] [--no-sync-wake-up]
+//   seccomp-bench-responder SOCKET_PATH [--idle-threads N] [--own-fd-table] [--no-sync-wake-up]
 //
 // Accepts runtime connections on SOCKET_PATH the way the data plane does (notify fd by
 // SCM_RIGHTS in the first sendmsg, JSON until EOF, `fds` naming "seccompFd") and answers every
@@ -10,11 +10,16 @@
 // --idle-threads N adds N threads that only sleep: the process is then multi-threaded, as every
 // Node process (the data plane) is, which can make each switch to and from it cost more
 // (docs/benchmarks.md, stop 37: +0.13 µs a call on one phase of the bench's VM, nothing on another).
+// --own-fd-table gives the answering thread a file table of its own (unshare(CLONE_FILES)) after
+// the idle threads start: the kernel then takes no reference on each syscall's file (fdget's
+// single-user shortcut), as in a single-threaded process. What the multi-threaded cost is made of
+// (docs/benchmarks.md, stop 39).
 // --no-sync-wake-up leaves SYNC_WAKE_UP off: the kernel wakes answered callers wherever the
 // scheduler likes, as the data plane does for a container with many callers at once
 // (native/addon/wake_mode.hpp; a context row of the bench, not a reference).
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -256,10 +261,13 @@ int Listen(const char* path) {
 
 int main(int argc, char** argv) {
   long idle_threads = 0;
+  bool own_fd_table = false;
   bool usage = argc < 2 || argv[1][0] == '-';
   for (int i = 2; i < argc && !usage; i++) {
     if (strcmp(argv[i], "--no-sync-wake-up") == 0) {
       g_sync_wake_up = false;
+    } else if (strcmp(argv[i], "--own-fd-table") == 0) {
+      own_fd_table = true;
     } else if (strcmp(argv[i], "--idle-threads") == 0 && i + 1 < argc) {
       char* end = nullptr;
       const char* value = argv[++i];
@@ -270,7 +278,7 @@ int main(int argc, char** argv) {
     }
   }
   if (usage) {
-    fprintf(stderr, "usage: seccomp-bench-responder SOCKET_PATH [--idle-threads N (0..64)] [--no-sync-wake-up]\n");
+    fprintf(stderr, "usage: seccomp-bench-responder SOCKET_PATH [--idle-threads N (0..64)] [--own-fd-table] [--no-sync-wake-up]\n");
     return 2;
   }
   const char* path = argv[1];
@@ -284,6 +292,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (!StartIdleThreads(idle_threads)) return 1;
+  // Before any fd is made: the table copied here holds only stdio.
+  if (own_fd_table && unshare(CLONE_FILES) != 0) {
+    perror("seccomp-bench-responder: unshare(CLONE_FILES)");
+    return 1;
+  }
   const int sfd = signalfd(-1, &stop, SFD_CLOEXEC | SFD_NONBLOCK);
   g_epoll = epoll_create1(EPOLL_CLOEXEC);
   if (sfd < 0 || g_epoll < 0) {

@@ -449,6 +449,9 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // JS thread: the engine thread waits (holding nothing) until Unpark(): no RECV, no decision.
   void Park();
   void Unpark();
+  // JS thread, parked, under mu_, after a handoff that failed once its fds were sent: every
+  // container sync again, as the successor that may have restored them set them, looked at anew.
+  void ResetWakeModesLocked();
   // Engine thread: a successor connected to the handoff socket.
   void AcceptHandoff();
 

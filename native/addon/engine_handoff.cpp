@@ -84,6 +84,20 @@ void Engine::Unpark() {
   park_cv_.notify_all();
 }
 
+// The flag is the filter's, shared with every copy of its fd: a successor that restored them (it
+// sets each one sync) before it failed left them so, whatever this engine's advisors counted.
+void Engine::ResetWakeModesLocked() {
+  for (const auto& entry : containers_) {
+    Container* container = entry.second.get();
+    const bool spread = container->wake.mode() == WakeModeAdvisor::Mode::kSpread;
+    container->wake.Restart();
+    if (!spread) continue;
+    NotifySetSyncWakeUp(container->fd, true);  // refused: its filter has no task left (it goes)
+    spread_wake_containers_.fetch_sub(1, std::memory_order_relaxed);
+    wake_mode_switches_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
 // JS thread.
 bool Engine::HandOff(int conn, int timeout_ms, std::string* summary, uint64_t* paused_ns, std::string* error) {
   Fd owned(conn);  // closed on failure; kept open on success until Stop() (the successor's sign)
@@ -125,6 +139,10 @@ bool Engine::HandOff(int conn, int timeout_ms, std::string* summary, uint64_t* p
                ",\"pid\":" + std::to_string(getpid()) + "}";
   }
   if (!handoff::SendEntries(conn, fds, *summary, error) || !handoff::WaitAck(conn, timeout_ms, error)) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ResetWakeModesLocked();
+    }
     Unpark();
     return false;
   }

@@ -94,6 +94,8 @@ class WakeModeAdvisor {
 
   void Set(Mode mode) { mode_ = mode; }
   Mode mode() const { return mode_; }
+  // Sync with nothing counted, as a new container's: its fd was set sync behind its back.
+  void Restart() { *this = WakeModeAdvisor(); }
 
  private:
   uint32_t DistinctCallers() const {

@@ -1,18 +1,28 @@
 // Where the kernel wakes a container's answered callers (native/addon/wake_mode.hpp): on the engine
 // thread's CPU (SYNC_WAKE_UP) while one or two threads call, wherever the scheduler likes once many
 // call at once. Real filters, real notify fds, real threads of getppid.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
+import type { HandoffEvent } from '../../dataplane/native';
 import { EngineHarness as Harness } from '../support/engine-harness';
-import { BENCH_WORKLOAD } from '../support/paths';
+import { BENCH_WORKLOAD, ROOT } from '../support/paths';
 import { waitUntil } from '../support/wait';
 
 /** WakeModeAdvisor::SpreadAt: distinct callers in a window of 32 from which a container is spread (0: never). */
 const CPUS = os.availableParallelism();
 const SPREAD_AT = 2 * CPUS <= 32 ? 2 * CPUS : 0;
+
+/** Every thread of `pid` in the stopped state (SIGSTOP reaches each thread in its own time). */
+function allStopped(pid: number): boolean {
+  const tasks = fs.readdirSync(`/proc/${pid}/task`);
+  return tasks.every((tid) => / T /.test(fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').replace(/^.*\)/, ')')));
+}
 
 function getppidWorkload(h: Harness, threads: number, seconds: number) {
   return h.run(['--syscalls', 'getppid'], [
@@ -83,3 +93,52 @@ for (const lanes of [1, 2]) {
     await many.exit;
   });
 }
+
+test('wake mode: a handoff that fails once the fds were sent leaves every container sync, looked at anew', async (t) => {
+  const h = new Harness(t);
+  h.engine.setDetailedEvents(false);
+  const handoffSocket = path.join(h.dir, 'handoff.sock');
+  h.engine.listenHandoff(handoffSocket, 0o600);
+  const many = getppidWorkload(h, Math.max(8, SPREAD_AT + 2), 60);
+  // More than 16 CPUs: nothing is ever spread; the handoff's failure then changes nothing either.
+  const spreads = SPREAD_AT === 0 ? 0 : 1;
+  if (spreads === 0) await waitUntil(() => h.engine.stats().lanes[0].received > 10_000, 20_000, 'the container calling');
+  else await waitUntil(() => h.engine.stats().spreadWakeContainers === 1, 20_000, 'the container spread');
+  // Held still: no window can count until the test lets it go on.
+  process.kill(many.child.pid!, 'SIGSTOP');
+  t.after(() => many.child.kill('SIGKILL'));
+  await waitUntil(() => allStopped(many.child.pid!), 10_000, 'every thread of the workload stopped');
+  const received = h.engine.stats().lanes[0].received;
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  assert.equal(h.engine.stats().lanes[0].received, received, 'the workload is stopped');
+  const before = h.engine.stats();
+  assert.equal(before.spreadWakeContainers, spreads);
+
+  // A successor that takes every fd and goes without its ack (as one that restored them, setting
+  // each sync, and then died would).
+  const successor = spawn(process.execPath, ['-e', `
+    const native = require(${JSON.stringify(path.join(ROOT, 'dist', 'dataplane', 'native.js'))}).loadNative();
+    const conn = native.handoffConnect(${JSON.stringify(handoffSocket)});
+    const { fds } = native.handoffReceive(conn, 10000);
+    process.stdout.write(fds.map((f) => f.name).join(','));
+  `], { stdio: ['ignore', 'pipe', 'pipe'] });
+  t.after(() => successor.kill('SIGKILL'));
+  let output = '';
+  successor.stdout.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+  successor.stderr.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+  const asked = await h.waitFor((e): e is HandoffEvent => e.type === 'handoff', 'the successor connecting', 10_000);
+  const result = h.engine.handOff(asked.conn, 10_000);
+  assert.equal(result.ok, false, 'no ack: the handoff failed');
+  await once(successor, 'exit');
+  assert.match(output, /(^|,)n\d+(,|$)/, `the successor received the notify fd: ${output}`);
+
+  const after = h.engine.stats();
+  assert.deepEqual({ spread: after.spreadWakeContainers, switches: after.wakeModeSwitches },
+    { spread: 0, switches: before.wakeModeSwitches + spreads }, 'sync again, as a successor sets every fd it takes');
+  process.kill(many.child.pid!, 'SIGCONT');
+  const calls = h.engine.stats().lanes[0].received;
+  await waitUntil(() => h.engine.stats().lanes[0].received > calls + 10_000, 20_000, 'served on after the failed handoff');
+  if (spreads === 1) await waitUntil(() => h.engine.stats().spreadWakeContainers === 1, 20_000, 'spread again after windows of its own');
+  many.child.kill('SIGKILL');
+  await many.exit;
+});

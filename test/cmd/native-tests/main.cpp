@@ -1621,6 +1621,15 @@ void WakeModeCases() {
     EXPECT(run.Feed(2, 8) == spread && run.Feed(5, 2) == none);
     EXPECT(run.Feed(1, 8, 1000, false) == none && run.Feed(1, 8, 1000, false) == sync);
   });
+  Case("wake mode: restarted (a failed handoff), a spread container is sync and counts from nothing again", [&] {
+    AdvisorRun run;
+    EXPECT(run.Feed(2, 8) == spread);
+    // Half a window of eight callers before: a restart drops it, and the next two whole windows decide.
+    for (uint32_t i = 0; i < WakeModeAdvisor::kWindow / 2; i++) run.advisor.Add(1000 + i % 8, run.now += 1000);
+    run.advisor.Restart();
+    EXPECT(run.advisor.mode() == Mode::kSync);
+    EXPECT(run.Feed(1, 8) == none && run.Feed(1, 8) == spread);
+  });
   Case("wake mode: with no mark (more than 16 CPUs) nothing changes", [&] {
     AdvisorRun run;
     run.spread_at = WakeModeAdvisor::SpreadAt(17);
