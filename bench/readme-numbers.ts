@@ -22,6 +22,7 @@ interface LatencyRow {
 
 const LATENCY_ROWS: LatencyRow[] = [
   { label: 'context for (b): the bare C responder with one idle thread (a multi-threaded process, as Node is)', scenario: 'reference-threaded', variant: 'getppid, 1 thread' },
+  { label: 'context for (b): the same, its answering thread with a file table of its own (no reference taken on each syscall\'s file)', scenario: 'reference-threaded', variant: 'getppid, 1 thread, own fd table' },
   { label: '(b) data plane, default answer, 1 thread', scenario: 'dataplane-default', variant: 'getppid, 1 thread' },
   { label: 'context for the 8-thread rows: the bare C responder without SYNC_WAKE_UP (callers woken anywhere, as the data plane does once many call at once)', scenario: 'reference-spread', variant: 'getppid, 8 threads' },
   { label: '(b) data plane, default answer, 8 threads', scenario: 'dataplane-default', variant: 'getppid, 8 threads' },
