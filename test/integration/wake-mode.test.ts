@@ -123,13 +123,14 @@ test('wake mode: a handoff that fails once the fds were sent leaves every contai
     process.stdout.write(fds.map((f) => f.name).join(','));
   `], { stdio: ['ignore', 'pipe', 'pipe'] });
   t.after(() => successor.kill('SIGKILL'));
+  const closed = once(successor, 'close');
   let output = '';
   successor.stdout.on('data', (chunk: Buffer) => { output += chunk.toString(); });
   successor.stderr.on('data', (chunk: Buffer) => { output += chunk.toString(); });
   const asked = await h.waitFor((e): e is HandoffEvent => e.type === 'handoff', 'the successor connecting', 10_000);
   const result = h.engine.handOff(asked.conn, 10_000);
   assert.equal(result.ok, false, 'no ack: the handoff failed');
-  await once(successor, 'exit');
+  await closed;
   assert.match(output, /(^|,)n\d+(,|$)/, `the successor received the notify fd: ${output}`);
 
   const after = h.engine.stats();
