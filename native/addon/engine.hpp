@@ -223,6 +223,9 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   void OnNotifyReady(Lane* lane, Container* container, uint32_t events);  // the container's lane
   // Its lane, after each answer: its callers' wake mode, changed when its advisor says so.
   void AdviseWakeMode(Lane* lane, Container* container, const Notification& n);
+  // Sets the flag on its fd for `mode`, then the advisor, the gauge and the switch count follow.
+  // False when the kernel refused (its filter gone with its last task): nothing changed.
+  bool SwitchWakeMode(Container* container, WakeModeAdvisor::Mode mode);
   // Its lane: a notification received is decided: the container's rules, a control plane, or the
   // default. kMoved: the container went to lane 0 with it (a control plane is attached or awaited):
   // `lane` no longer serves it. kOrphaned: reading its arguments outlived kReadStallNs and a new

@@ -90,11 +90,9 @@ void Engine::ResetWakeModesLocked() {
   for (const auto& entry : containers_) {
     Container* container = entry.second.get();
     const bool spread = container->wake.mode() == WakeModeAdvisor::Mode::kSpread;
+    // Refused: its filter has no task left; it goes, and its removal takes it off the gauge.
+    if (spread && !SwitchWakeMode(container, WakeModeAdvisor::Mode::kSync)) continue;
     container->wake.Restart();
-    if (!spread) continue;
-    NotifySetSyncWakeUp(container->fd, true);  // refused: its filter has no task left (it goes)
-    spread_wake_containers_.fetch_sub(1, std::memory_order_relaxed);
-    wake_mode_switches_.fetch_add(1, std::memory_order_relaxed);
   }
 }
 

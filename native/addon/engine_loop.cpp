@@ -279,7 +279,12 @@ void Engine::AdviseWakeMode(Lane* lane, Container* container, const Notification
   WakeModeAdvisor::Mode mode;
   if (!container->wake.Decide(wake_spread_at_, AloneServed(lane, n.received_ns), &mode)) return;
   // Refused (its filter gone with its last task): the mode it had, looked at again next window.
-  if (!NotifySetSyncWakeUp(container->fd, mode == WakeModeAdvisor::Mode::kSync)) return;
+  SwitchWakeMode(container, mode);
+}
+
+// Whoever may touch the container's advisor (its lane; the JS thread while parked).
+bool Engine::SwitchWakeMode(Container* container, WakeModeAdvisor::Mode mode) {
+  if (!NotifySetSyncWakeUp(container->fd, mode == WakeModeAdvisor::Mode::kSync)) return false;
   container->wake.Set(mode);
   if (mode == WakeModeAdvisor::Mode::kSpread) {
     spread_wake_containers_.fetch_add(1, std::memory_order_relaxed);
@@ -287,6 +292,7 @@ void Engine::AdviseWakeMode(Lane* lane, Container* container, const Notification
     spread_wake_containers_.fetch_sub(1, std::memory_order_relaxed);
   }
   wake_mode_switches_.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 // Engine thread.

@@ -5,24 +5,18 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
 import type { HandoffEvent } from '../../dataplane/native';
 import { EngineHarness as Harness } from '../support/engine-harness';
 import { BENCH_WORKLOAD, ROOT } from '../support/paths';
+import { allThreadsStopped } from '../support/processes';
 import { waitUntil } from '../support/wait';
 
 /** WakeModeAdvisor::SpreadAt: distinct callers in a window of 32 from which a container is spread (0: never). */
 const CPUS = os.availableParallelism();
 const SPREAD_AT = 2 * CPUS <= 32 ? 2 * CPUS : 0;
-
-/** Every thread of `pid` in the stopped state (SIGSTOP reaches each thread in its own time). */
-function allStopped(pid: number): boolean {
-  const tasks = fs.readdirSync(`/proc/${pid}/task`);
-  return tasks.every((tid) => / T /.test(fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').replace(/^.*\)/, ')')));
-}
 
 function getppidWorkload(h: Harness, threads: number, seconds: number) {
   return h.run(['--syscalls', 'getppid'], [
@@ -107,7 +101,7 @@ test('wake mode: a handoff that fails once the fds were sent leaves every contai
   // Held still: no window can count until the test lets it go on.
   process.kill(many.child.pid!, 'SIGSTOP');
   t.after(() => many.child.kill('SIGKILL'));
-  await waitUntil(() => allStopped(many.child.pid!), 10_000, 'every thread of the workload stopped');
+  await waitUntil(() => allThreadsStopped(many.child.pid!), 10_000, 'every thread of the workload stopped');
   const received = h.engine.stats().lanes[0].received;
   await new Promise((resolve) => setTimeout(resolve, 200));
   assert.equal(h.engine.stats().lanes[0].received, received, 'the workload is stopped');

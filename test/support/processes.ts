@@ -110,6 +110,17 @@ export function emulationHelperOf(dataplane: number): { helper: number; poolThre
   throw new Error(`no emulation helper among the children of data plane ${dataplane}'s threads`);
 }
 
+/** The state letter of task `tid` of `pid` (/proc's stat: R, S, D, T, Z ...). */
+export function taskState(pid: number, tid = pid): string {
+  const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+  return stat.charAt(stat.lastIndexOf(')') + 2);
+}
+
+/** Every thread of `pid` stopped (SIGSTOP reaches each thread in its own time). */
+export function allThreadsStopped(pid: number): boolean {
+  return fs.readdirSync(`/proc/${pid}/task`).every((tid) => taskState(pid, Number(tid)) === 'T');
+}
+
 /**
  * Resolves once emulation helper `helper` is idle: asleep in its blocking receive, its busy poll
  * over and its doorbell for what it answered rung (native/tools/nshelper.cpp). A test that counts
@@ -118,8 +129,7 @@ export function emulationHelperOf(dataplane: number): { helper: number; poolThre
  */
 export async function helperIdle(helper: number, timeoutMs = 10_000): Promise<void> {
   const asleepInRecvmsg = () => {
-    const stat = fs.readFileSync(`/proc/${helper}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('S') && fs.readFileSync(`/proc/${helper}/syscall`, 'utf8').startsWith('47 ');
+    return taskState(helper) === 'S' && fs.readFileSync(`/proc/${helper}/syscall`, 'utf8').startsWith('47 ');
   };
   await waitUntil(asleepInRecvmsg, timeoutMs, `emulation helper ${helper} to go idle (asleep in recvmsg)`);
 }
