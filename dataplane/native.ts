@@ -57,6 +57,11 @@ export interface NativeEngineOptions {
   busyPollUs?: number;
   /** Threads that receive and answer (engine_lanes.cpp), at least 1, at most 64 (1). */
   lanes?: number;
+  /**
+   * Whether lanes 1.. serve with a file table of their own (engine_fd_tables.cpp), so that a
+   * syscall naming an fd takes no reference on its file (true).
+   */
+  laneFdTables?: boolean;
   /** Ingest: a runtime connection that has not reached EOF by then is dropped, in ms. */
   ingestTimeoutMs?: number;
   /** Ingest: largest runtime message accepted, in bytes (1 MiB). */
@@ -291,8 +296,11 @@ export interface NativeStats {
    * over the per-pid, per-uid or total cap of connections being read, or to keep the fd reserve.
    */
   ingestDropped: { perPid: number; perUid: number; total: number; fdReserve: number };
-  /** Per engine thread (the engine thread first): containers it serves, notifications it received. */
-  lanes: Array<{ containers: number; received: number }>;
+  /**
+   * Per engine thread (the engine thread first): containers it serves, notifications it received,
+   * whether it serves with a file table of its own.
+   */
+  lanes: Array<{ containers: number; received: number; ownFdTable: boolean }>;
 }
 
 /** An fd with its fd-store name: listener, journal, n<handle> (notify fd), r<handle> (its record). */

@@ -67,6 +67,7 @@ bool Engine::Init(Napi::Env env, Napi::Function on_batch, std::string* error) {
   ingest_ = std::make_unique<Ingest>(primary_->epoll_fd, queue_.get(),
                                      Ingest::Options{options_.ingest_timeout_ns, options_.ingest_max_bytes});
   channel_ = std::make_unique<DecisionChannel>(primary_->epoll_fd, queue_.get(), static_cast<ChannelSessions*>(this));
+  PrepareFdTables(env);
   return true;
 }
 
@@ -188,6 +189,8 @@ void Engine::Stop() {
       *fd = -1;
     }
   }
+  if (self_pidfd_ >= 0 && !orphans) close(self_pidfd_);  // kept by the lanes' tables as their fds are
+  if (!orphans) self_pidfd_ = -1;
   if (queue_ != nullptr) queue_->Close();
 }
 
@@ -222,6 +225,7 @@ void Engine::RemoveContainer(Container* container) {
     std::lock_guard<std::mutex> lock(mu_);
     if (container->lane.load(std::memory_order_relaxed) == primary_) {
       epoll_ctl(primary_->epoll_fd, EPOLL_CTL_DEL, container->fd, nullptr);
+      if (container->home != primary_) primary_->visitors.fetch_sub(1, std::memory_order_relaxed);
     }
     container->home->containers.fetch_sub(1, std::memory_order_relaxed);
     close(container->fd);
@@ -332,7 +336,13 @@ uint32_t Engine::AddContainer(int fd, uint32_t handle, const RecordFile::Place& 
     }
   }
   raw->home = PlaceContainer();
-  if (!Serve(raw->home, raw)) {
+  if (raw->home->table_token.load(std::memory_order_relaxed) != 0) {
+    // Its lane copies the fd into its own table before it serves it (engine_fd_tables.cpp).
+    Handover adopt;
+    adopt.kind = Handover::Kind::kAdopt;
+    adopt.handle = handle;
+    Send(raw->home, std::move(adopt));
+  } else if (!Serve(raw->home, raw)) {
     *error = "epoll_ctl(ADD) of a notify fd: " + ErrnoText(errno) + "; closed it";
     raw->home->containers.fetch_sub(1, std::memory_order_relaxed);
     journal_->ReleaseContainer(journal_slot);
@@ -428,7 +438,8 @@ Engine::Stats Engine::GetStats() {
   stats.read_stalls = bounded_read_stalls_.load(std::memory_order_relaxed);
   for (const auto& lane : lanes_) {
     stats.read_stalls += lane->read_takeovers.load(std::memory_order_relaxed);
-    stats.lanes.emplace_back(lane->containers.load(std::memory_order_relaxed), lane->received.load(std::memory_order_relaxed));
+    stats.lanes.push_back(Stats::Lane{lane->containers.load(std::memory_order_relaxed), lane->received.load(std::memory_order_relaxed),
+                                      lane->table_token.load(std::memory_order_relaxed) != 0});
   }
   return stats;
 }

@@ -17,6 +17,7 @@
 //   engine_lanes.cpp      the other lanes: their loop, container placement, what they hand lane 0,
 //                         whether a container is alone on them all (wake_mode.hpp)
 //   engine_read_watch.cpp a lane whose read of a task's memory never returns gets a new thread
+//   engine_fd_tables.cpp  lanes 1.. serve with file tables of their own (no fdget reference)
 //   answer_tally.*        what the engine answered by itself while nobody watches, counted
 //   pending_table.*       the notifications waiting for an answer: the one take/answer/release
 //   engine_sessions.cpp   control plane sessions, their decision channels, respond()
@@ -193,6 +194,8 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
     Lane* home = nullptr;
     std::atomic<Lane*> lane{nullptr};
     uint32_t native_streak = 0;  // lane 0, a visitor: notifications in a row it answered without asking
+    // Its lane: the table (EngineLane::table_token) holding a copy of its fd at its number, 0: none.
+    uint64_t mirror_token = 0;
     uint32_t recv_failures = 0;  // its lane: consecutive unexpected RECV errors
     WakeModeAdvisor wake;        // its lane: where the kernel wakes its callers
     RecordFile::Place record;    // its runtime record in records_ (none: offset -1)
@@ -230,8 +233,9 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // default. kMoved: the container went to lane 0 with it (a control plane is attached or awaited):
   // `lane` no longer serves it. kOrphaned: reading its arguments outlived kReadStallNs and a new
   // thread took the lane over; this thread, its notification handed to the lane (kResume), touches
-  // nothing more and ends (engine_read_watch.cpp).
-  enum class Outcome { kAnswered, kAsked, kMoved, kOrphaned };
+  // nothing more and ends (engine_read_watch.cpp). kExecuted: answered, or to be, by an executor
+  // (an emulation rule's): a visitor then stays on lane 0, the only lane that hands them work.
+  enum class Outcome { kAnswered, kAsked, kMoved, kOrphaned, kExecuted };
   Outcome OnReceived(Lane* lane, Container* container, const Notification& n);
   // OnReceived once the arguments are read (into the lane's strings): the rules, then the rest.
   Outcome DecideRead(Lane* lane, Container* container, const Notification& n, Event* event, size_t blob);
@@ -276,10 +280,12 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // OnNotifyReady through inlined calls only (docs/benchmarks.md, stop 36: why the depth matters).
   void AnswerNow(Lane* lane, Container* container, const Notification& n, const Event& event, const char* strings,
                  size_t blob, const NativeAnswer& answer);
-  // ApplyRules, and a rule's immediate answer sent (AnswerNow). False: no rule answers `n` (no
+  // What the container's rules did with a notification (ApplyRules says which).
+  enum class RuleVerdict { kNone, kImmediate, kTaken, kElsewhere };
+  // ApplyRules, and a rule's immediate answer sent (AnswerNow). kNone: no rule answers `n` (no
   // policy, no match, or "ask"); the caller goes on as for a container without policy.
-  bool AnswerFromRules(Lane* lane, Container* container, const Notification& n, const Event& event, const char* strings,
-                       size_t blob);
+  RuleVerdict AnswerFromRules(Lane* lane, Container* container, const Notification& n, const Event& event,
+                              const char* strings, size_t blob);
   // What JS hears of an answer this engine gave at once by itself (default action, or `rule`'s):
   // its notification (`strings`: its path arguments) and answer while someone watches; else a
   // count in the tally of `lane` or, on the JS thread (null), one 'answered' event for both.
@@ -302,8 +308,8 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // match, or "ask": the caller goes on as for a container without policy. kImmediate: a rule
   // answers at once with `*immediate`, which the caller sends (AnswerNow), so a lane sends it from
   // the top of its hot path. kTaken: an emulation's executor has it, or it was refused up front
-  // and answered.
-  enum class RuleVerdict { kNone, kImmediate, kTaken };
+  // and answered. kElsewhere: an emulation's, on a lane with a file table of its own, which must
+  // not make the fds an executor is handed: the caller moves it to lane 0 (rules_again).
   RuleVerdict ApplyRules(Lane* lane, Container* container, const Notification& n, const Event& event, size_t blob,
                          NativeAnswer* immediate);
   // JS thread: the serialized policy in force for `container` in a memfd, kept in the fd store.
@@ -332,7 +338,8 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   bool AloneServed(const Lane* lane, uint64_t now_ns) const;
   // A lane other than 0: the container leaves its epoll set for lane 0's, which decides `n` (a
   // control plane is attached or awaited). Its receipt is closed first: lane 0 opens its own.
-  void MoveToPrimary(Lane* lane, Container* container, const Notification& n, const Event& event, size_t blob);
+  void MoveToPrimary(Lane* lane, Container* container, const Notification& n, const Event& event, size_t blob,
+                     bool rules_again = false);
   // Lane 0: a visitor that answered natively for a while goes back to its home lane.
   void SendHome(Container* container);
   // A lane other than 0: its container's fd is done; it leaves its epoll set and lane 0 removes it.
@@ -378,6 +385,20 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   ArgsRead ReadArgsBounded(Container* container, const Notification& n, Event* event, char* buffer, size_t* blob,
                            uint32_t deferred_slot = UINT32_MAX);
   struct BoundedRead;  // engine_read_watch.cpp
+
+  // engine_fd_tables.cpp
+  // JS thread (Init, after MakeLanes and the event queue): whether lanes 1.. can have tables of
+  // their own, and the fds those tables keep.
+  void PrepareFdTables(Napi::Env env);
+  // A lane's thread as it starts (LaneMain): its own table, the kept fds and its containers' copies.
+  void TakeOwnFdTable(Lane* lane);
+  // The lane taking `container` (TakeInbox): served by it, its fd copied into the lane's table
+  // first. False when epoll refused it. A copy that fails sends the container to lane 0 for good
+  // (`handover` forwarded, `rehome` set): true, and `*forwarded` set.
+  bool Adopt(Lane* lane, Container* container, Handover* handover, bool* forwarded);
+  // The lane letting `container` go (LetGo): its copy closed, if the lane's table has one.
+  void DropMirror(Lane* lane, Container* container);
+  bool MirrorFd(Lane* lane, Container* container);
   static void* BoundedReadMain(void* arg);
   bool ReadAtRestore(Container* container, const Notification& n, Event* event, size_t* blob, RestoreResult* result);
   // True on a thread that lost its lane (it returns to its main at once); the orphans still alive.
@@ -557,6 +578,13 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   bool forwarded_ = false;  // engine thread: this iteration forwarded a notification to a session
 
   NotifyBuffers js_buffers_;  // JS thread (respond, closeSession, stop)
+
+  // engine_fd_tables.cpp: set by PrepareFdTables (JS thread) before any lane runs, then read-only.
+  bool fd_tables_ = false;     // lanes 1.. unshare their file tables
+  int self_pidfd_ = -1;        // this process's pidfd: pidfd_getfd takes a container's fd from the shared table
+  std::vector<int> kept_fds_;  // what a lane's own table keeps of the shared one (sorted)
+  std::atomic<uint64_t> next_table_token_{1};
+  std::atomic<bool> mirror_error_reported_{false};
 };
 
 }  // namespace seccomp_agent

@@ -38,6 +38,15 @@ bool ParseEngineOptions(Napi::Env env, Napi::Object opts, Engine::Options* out) 
     return false;
   }
   o.lanes = static_cast<size_t>(v);
+  Napi::Value fd_tables = opts.Get("laneFdTables");
+  if (env.IsExceptionPending()) return false;
+  if (!fd_tables.IsUndefined()) {
+    if (!fd_tables.IsBoolean()) {
+      ThrowType(env, "option laneFdTables must be a boolean");
+      return false;
+    }
+    o.lane_fd_tables = fd_tables.As<Napi::Boolean>().Value();
+  }
   Napi::Value helper = opts.Get("helperPath");
   if (env.IsExceptionPending()) return false;
   if (!helper.IsString()) {
@@ -73,8 +82,9 @@ Napi::Object StatsObject(Napi::Env env, const Engine::Stats& s, bool fd_store, c
   Napi::Array lanes = Napi::Array::New(env, s.lanes.size());
   for (size_t i = 0; i < s.lanes.size(); i++) {
     Napi::Object lane = Napi::Object::New(env);
-    lane.Set("containers", Napi::Number::New(env, static_cast<double>(s.lanes[i].first)));
-    lane.Set("received", Napi::Number::New(env, static_cast<double>(s.lanes[i].second)));
+    lane.Set("containers", Napi::Number::New(env, static_cast<double>(s.lanes[i].containers)));
+    lane.Set("received", Napi::Number::New(env, static_cast<double>(s.lanes[i].received)));
+    lane.Set("ownFdTable", Napi::Boolean::New(env, s.lanes[i].own_fd_table));
     lanes.Set(static_cast<uint32_t>(i), lane);
   }
   o.Set("lanes", lanes);

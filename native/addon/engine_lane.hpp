@@ -30,14 +30,22 @@ class Engine;
 constexpr size_t kLaneStringsBytes = 6 * kTargetPathMax;
 
 // What one lane sends another (engine_lanes.cpp): a container that moves to lane 0 with the
-// notification that needs a control plane (kVisit), one going home (kHome), or one whose fd is done
-// (kRemove, to lane 0, which alone frees containers). And what a read that outlived the read watch
+// notification that needs a control plane or an executor (kVisit), one going home (kHome), or one
+// whose fd is done (kRemove, to lane 0, which alone frees containers). A lane with a file table of
+// its own is handed each container it is to serve (kAdopt), and forwards to lane 0 for good one whose
+// fd it could not copy into that table (`rehome`; engine_fd_tables.cpp). And what a read that outlived the read watch
 // sends once it returns (engine_read_watch.cpp): a notification whose lane got a new thread, for the
 // lane to decide and to serve its container again (kResume); a predecessor's one, for lane 0 to
 // decide, its container served where it is (kDecide, with its journal slot).
 struct LaneHandover {
-  enum class Kind : uint8_t { kVisit, kHome, kRemove, kResume, kDecide } kind = Kind::kVisit;
+  enum class Kind : uint8_t { kVisit, kHome, kRemove, kResume, kDecide, kAdopt } kind = Kind::kVisit;
   uint32_t handle = 0;
+  // kVisit: lane 0 applies the container's rules again (an emulation's: only lane 0 hands work to
+  // the executors when other lanes have tables of their own); else it goes straight to asking.
+  bool rules_again = false;
+  // A lane with a table of its own could not copy the container's fd into it: lane 0 serves the
+  // container from now on, its home (the handover otherwise taken as its kind says).
+  bool rehome = false;
   uint32_t journal_slot = UINT32_MAX;  // kDecide: released once decided
   Notification notification;  // kVisit, kResume, kDecide: received, its path arguments in `strings` as read
   Event event;
@@ -65,7 +73,13 @@ struct EngineLane {
   std::atomic<uint64_t> timer_armed_ns{UINT64_MAX};
   pthread_t thread{};
   bool started = false;
+  // Lanes 1.. (engine_fd_tables.cpp): the file table its thread serves with, a token of its own
+  // (0: the process's shared one). Written by its thread under the engine's mu_ as it starts, read
+  // by its thread anywhere and by the JS thread under mu_.
+  std::atomic<uint64_t> table_token{0};
   std::atomic<size_t> containers{0};  // placement: the least loaded lane takes a new container
+  // Lane 0: containers served here now whose home is another lane (placement counts them here).
+  std::atomic<size_t> visitors{0};
   // Written by the lane's thread only (a load and a store: no locked add on the hot path), read by stats.
   std::atomic<uint64_t> received{0};
   // Whether other containers call (wake_mode.hpp: a container is spread only while alone): when

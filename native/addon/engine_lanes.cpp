@@ -111,18 +111,24 @@ void* Engine::LaneMain(void* arg) {
   Lane* lane = static_cast<Lane*>(arg);
   const std::string name = "seccomp-lane-" + std::to_string(lane->index);
   pthread_setname_np(pthread_self(), name.c_str());
+  lane->engine->TakeOwnFdTable(lane);
   lane->engine->RunLane(lane);  // the engine outlives its lanes: Stop joins them
   return nullptr;
 }
 
-// JS thread: a new container's home, the lane with the fewest (ties: the lowest, so one container
-// is served by the engine thread itself, as before lanes).
+// JS thread, under mu_: a new container's home, the lane serving the fewest (lane 0's visitors
+// counted there). Ties: lanes 1.. first when they have tables of their own (engine_fd_tables.cpp),
+// so that a lone container is served without a reference taken on its fd per syscall; else the
+// lowest, so one container is served by the engine thread itself, as before lanes.
 Engine::Lane* Engine::PlaceContainer() {
+  const auto load = [](const Lane& lane) {
+    return lane.containers.load(std::memory_order_relaxed) + lane.visitors.load(std::memory_order_relaxed);
+  };
   Lane* best = primary_;
-  size_t fewest = primary_->containers.load(std::memory_order_relaxed);
+  size_t fewest = load(*primary_);
   for (const auto& lane : lanes_) {
-    const size_t served = lane->containers.load(std::memory_order_relaxed);
-    if (served < fewest) {
+    const size_t served = load(*lane);
+    if (served < fewest || (fd_tables_ && best == primary_ && served == fewest)) {
       best = lane.get();
       fewest = served;
     }
@@ -227,10 +233,12 @@ void Engine::ParkLane(Lane* lane) {
 // A lane other than 0, for a notification its container's rules did not answer while a control
 // plane is attached or awaited: the container moves to lane 0 (sessions and the channel are its),
 // so what it asks next costs no hand-over. The lane touches the container no more after Send.
-void Engine::MoveToPrimary(Lane* lane, Container* container, const Notification& n, const Event& event, size_t blob) {
+void Engine::MoveToPrimary(Lane* lane, Container* container, const Notification& n, const Event& event, size_t blob,
+                           bool rules_again) {
   journal_->CloseReceipt(container->receipt_slot);
   Handover handover;
   handover.kind = Handover::Kind::kVisit;
+  handover.rules_again = rules_again;
   handover.notification = n;
   handover.event = event;
   handover.strings.assign(lane->strings.get(), blob);
@@ -258,6 +266,8 @@ void Engine::HandRemoval(Lane* lane, Container* container) {
 // `handover` (Serve, or lane 0's removal); `from` touches it no more.
 void Engine::LetGo(Lane* from, Container* container, Lane* to, Handover&& handover) {
   epoll_ctl(from->epoll_fd, EPOLL_CTL_DEL, container->fd, nullptr);
+  DropMirror(from, container);
+  if (from == primary_ && container->home != primary_) primary_->visitors.fetch_sub(1, std::memory_order_relaxed);
   container->lane.store(nullptr, std::memory_order_release);
   handover.handle = container->handle;
   Send(to, std::move(handover));
@@ -273,8 +283,10 @@ void Engine::Send(Lane* to, Handover&& handover) {
   WakeLane(to);
 }
 
-// The lane taking `container` (or the JS thread adding it, before its lane runs it).
+// The lane taking `container` (or the JS thread adding it to a lane that shares the process's file
+// table); on a lane with a table of its own, its fd's copy is there (Adopt).
 bool Engine::Serve(Lane* lane, Container* container) {
+  if (lane == primary_ && container->home != primary_) primary_->visitors.fetch_add(1, std::memory_order_relaxed);
   container->lane.store(lane, std::memory_order_release);
   return EpollControl(lane->epoll_fd, EPOLL_CTL_ADD, container->fd, container, EPOLLIN) == 0;
 }
@@ -306,6 +318,13 @@ void Engine::TakeInbox(Lane* lane) {
       if (h.kind == Handover::Kind::kDecide) journal_->ReleaseInFlight(h.journal_slot);
       continue;
     }
+    if (h.rehome) {
+      // Lane 0, from a lane that could not copy its fd (Adopt): its home from now on.
+      container->home->containers.fetch_sub(1, std::memory_order_relaxed);
+      container->home = primary_;
+      primary_->containers.fetch_add(1, std::memory_order_relaxed);
+    }
+    bool forwarded = false;
     switch (h.kind) {
       case Handover::Kind::kRemove:
         RemoveContainer(container);
@@ -316,7 +335,8 @@ void Engine::TakeInbox(Lane* lane) {
       case Handover::Kind::kHome:
       case Handover::Kind::kVisit:
       case Handover::Kind::kResume:
-        if (!Serve(lane, container)) {
+      case Handover::Kind::kAdopt:
+        if (!Adopt(lane, container, &h, &forwarded)) {
           // Cannot happen with a valid fd (it was in an epoll set a moment ago).
           queue_->PushError("epoll_ctl(ADD) of container " + std::to_string(h.handle) + "'s notify fd on lane " +
                             std::to_string(lane->index) + " failed: " + ErrnoText(errno) +
@@ -324,9 +344,15 @@ void Engine::TakeInbox(Lane* lane) {
           RemoveServed(lane, container);
           break;
         }
+        if (forwarded) break;  // to lane 0, for good
         if (h.kind == Handover::Kind::kVisit) {
           journal_->OpenReceipt(container->receipt_slot, h.notification);
-          DecideUnanswered(lane, container, h.notification, &h.event, h.strings.data(), h.strings.size());
+          if (h.rules_again) {
+            memcpy(lane->strings.get(), h.strings.data(), h.strings.size());
+            (void)DecideRead(lane, container, h.notification, &h.event, h.strings.size());
+          } else {
+            DecideUnanswered(lane, container, h.notification, &h.event, h.strings.data(), h.strings.size());
+          }
           journal_->CloseReceipt(container->receipt_slot);
         } else if (h.kind == Handover::Kind::kResume) {
           DecideReturned(lane, container, &h);
@@ -342,7 +368,8 @@ void Engine::AnswerUntakenVisits() {
   for (const auto& lane : lanes_) {
     for (const Handover& h : TakeAll(lane.get())) {
       // JS never had its notification: its answer stands for it.
-      if (h.kind != Handover::Kind::kHome && h.kind != Handover::Kind::kRemove) AnswerDetachedLocked(h.notification, Unseen{h.notification.nr, h.notification.arch});
+      const bool carries = h.kind == Handover::Kind::kVisit || h.kind == Handover::Kind::kResume || h.kind == Handover::Kind::kDecide;
+      if (carries) AnswerDetachedLocked(h.notification, Unseen{h.notification.nr, h.notification.arch});
     }
   }
 }

@@ -257,7 +257,7 @@ __attribute__((flatten)) void Engine::OnNotifyReady(Lane* lane, Container* conta
     if (lane == primary_ && container->home != primary_) {
       // A visitor: it goes home once it no longer needs the control plane (a policy now answers
       // it, or no control plane is attached), so the containers of lane 0 are not its neighbours.
-      container->native_streak = outcome == Outcome::kAsked ? 0 : container->native_streak + 1;
+      container->native_streak = outcome == Outcome::kAsked || outcome == Outcome::kExecuted ? 0 : container->native_streak + 1;
       if (container->native_streak >= kGoHomeAfter && (events & (EPOLLHUP | EPOLLERR)) == 0) {
         SendHome(container);
         return;
@@ -343,7 +343,17 @@ Engine::Outcome Engine::OnReceived(Lane* lane, Container* container, const Notif
 // The container's lane.
 Engine::Outcome Engine::DecideRead(Lane* lane, Container* container, const Notification& n, Event* event, size_t blob) {
   // The container's own rules first: they answer whether a control plane is attached or not.
-  if (AnswerFromRules(lane, container, n, *event, lane->strings.get(), blob)) return Outcome::kAnswered;
+  switch (AnswerFromRules(lane, container, n, *event, lane->strings.get(), blob)) {
+    case RuleVerdict::kImmediate:
+      return Outcome::kAnswered;
+    case RuleVerdict::kTaken:
+      return Outcome::kExecuted;
+    case RuleVerdict::kElsewhere:
+      MoveToPrimary(lane, container, n, *event, blob, /*rules_again=*/true);
+      return Outcome::kMoved;
+    case RuleVerdict::kNone:
+      break;
+  }
   if (lane != primary_ && (active_session_.load(std::memory_order_acquire) != 0 ||
                            hold_until_ns_.load(std::memory_order_relaxed) > n.received_ns)) {
     MoveToPrimary(lane, container, n, *event, blob);
@@ -400,12 +410,12 @@ Engine::Outcome Engine::DecideUnanswered(Lane* lane, Container* container, const
 
 // A lane, or the JS thread in Restore (`lane` null, mu_ held). Here, not in engine_rules.cpp, so
 // that OnNotifyReady's flattening takes the send in.
-bool Engine::AnswerFromRules(Lane* lane, Container* container, const Notification& n, const Event& event,
-                             const char* strings, size_t blob) {
+Engine::RuleVerdict Engine::AnswerFromRules(Lane* lane, Container* container, const Notification& n, const Event& event,
+                                            const char* strings, size_t blob) {
   NativeAnswer immediate;
   const RuleVerdict verdict = ApplyRules(lane, container, n, event, blob, &immediate);
   if (verdict == RuleVerdict::kImmediate) AnswerNow(lane, container, n, event, strings, blob, immediate);
-  return verdict != RuleVerdict::kNone;
+  return verdict;
 }
 
 // A lane, or the JS thread in Restore (`lane` null).

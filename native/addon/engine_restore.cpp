@@ -302,7 +302,7 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
       Event event = NotificationEvent(n);
       size_t blob = 0;
       if (!ReadAtRestore(container, n, &event, &blob, result)) continue;  // its task is gone, or its lane decides it when read
-      if (AnswerFromRules(/*lane=*/nullptr, container, n, event, primary_->strings.get(), blob)) {
+      if (AnswerFromRules(/*lane=*/nullptr, container, n, event, primary_->strings.get(), blob) != RuleVerdict::kNone) {
         result->in_flight_by_rules++;
         continue;
       }

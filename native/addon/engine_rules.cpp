@@ -155,6 +155,8 @@ Engine::RuleVerdict Engine::ApplyRules(Lane* lane, Container* container, const N
     immediate->rule = index;
     return RuleVerdict::kImmediate;
   }
+  // The executors are handed copies made on this thread: not in a table of the lane's own.
+  if (lane != nullptr && lane->table_token.load(std::memory_order_relaxed) != 0) return RuleVerdict::kElsewhere;
   if (detailed_events_.load(std::memory_order_relaxed)) queue_->Push(event, strings, blob, false);
   if (mu_held) {
     DispatchRuleEmulationLocked(lane, container, n, rule, index, event, views);

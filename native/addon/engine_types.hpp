@@ -30,6 +30,9 @@ struct EngineOptions {
   // the least loaded when it is added, so a container that floods the agent queues only the
   // containers of its own lane. Lane 0 is the engine thread (sessions, channel, timers).
   size_t lanes = 1;
+  // Lanes 1.. serve with a file table of their own (engine_fd_tables.cpp): a syscall naming an fd
+  // then takes no reference on its file, as it must while other threads share the table.
+  bool lane_fd_tables = true;
   uint64_t ingest_timeout_ns = 5000000000ull;
   size_t ingest_max_bytes = 1024 * 1024;
   size_t max_queued_events = 65536;
@@ -93,8 +96,14 @@ struct EngineStats {
   // Reads of a task's memory that outlived the read watch (engine_read_watch.cpp): lanes taken
   // over, and bounded reads (a restore's, a predecessor's waiter's) handed on when they return.
   uint64_t read_stalls = 0;
-  // Per lane: the containers it serves and the notifications it received.
-  std::vector<std::pair<size_t, uint64_t>> lanes;
+  // Per lane: the containers it serves, the notifications it received, and whether its thread
+  // serves with a file table of its own (engine_fd_tables.cpp).
+  struct Lane {
+    size_t containers = 0;
+    uint64_t received = 0;
+    bool own_fd_table = false;
+  };
+  std::vector<Lane> lanes;
 };
 
 }  // namespace seccomp_agent

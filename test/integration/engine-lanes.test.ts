@@ -51,8 +51,7 @@ test('engine lanes: a container of lane 1 is decided by the control plane (moved
   // A held notification waits at most the decision timeout: long enough here that a slow machine
   // still finds it held, however long its workload takes to start.
   const h = new Harness(t, { lanes: 2, decisionTimeoutMs: 30_000 });
-  // Lane 0 takes the first container: this one stays, so the next ones go to lane 1.
-  const first = await stayingContainer(h, path.join(h.dir, 'first'));
+  // Lane 1 serves with a file table of its own: of two lanes as loaded, it takes a new container.
   h.attach(1);
   const decided = path.join(h.dir, 'decided');
   const run = h.mkdir(decided);
@@ -79,19 +78,17 @@ test('engine lanes: a container of lane 1 is decided by the control plane (moved
   assert.equal(h.engine.respond(forwarded.handle, forwarded.id, { kind: 'continue' }, 2).status, 'ok');
   assert.equal((await heldRun.exit).code, 0);
   assert.ok(fs.statSync(held).isDirectory());
-  first.child.kill('SIGKILL');
-  await first.exit;
 });
 
 test('engine lanes: a visitor of the engine thread goes home after 32 answers in a row without asking', async (t) => {
   const h = new Harness(t, { lanes: 2 });
-  const first = await stayingContainer(h, path.join(h.dir, 'first'));
   h.attach(1);
   const dirs = path.join(h.dir, 'many');
   fs.mkdirSync(dirs);
   // One container (one filter) whose mkdirs come one after another: each asked one blocks it.
   const run = h.run(MKDIR_SYSCALLS, ['/bin/sh', '-c', `cd "${dirs}" && for i in $(seq 1 100); do mkdir d$i; done`]);
-  const asked = await h.waitFor((e): e is NotificationEvent => e.type === 'notification' && e.forwarded && e.handle !== h.notifications()[0].handle, 'its first mkdir, asked');
+  const asked = await h.waitFor((e): e is NotificationEvent => e.type === 'notification' && e.forwarded, 'its first mkdir, asked');
+  assert.equal(h.engine.stats().lanes[1].containers, 1, 'its home is lane 1');
   assert.equal(h.engine.stats().lanes[1].received, 1, 'received on its home lane, then moved to lane 0 with it');
   assert.equal(h.engine.respond(asked.handle, asked.id, { kind: 'continue' }, 1).status, 'ok');
   // No control plane from here: lane 0 answers the visitor by default, 32 times, then it goes home.
@@ -101,8 +98,6 @@ test('engine lanes: a visitor of the engine thread goes home after 32 answers in
   assert.equal(fs.readdirSync(dirs).length, 100);
   const lanes = h.engine.stats().lanes;
   assert.ok(lanes[1].received >= 100 - 2 - 32, `home again, lane 1 received the rest: ${JSON.stringify(lanes)}`);
-  first.child.kill('SIGKILL');
-  await first.exit;
 });
 
 test('engine lanes: stop answers what a lane handed the engine thread and what is pending; every fd closed', async (t) => {
@@ -111,7 +106,11 @@ test('engine lanes: stop answers what a lane handed the engine thread and what i
   h.attach(1);
   const runs = [0, 1, 2].map((i) => h.mkdir(path.join(h.dir, `m${i}`)));
   await h.until(() => (h.notifications().length === 3 ? true : undefined), 'three forwarded mkdirs');
-  assert.deepEqual(h.engine.stats().lanes.map((l) => l.containers), [1, 1, 1], 'three containers, three lanes');
+  // The first two go to lanes 1 and 2 (tables of their own first); the third to whichever of the
+  // three serves the fewest then (lane 0 counts the visitors it decides for).
+  const placed = h.engine.stats().lanes.map((l) => l.containers);
+  assert.equal(placed.reduce((sum, c) => sum + c, 0), 3, `three containers: ${JSON.stringify(placed)}`);
+  assert.ok(placed[1] >= 1 && placed[2] >= 1, `lanes 1 and 2 took the first two: ${JSON.stringify(placed)}`);
   h.engine.stop();
   for (const run of runs) {
     const result = await run.exit;
