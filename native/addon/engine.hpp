@@ -337,7 +337,9 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // A lane, once a wake-mode window: no lane received from another container in kAloneNs.
   bool AloneServed(const Lane* lane, uint64_t now_ns) const;
   // A lane other than 0: the container leaves its epoll set for lane 0's, which decides `n` (a
-  // control plane is attached or awaited). Its receipt is closed first: lane 0 opens its own.
+  // control plane is attached or awaited), or applies its rules again (`rules_again`: an
+  // emulation's, which only lane 0 hands an executor when lanes have tables of their own). Its
+  // receipt is closed first, lane 0 opens its own; a rule's stays open (the same slot).
   void MoveToPrimary(Lane* lane, Container* container, const Notification& n, const Event& event, size_t blob,
                      bool rules_again = false);
   // Lane 0: a visitor that answered natively for a while goes back to its home lane.

@@ -235,7 +235,10 @@ void Engine::ParkLane(Lane* lane) {
 // so what it asks next costs no hand-over. The lane touches the container no more after Send.
 void Engine::MoveToPrimary(Lane* lane, Container* container, const Notification& n, const Event& event, size_t blob,
                            bool rules_again) {
-  journal_->CloseReceipt(container->receipt_slot);
+  // A rule's emulation keeps its receipt open across the move (lane 0 opens the same slot again):
+  // a crash meanwhile leaves the successor the call to apply the rule to, not a bare id that
+  // would get the default.
+  if (!rules_again) journal_->CloseReceipt(container->receipt_slot);
   Handover handover;
   handover.kind = Handover::Kind::kVisit;
   handover.rules_again = rules_again;

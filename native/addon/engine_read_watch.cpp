@@ -117,6 +117,8 @@ void Engine::WatchReads() {
       }
       TakeOver(lane.get(), since);
     }
+    // What it said goes now: the lane it pushed for may be asleep, or lane 0 with no batch due.
+    queue_->Flush(MonotonicNs());
   }
 }
 

@@ -97,7 +97,7 @@ test('SIGTERM of the data plane alone is a restart: the keeper starts it again w
 
 /**
  * A workload under the filter of data plane `dp` (under seccomp-keeper) that makes DIR/first, then,
- * once released, DIR/made: the engine thread is held by strace in its NOTIF_SEND for the second
+ * once released, DIR/made: the engine thread serving it is held by strace in its NOTIF_SEND for the second
  * mkdir (received, its path read, its answer not sent) and the data plane SIGKILLed there. Before
  * the release, `prepare` runs (a policy push). Resolves with the workload's `rc=N` and whether
  * DIR/made exists.
@@ -111,8 +111,11 @@ async function killBeforeAnswer(t: TestContext, dp: RunningDataPlane, dir: strin
   await waitUntil(() => fs.existsSync(path.join(dir, 'first')), 10_000, 'the first mkdir');
   await prepare();
   const dataplane = keeperChild(keeper);
-  const engine = fs.readdirSync(`/proc/${dataplane}/task`).map(Number).find((tid) => fs.readFileSync(`/proc/${dataplane}/task/${tid}/comm`, 'utf8').startsWith('seccomp-engine'));
-  assert.ok(engine, 'no seccomp-engine thread');
+  // The engine thread that serves it: its home lane (lane 1 of two takes a lone container).
+  const lane = (await dp.status()).engineThreads.findIndex((e) => e.containers > 0);
+  const name = lane <= 0 ? 'seccomp-engine' : `seccomp-lane-${lane}`;
+  const engine = fs.readdirSync(`/proc/${dataplane}/task`).map(Number).find((tid) => fs.readFileSync(`/proc/${dataplane}/task/${tid}/comm`, 'utf8').trim() === name);
+  assert.ok(engine, `no ${name} thread`);
   // The engine thread's ioctls for the next notification: NOTIF_RECV, NOTIF_ID_VALID (after reading
   // its path), NOTIF_SEND of its answer: the third is held, the id received and not answered.
   const trace = start(t, 'strace', ['-p', String(engine), '-e', 'trace=ioctl', '-e', 'inject=ioctl:delay_enter=100000000:when=3']);
