@@ -189,8 +189,9 @@ void Engine::Stop() {
       *fd = -1;
     }
   }
-  if (self_pidfd_ >= 0 && !orphans) close(self_pidfd_);  // kept by the lanes' tables as their fds are
-  if (!orphans) self_pidfd_ = -1;
+  // Only a lane's live thread copies fds with it (Adopt), and every one has ended.
+  if (self_pidfd_ >= 0) close(self_pidfd_);
+  self_pidfd_ = -1;
   if (queue_ != nullptr) queue_->Close();
 }
 

@@ -150,6 +150,7 @@ bool Engine::Adopt(Lane* lane, Container* container, Handover* handover, bool* f
                         "); the engine thread 0 serves it, and any other whose copy fails (said once)");
     }
     handover->rehome = true;
+    container->lane.store(nullptr, std::memory_order_release);
     Send(primary_, std::move(*handover));
     *forwarded = true;
     return true;
