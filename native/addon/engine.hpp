@@ -400,6 +400,7 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   bool Adopt(Lane* lane, Container* container, Handover* handover, bool* forwarded);
   // The lane letting `container` go (LetGo): its copy closed, if the lane's table has one.
   void DropMirror(Lane* lane, Container* container);
+  // The lane's thread: the copy Adopt makes (false, errno set, when it cannot be made).
   bool MirrorFd(Lane* lane, Container* container);
   static void* BoundedReadMain(void* arg);
   bool ReadAtRestore(Container* container, const Notification& n, Event* event, size_t* blob, RestoreResult* result);

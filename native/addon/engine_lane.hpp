@@ -32,11 +32,12 @@ constexpr size_t kLaneStringsBytes = 6 * kTargetPathMax;
 // What one lane sends another (engine_lanes.cpp): a container that moves to lane 0 with the
 // notification that needs a control plane or an executor (kVisit), one going home (kHome), or one
 // whose fd is done (kRemove, to lane 0, which alone frees containers). A lane with a file table of
-// its own is handed each container it is to serve (kAdopt), and forwards to lane 0 for good one whose
-// fd it could not copy into that table (`rehome`; engine_fd_tables.cpp). And what a read that outlived the read watch
-// sends once it returns (engine_read_watch.cpp): a notification whose lane got a new thread, for the
-// lane to decide and to serve its container again (kResume); a predecessor's one, for lane 0 to
-// decide, its container served where it is (kDecide, with its journal slot).
+// its own is handed each container it is to serve (kAdopt), and forwards to lane 0 for good one
+// whose fd it could not copy into that table (`rehome`; engine_fd_tables.cpp). And what a read that
+// outlived the read watch sends once it returns (engine_read_watch.cpp): a notification whose lane
+// got a new thread, for the lane to decide and to serve its container again (kResume); a
+// predecessor's one, for lane 0 to decide, its container served where it is (kDecide, with its
+// journal slot).
 struct LaneHandover {
   enum class Kind : uint8_t { kVisit, kHome, kRemove, kResume, kDecide, kAdopt } kind = Kind::kVisit;
   uint32_t handle = 0;

@@ -45,6 +45,8 @@ function isMkdirOf(dir: string) {
 
 test('engine fd tables: lane 1 holds its container\'s notify fd at the same number while it serves it, and nothing but the engine\'s long-lived fds besides', async (t) => {
   const h = new Harness(t, { lanes: 2 });
+  // Lane 1's thread takes its table as it starts, after start() returned.
+  await waitUntil(() => h.engine.stats().lanes[1].ownFdTable, 5000, 'lane 1\'s thread to take a table of its own');
   assert.deepEqual(h.engine.stats().lanes.map((l) => l.ownFdTable), [false, true], 'lane 1 serves with a table of its own, lane 0 with the process\'s');
   const laneTable = `/proc/self/task/${threadNamed('seccomp-lane-1')}/fd`;
   const lane = () => table(laneTable);
