@@ -56,7 +56,8 @@ void Engine::PrepareFdTables(Napi::Env env) {
   if (!options_.lane_fd_tables || lanes_.size() < 2) return;
   // close_range (5.9) and pidfd_getfd (5.6): without them lanes share the table, as before.
   if (CloseRange(~0U, ~0U) != 0) {
-    queue_->PushError("close_range: " + ErrnoText(errno) + "; engine threads share the process's file table (slower by a reference on each fd a syscall names)");
+    queue_->PushError("close_range: " + ErrnoText(errno) +
+                      "; engine threads share the process's file table (a reference taken on each fd a syscall names)");
     return;
   }
   self_pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
@@ -64,6 +65,7 @@ void Engine::PrepareFdTables(Napi::Env env) {
     queue_->PushError("pidfd_open of this process: " + ErrnoText(errno) + "; engine threads share the process's file table");
     return;
   }
+  // stdio: Node opens /dev/null on any of 0-2 it found closed, so no container's fd takes them.
   kept_fds_ = {0, 1, 2, self_pidfd_};
   for (const auto& lane : lanes_) {
     kept_fds_.insert(kept_fds_.end(), {lane->epoll_fd, lane->wake_fd, lane->timer_fd});
