@@ -150,6 +150,20 @@ bool Engine::AloneServed(const Lane* lane, uint64_t now_ns) const {
   return true;
 }
 
+// Whoever may touch the container's advisor (its lane; the JS thread while parked). Apart from
+// the hot path (engine_loop.cpp): it runs only when a window changes the mode.
+bool Engine::SwitchWakeMode(Container* container, WakeModeAdvisor::Mode mode) {
+  if (!NotifySetSyncWakeUp(container->fd, mode == WakeModeAdvisor::Mode::kSync)) return false;
+  container->wake.Set(mode);
+  if (mode == WakeModeAdvisor::Mode::kSpread) {
+    spread_wake_containers_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    spread_wake_containers_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  wake_mode_switches_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
 // A lane: the loop. Like the engine thread's without sessions, channel or deadlines.
 void Engine::RunLane(Lane* lane) {
   struct epoll_event events[kMaxEpollEvents];

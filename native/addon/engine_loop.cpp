@@ -282,45 +282,6 @@ void Engine::AdviseWakeMode(Lane* lane, Container* container, const Notification
   SwitchWakeMode(container, mode);
 }
 
-// Whoever may touch the container's advisor (its lane; the JS thread while parked).
-bool Engine::SwitchWakeMode(Container* container, WakeModeAdvisor::Mode mode) {
-  if (!NotifySetSyncWakeUp(container->fd, mode == WakeModeAdvisor::Mode::kSync)) return false;
-  container->wake.Set(mode);
-  if (mode == WakeModeAdvisor::Mode::kSpread) {
-    spread_wake_containers_.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    spread_wake_containers_.fetch_sub(1, std::memory_order_relaxed);
-  }
-  wake_mode_switches_.fetch_add(1, std::memory_order_relaxed);
-  return true;
-}
-
-// Engine thread.
-void Engine::DecideDeferred() {
-  std::vector<PredecessorEmulations::Item> items;
-  {
-    std::lock_guard<std::mutex> lock(deferred_mu_);
-    items.swap(deferred_);
-    has_deferred_.store(false, std::memory_order_relaxed);
-  }
-  for (PredecessorEmulations::Item& item : items) {
-    Container* container = FindContainer(item.notification.handle);
-    if (container != nullptr) {
-      const Notification& n = item.notification;
-      item.notification.received_ns = MonotonicNs();
-      // Read on a thread of its own: its container may be served by another lane meanwhile, so
-      // this thread cannot be taken over as a lane's is (the rest of `items` is its alone).
-      Event event = NotificationEvent(n);
-      size_t blob = 0;
-      const ArgsRead read = ReadArgsBounded(container, n, &event, primary_->strings.get(), &blob, item.journal_slot);
-      if (read == ArgsRead::kOrphaned) continue;  // lane 0 decides it when read (kDecide), then frees its slot
-      if (read == ArgsRead::kRead) DecideRead(primary_, container, n, &event, blob);
-    }
-    // Decided (and journaled again where it waits) or its container is gone: the waiter's slot goes.
-    journal_->ReleaseInFlight(item.journal_slot);
-  }
-}
-
 // The container's lane.
 Engine::Outcome Engine::OnReceived(Lane* lane, Container* container, const Notification& n) {
   Event event = NotificationEvent(n);

@@ -357,4 +357,31 @@ void Engine::Restore(const std::vector<handoff::NamedFd>& fds, bool handoff, boo
   }
 }
 
+// Engine thread: the predecessor's notifications that none of its helpers carried (Restore's
+// deferred_), decided now as if just received.
+void Engine::DecideDeferred() {
+  std::vector<PredecessorEmulations::Item> items;
+  {
+    std::lock_guard<std::mutex> lock(deferred_mu_);
+    items.swap(deferred_);
+    has_deferred_.store(false, std::memory_order_relaxed);
+  }
+  for (PredecessorEmulations::Item& item : items) {
+    Container* container = FindContainer(item.notification.handle);
+    if (container != nullptr) {
+      const Notification& n = item.notification;
+      item.notification.received_ns = MonotonicNs();
+      // Read on a thread of its own: its container may be served by another lane meanwhile, so
+      // this thread cannot be taken over as a lane's is (the rest of `items` is its alone).
+      Event event = NotificationEvent(n);
+      size_t blob = 0;
+      const ArgsRead read = ReadArgsBounded(container, n, &event, primary_->strings.get(), &blob, item.journal_slot);
+      if (read == ArgsRead::kOrphaned) continue;  // lane 0 decides it when read (kDecide), then frees its slot
+      if (read == ArgsRead::kRead) DecideRead(primary_, container, n, &event, blob);
+    }
+    // Decided (and journaled again where it waits) or its container is gone: the waiter's slot goes.
+    journal_->ReleaseInFlight(item.journal_slot);
+  }
+}
+
 }  // namespace seccomp_agent

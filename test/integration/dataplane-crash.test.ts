@@ -10,7 +10,7 @@ import { startTestControlPlane } from '../support/controlplane';
 import { keeperChild, startDataPlane, type RunningDataPlane } from '../support/dataplane';
 import { attachPusher, rule } from '../support/policy-pusher';
 import { BENCH_WORKLOAD } from '../support/paths';
-import { requireStrace, start, stop } from '../support/processes';
+import { engineThreadName, requireStrace, start, stop, threadNamed } from '../support/processes';
 import { scratchDir } from '../support/scratch';
 import { runUnderFilter, startUnderFilter } from '../support/workload';
 import { waitUntil } from '../support/wait';
@@ -97,8 +97,8 @@ test('SIGTERM of the data plane alone is a restart: the keeper starts it again w
 
 /**
  * A workload under the filter of data plane `dp` (under seccomp-keeper) that makes DIR/first, then,
- * once released, DIR/made: the engine thread serving it is held by strace in its NOTIF_SEND for the second
- * mkdir (received, its path read, its answer not sent) and the data plane SIGKILLed there. Before
+ * once released, DIR/made: the engine thread serving it is held by strace in its NOTIF_SEND for the
+ * second mkdir (received, its path read, its answer not sent) and the data plane SIGKILLed there. Before
  * the release, `prepare` runs (a policy push). Resolves with the workload's `rc=N` and whether
  * DIR/made exists.
  */
@@ -112,9 +112,8 @@ async function killBeforeAnswer(t: TestContext, dp: RunningDataPlane, dir: strin
   await prepare();
   const dataplane = keeperChild(keeper);
   // The engine thread that serves it: its home lane (lane 1 of two takes a lone container).
-  const lane = (await dp.status()).engineThreads.findIndex((e) => e.containers > 0);
-  const name = lane <= 0 ? 'seccomp-engine' : `seccomp-lane-${lane}`;
-  const engine = fs.readdirSync(`/proc/${dataplane}/task`).map(Number).find((tid) => fs.readFileSync(`/proc/${dataplane}/task/${tid}/comm`, 'utf8').trim() === name);
+  const name = engineThreadName(Math.max(0, (await dp.status()).engineThreads.findIndex((e) => e.containers > 0)));
+  const engine = threadNamed(dataplane, name);
   assert.ok(engine, `no ${name} thread`);
   // The engine thread's ioctls for the next notification: NOTIF_RECV, NOTIF_ID_VALID (after reading
   // its path), NOTIF_SEND of its answer: the third is held, the id received and not answered.

@@ -11,18 +11,11 @@ import * as path from 'node:path';
 
 import type { NativeEvent, NotificationEvent } from '../../dataplane/native';
 import { EngineHarness as Harness } from '../support/engine-harness';
+import { engineThreadName, threadNamed } from '../support/processes';
 import { waitUntil } from '../support/wait';
 
 const MKDIR_SYSCALLS = ['--syscalls', 'mkdir,mkdirat'];
 const NOTIFY_LINK = 'anon_inode:seccomp notify';
-
-/** The tid of this process's thread named `name`. */
-function threadNamed(name: string): number {
-  for (const tid of fs.readdirSync('/proc/self/task')) {
-    if (fs.readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim() === name) return Number(tid);
-  }
-  throw new Error(`no thread named ${name}`);
-}
 
 /** fd number -> what it is, in the table of /proc/self/fd or of /proc/self/task/TID/fd. */
 function table(dir: string): Map<number, string> {
@@ -48,7 +41,9 @@ test('engine fd tables: lane 1 holds its container\'s notify fd at the same numb
   // Lane 1's thread takes its table as it starts, after start() returned.
   await waitUntil(() => h.engine.stats().lanes[1].ownFdTable, 5000, 'lane 1\'s thread to take a table of its own');
   assert.deepEqual(h.engine.stats().lanes.map((l) => l.ownFdTable), [false, true], 'lane 1 serves with a table of its own, lane 0 with the process\'s');
-  const laneTable = `/proc/self/task/${threadNamed('seccomp-lane-1')}/fd`;
+  const lane1 = threadNamed(process.pid, engineThreadName(1));
+  assert.ok(lane1, 'lane 1\'s thread');
+  const laneTable = `/proc/self/task/${lane1}/fd`;
   const lane = () => table(laneTable);
   const shared = () => table('/proc/self/fd');
 

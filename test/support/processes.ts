@@ -110,6 +110,22 @@ export function emulationHelperOf(dataplane: number): { helper: number; poolThre
   throw new Error(`no emulation helper among the children of data plane ${dataplane}'s threads`);
 }
 
+/** The name the engine gives engine thread `index` (native/addon: lane 0 runs ThreadMain, the others LaneMain). */
+export function engineThreadName(index: number): string {
+  return index === 0 ? 'seccomp-engine' : `seccomp-lane-${index}`;
+}
+
+/** The tid of the thread of `pid` named `name` (its comm), or undefined. */
+export function threadNamed(pid: number, name: string): number | undefined {
+  return fs.readdirSync(`/proc/${pid}/task`).map(Number).find((tid) => {
+    try {
+      return fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim() === name;
+    } catch {
+      return false;  // ended since the listing
+    }
+  });
+}
+
 /** The state letter of task `tid` of `pid` (/proc's stat: R, S, D, T, Z ...). */
 export function taskState(pid: number, tid = pid): string {
   const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
