@@ -1,5 +1,5 @@
-// Turns the medians of a bench run into the printed tables: one per scenario, ratios to the
-// reference measured in the same run beside the figures, PASS/FAIL beside each target.
+// Turns the medians of a bench run into the printed tables: one per scenario, beside the figures
+// the median of each run's ratio to the reference run paired with it, PASS/FAIL beside each target.
 import type { Machine } from './machine';
 import { machineLine } from './machine';
 import type { ScenarioParams, Metrics } from './scenario-process';
@@ -10,6 +10,8 @@ export interface RowResult {
   variant: string;
   params: ScenarioParams;
   runs: Metrics[];
+  /** The reference run paired with each run (pairing.ts); absent for a row with no reference. */
+  references?: Array<Metrics | null>;
   errors: string[];
   median: Metrics;
   ratios: Record<string, number>;
@@ -85,7 +87,7 @@ export function renderScenario(scenario: Scenario, result: ScenarioResult, runs:
 export function renderReport(report: BenchReport, scenarios: Scenario[]): string {
   const lines = [
     machineLine(report.machine),
-    `median of ${report.runs} run${report.runs === 1 ? '' : 's'} per row, ${report.seconds} s measured per run, each run a fresh process, load ${report.loadAverageAtEnd} at end${report.quick ? ' (--quick: a smoke check, not a measurement)' : ''}`,
+    `median of ${report.runs} run${report.runs === 1 ? '' : 's'} per row, ${report.seconds} s measured per run, each run a fresh process; a row compared with a reference runs right after a run of that reference made for it, its × columns the median of those pairs' ratios; load ${report.loadAverageAtEnd} at end${report.quick ? ' (--quick: a smoke check, not a measurement)' : ''}`,
     '',
   ];
   for (const result of report.scenarios) {

@@ -1,7 +1,8 @@
 // `npm run bench`: runs every scenario of scenarios.ts R times, each run of each row a fresh
-// process in its own process group, rounds interleaved so that the reference and the data plane
-// share the machine's noise; prints the machine, one table of medians per scenario with ratios
-// to the reference of the same run, and the targets.
+// process in its own process group, rounds interleaved, and each row compared with a reference
+// measured right after a run of that reference made for it (pairing.ts); prints the machine, one
+// table of medians per scenario with the median of its runs' ratios to their paired reference
+// runs, and the targets.
 //   node dist/bench/run.js [--quick] [--json] [--runs N] [--seconds S] [--only id,id] [--containers N] [--scale M]
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -11,6 +12,7 @@ import { describeMachine, machineLine } from './machine';
 import { renderReport, type BenchReport, type RowResult, type ScenarioResult } from './report';
 import type { Metrics, ScenarioParams } from './scenario-process';
 import { comparisonKey, SCENARIOS, type Scenario } from './scenarios';
+import { medianOverPairs, pairedDifference, pairedRatio, referenceMedian, roundSteps } from './pairing';
 import { medianMetrics } from './stats';
 import { evaluate, TARGETS, type TargetResult } from './targets';
 
@@ -177,30 +179,36 @@ async function main(): Promise<void> {
 
   const rows = new Map<string, RowResult>();
   const key = (scenario: string, variant: string) => `${scenario}\u0000${variant}`;
-  for (const scenario of scenarios) {
-    for (const variant of scenario.variants) {
-      const params: ScenarioParams = {
-        threads: 1, syscall: 'getppid', channel: true, ...variant.params,
-        seconds: options.seconds, warmupMs: options.warmupMs, containers: options.containers, scale: options.scale,
-      };
-      rows.set(key(scenario.id, variant.label), { variant: variant.label, params, runs: [], errors: [], median: {}, ratios: {}, targets: [] });
-    }
+  const paramsOf = (variant: Scenario['variants'][number]): ScenarioParams => ({
+    threads: 1, syscall: 'getppid', channel: true, ...variant.params,
+    seconds: options.seconds, warmupMs: options.warmupMs, containers: options.containers, scale: options.scale,
+  });
+  const steps = roundSteps(scenarios, SCENARIOS);
+  for (const { scenario, variant, reference } of steps) {
+    rows.set(key(scenario.id, variant.label), {
+      variant: variant.label, params: paramsOf(variant), runs: [], references: reference ? [] : undefined, errors: [], median: {}, ratios: {}, targets: [],
+    });
   }
+  const measure = async (run: number, scenario: Scenario, variant: Scenario['variants'][number], folder: string, what: string) => {
+    const outcome = await runOnce(scenario, { ...paramsOf(variant), dir: path.join(root, `${run}-${folder}`) });
+    const label = `run ${run}/${options.runs}  ${scenario.id} / ${variant.label}${what}`;
+    process.stderr.write(`${label}: ${outcome.metrics ? summarize(outcome.metrics) : `FAILED: ${outcome.error}`}\n`);
+    return outcome;
+  };
   for (let run = 1; run <= options.runs; run++) {
-    for (const scenario of scenarios) {
-      for (const [index, variant] of scenario.variants.entries()) {
-        const row = rows.get(key(scenario.id, variant.label))!;
-        const params = { ...row.params, dir: path.join(root, `${run}-${scenario.id}-${index}`) };
-        const outcome = await runOnce(scenario, params);
-        const label = `run ${run}/${options.runs}  ${scenario.id} / ${variant.label}`;
-        if (outcome.metrics) {
-          row.runs.push(outcome.metrics);
-          process.stderr.write(`${label}: ${summarize(outcome.metrics)}\n`);
-        } else {
-          row.errors.push(outcome.error ?? 'failed');
-          process.stderr.write(`${label}: FAILED: ${outcome.error}\n`);
-        }
+    for (const { scenario, variant, index, reference } of steps) {
+      const row = rows.get(key(scenario.id, variant.label))!;
+      const paired = reference
+        ? await measure(run, reference.scenario, reference.variant, `${scenario.id}-${index}-reference`, ` (paired with ${scenario.id} / ${variant.label})`)
+        : undefined;
+      const outcome = await measure(run, scenario, variant, `${scenario.id}-${index}`, '');
+      if (outcome.metrics) {
+        row.runs.push(outcome.metrics);
+        row.references?.push(paired?.metrics ?? null);
+      } else {
+        row.errors.push(outcome.error ?? 'failed');
       }
+      if (paired?.error) row.errors.push(`its paired reference run: ${paired.error}`);
     }
   }
 
@@ -214,17 +222,14 @@ async function main(): Promise<void> {
   for (const scenario of scenarios) {
     for (const variant of scenario.variants) {
       const row = rows.get(key(scenario.id, variant.label))!;
-      const reference = scenario.reference ? rows.get(key(scenario.reference, variant.referenceVariant ?? variant.label)) : undefined;
       for (const ratio of scenario.ratios ?? []) {
-        const mine = row.median[ratio.key];
-        const theirs = reference?.median[ratio.key];
-        if (mine === undefined || theirs === undefined) continue;
-        if (ratio.kind === 'difference') row.ratios[comparisonKey(ratio)] = mine - theirs;
-        else if (ratio.kind === 'reference') row.ratios[comparisonKey(ratio)] = theirs;
-        else if (theirs) row.ratios[ratio.key] = mine / theirs;
+        const value = ratio.kind === 'difference' ? medianOverPairs(row, pairedDifference(ratio.key))
+          : ratio.kind === 'reference' ? referenceMedian(row, ratio.key)
+            : medianOverPairs(row, pairedRatio(ratio.key));
+        if (value !== undefined) row.ratios[comparisonKey(ratio)] = value;
       }
       for (const target of TARGETS.filter((t) => t.scenario === scenario.id && t.variant === variant.label)) {
-        const result = evaluate(target, row.runs.length > 0 ? row.median : undefined, reference?.runs.length ? reference.median : undefined);
+        const result = evaluate(target, row);
         row.targets.push(result);
         allTargets.push(result);
       }

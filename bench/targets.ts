@@ -1,5 +1,7 @@
-// The figures the issues promise, checked against the medians of this run. A target names the
-// scenario row it judges; `value` gets that row's medians and those of its reference row.
+// The figures the issues promise, checked on this run. A target names the scenario row it judges;
+// `value` gets one run of that row and the reference run paired with it (pairing.ts), and the
+// target judges the median of those values over the runs.
+import { medianOverPairs, pairedRatio, type PairedRuns } from './pairing';
 import type { Metrics } from './scenario-process';
 
 export interface Target {
@@ -28,16 +30,13 @@ export interface TargetResult {
   text: string;
 }
 
-const ratio = (key: string) => (row: Metrics, reference: Metrics | undefined) =>
-  reference && row[key] !== undefined && reference[key] ? row[key] / reference[key] : undefined;
+const ratio = pairedRatio;
 
 const inverseRatio = (key: string) => (row: Metrics, reference: Metrics | undefined) =>
   reference && row[key] && reference[key] !== undefined ? reference[key] / row[key] : undefined;
 
-// containers: the latency beside M against beside 1, paired within each run (containers.ts says why);
-// a report from before the pairing divides the two medians.
-const besideVsAlone = (row: Metrics) =>
-  row.besideVsAlone ?? (row.besideP50Us !== undefined && row.aloneP50Us ? row.besideP50Us / row.aloneP50Us : undefined);
+// containers: the latency beside M against beside 1, paired within each run (containers.ts says why).
+const besideVsAlone = (row: Metrics) => row.besideVsAlone;
 
 export const TARGETS: Target[] = [
   // Issue 2: (b) <= 1.3x (a) per intercepted syscall. Judged twice: on the median round trip
@@ -94,8 +93,8 @@ export function formatTargetValue(value: number, unit: string): string {
   return `${value.toFixed(1)}${unit}`;
 }
 
-export function evaluate(target: Target, row: Metrics | undefined, reference: Metrics | undefined): TargetResult {
-  const value = row ? target.value(row, reference) : undefined;
+export function evaluate(target: Target, row: PairedRuns): TargetResult {
+  const value = medianOverPairs(row, target.value);
   const pass = value !== undefined && (target.atMost ? value <= target.limit : value >= target.limit);
   const bound = `${target.atMost ? '≤' : '≥'} ${formatTargetValue(target.limit, target.unit)}`;
   const text = value === undefined
