@@ -35,6 +35,17 @@ test('pairing: every row with a reference is measured right after a run of that 
   assert.deepEqual([noisy?.reference?.scenario.id, noisy?.reference?.variant.label], ['noisy-neighbour-reference', 'neighbour getppid × 8']);
 });
 
+test('pairing: the rows judged within 5-10% of bare C run three pairs a round, the rest one', () => {
+  const tight = SCENARIOS.flatMap((s) => s.variants.filter((v) => (v.pairsPerRound ?? 1) > 1).map((v) => `${s.id} / ${v.label} × ${v.pairsPerRound}`));
+  assert.deepEqual(tight, [
+    'reference-threaded / getppid, 1 thread × 3', 'reference-threaded / getppid, 1 thread, own fd table × 3',
+    'dataplane-default / getppid, 1 thread × 3', 'fast-path / (d) getppid, 1 thread × 3',
+  ]);
+  // The reference's own rows and (c) share dataplane-default's variant list: untouched.
+  assert.equal(scenario('reference').variants[0].pairsPerRound, undefined);
+  assert.equal(scenario('dataplane-attached').variants[0].pairsPerRound, undefined);
+});
+
 test('pairing: an --only selection still pairs with a reference scenario it did not select', () => {
   const steps = roundSteps([scenario('fast-path')], SCENARIOS);
   assert.deepEqual(steps.map((s) => s.reference?.scenario.id), ['reference', 'reference', 'reference']);

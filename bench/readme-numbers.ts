@@ -63,7 +63,7 @@ const signed = (n: number, unit: string) => `${n >= 0 ? '+' : '−'}${Math.abs(n
 export function renderReadmeNumbers(report: BenchReport): string {
   if (report.quick) throw new Error('a --quick report is a smoke check, not a measurement');
   const lines = [
-    `Medians of ${report.runs} runs per row, each run a fresh process right after a run of its bare C reference made for it; × and overhead are the medians of those pairs' ratios and differences, bare C p50 the median of the paired reference runs; on ${report.machine.cpu} (${report.machine.cores} cores, ${report.machine.kernel}); load ${report.machine.loadAverage} at start, ${report.loadAverageAtEnd} at end.`,
+    `Medians of ${report.runs} runs per row (more where a row says so), each run a fresh process right after a run of its bare C reference made for it; × and overhead are the medians of those pairs' ratios and differences, bare C p50 the median of the paired reference runs; on ${report.machine.cpu} (${report.machine.cores} cores, ${report.machine.kernel}); load ${report.machine.loadAverage} at start, ${report.loadAverageAtEnd} at end.`,
     '',
     '| path | p50 | bare C p50 | × bare C | overhead | rate × bare C |',
     '|---|---|---|---|---|---|',
@@ -75,7 +75,8 @@ export function renderReadmeNumbers(report: BenchReport): string {
       const calls = run.callsPerSec ?? run.decisionsPerSec;
       return reference?.callsPerSec && calls !== undefined ? calls / reference.callsPerSec : undefined;
     });
-    lines.push(`| ${r.label} | ${us(metric(mine, 'p50Us', 'p50'))} | ${us(bare)} | ${times(paired(mine, pairedRatio('p50Us'), 'p50 ratio'))} | ${signed(paired(mine, pairedDifference('p50Us'), 'p50 difference'), 'µs')} | ${rate !== undefined ? times(rate) : ''} |`);
+    const count = mine.runs.length !== report.runs ? ` (${mine.runs.length} runs)` : '';
+    lines.push(`| ${r.label}${count} | ${us(metric(mine, 'p50Us', 'p50'))} | ${us(bare)} | ${times(paired(mine, pairedRatio('p50Us'), 'p50 ratio'))} | ${signed(paired(mine, pairedDifference('p50Us'), 'p50 difference'), 'µs')} | ${rate !== undefined ? times(rate) : ''} |`);
   }
   const many = row(report, 'containers', '1 vs N containers');
   const n = metric(many, 'containers', 'N');

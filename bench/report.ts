@@ -78,8 +78,9 @@ export function renderScenario(scenario: Scenario, result: ScenarioResult, runs:
   const lines = [`${result.title}`, `  ${result.about}`, ...renderTable(header, rows).map((l) => `  ${l}`)];
   for (const row of result.rows) {
     if (row.errors.length > 0 && row.runs.length > 0) {
-      lines.push(`  ${row.variant}: ${row.errors.length} of ${runs} runs failed: ${row.errors[0]}`);
+      lines.push(`  ${row.variant}: ${row.errors.length} of ${row.runs.length + row.errors.length} runs failed: ${row.errors[0]}`);
     }
+    if (row.runs.length > runs) lines.push(`  ${row.variant}: medians of ${row.runs.length} runs (${row.runs.length / runs} pairs a round: its target is within a few percent of its reference)`);
   }
   return lines;
 }

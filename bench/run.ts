@@ -198,17 +198,20 @@ async function main(): Promise<void> {
   for (let run = 1; run <= options.runs; run++) {
     for (const { scenario, variant, index, reference } of steps) {
       const row = rows.get(key(scenario.id, variant.label))!;
-      const paired = reference
-        ? await measure(run, reference.scenario, reference.variant, `${scenario.id}-${index}-reference`, ` (paired with ${scenario.id} / ${variant.label})`)
-        : undefined;
-      const outcome = await measure(run, scenario, variant, `${scenario.id}-${index}`, '');
-      if (outcome.metrics) {
-        row.runs.push(outcome.metrics);
-        row.references?.push(paired?.metrics ?? null);
-      } else {
-        row.errors.push(outcome.error ?? 'failed');
+      for (let pair = 1; pair <= (variant.pairsPerRound ?? 1); pair++) {
+        const folder = `${scenario.id}-${index}-${pair}`;
+        const paired = reference
+          ? await measure(run, reference.scenario, reference.variant, `${folder}-reference`, ` (paired with ${scenario.id} / ${variant.label})`)
+          : undefined;
+        const outcome = await measure(run, scenario, variant, folder, '');
+        if (outcome.metrics) {
+          row.runs.push(outcome.metrics);
+          row.references?.push(paired?.metrics ?? null);
+        } else {
+          row.errors.push(outcome.error ?? 'failed');
+        }
+        if (paired?.error) row.errors.push(`its paired reference run: ${paired.error}`);
       }
-      if (paired?.error) row.errors.push(`its paired reference run: ${paired.error}`);
     }
   }
 

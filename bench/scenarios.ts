@@ -16,6 +16,13 @@ export interface Variant {
   params: Partial<ScenarioParams>;
   /** The reference row it is compared with, when not the one of the same label. */
   referenceVariant?: string;
+  /**
+   * Pairs (a reference run, then this row's) made each round; 1 unless told. A row whose target is
+   * within a few percent of its reference needs more than five: on the bench's VM two bare C runs
+   * a minute apart differ by up to 15% (which CPUs a fresh process's threads land on), so the
+   * median of five pairs' ratios still moves by more than the target's margin.
+   */
+  pairsPerRound?: number;
 }
 
 export interface Ratio {
@@ -23,8 +30,9 @@ export interface Ratio {
   key: string;
   title: string;
   /**
-   * 'ratio' (the default): this row's median divided by the reference's; 'difference': this row's
-   * minus the reference's (printed signed, with `digits`); 'reference': the reference's median itself.
+   * Each over the row's runs and the reference runs paired with them (pairing.ts): 'ratio' (the
+   * default): the median of run / reference run; 'difference': the median of run minus reference
+   * run (printed signed, with `digits`); 'reference': the paired reference runs' median itself.
    */
   kind?: 'ratio' | 'difference' | 'reference';
   digits?: number;
@@ -50,6 +58,9 @@ export interface Scenario {
   /** Extra time a run may take beyond its measured seconds (start-up, many processes). */
   slackSeconds?: number;
 }
+
+/** Pairs a round for the rows judged within 5-10% of bare C ((b), (d) and (b)'s context rows). */
+const TIGHT_PAIRS = 3;
 
 /** The per-syscall rows: the notify round trip (getppid) and the path-string one (mkdir). */
 const WORKLOAD_VARIANTS: Variant[] = [
@@ -140,8 +151,10 @@ export const SCENARIOS: Scenario[] = [
       + '"own fd table": its answering thread unshares its file table (unshare(CLONE_FILES)), so the kernel takes no reference on the file of each epoll_wait and ioctl, as for a single-threaded process',
     script: 'reference',
     variants: [
-      { label: 'getppid, 1 thread', params: { threads: 1, syscall: 'getppid', idleThreads: 1 } },
-      { label: 'getppid, 1 thread, own fd table', params: { threads: 1, syscall: 'getppid', idleThreads: 1, ownFdTable: true }, referenceVariant: 'getppid, 1 thread' },
+      { label: 'getppid, 1 thread', params: { threads: 1, syscall: 'getppid', idleThreads: 1 }, pairsPerRound: TIGHT_PAIRS },
+      {
+        label: 'getppid, 1 thread, own fd table', params: { threads: 1, syscall: 'getppid', idleThreads: 1, ownFdTable: true }, referenceVariant: 'getppid, 1 thread', pairsPerRound: TIGHT_PAIRS,
+      },
     ],
     columns: [{ key: 'callsPerSec', title: 'calls/s', digits: 0 }, ...LATENCY_COLUMNS],
     reference: 'reference',
@@ -162,7 +175,7 @@ export const SCENARIOS: Scenario[] = [
     title: '(b) data plane, default path (no control plane)',
     about: 'seccomp-dataplane answers continue natively on its epoll thread; JS hears of it afterwards',
     script: 'dataplane-default',
-    variants: WORKLOAD_VARIANTS,
+    variants: WORKLOAD_VARIANTS.map((v) => (v.label === 'getppid, 1 thread' ? { ...v, pairsPerRound: TIGHT_PAIRS } : v)),
     columns: [
       { key: 'callsPerSec', title: 'calls/s', digits: 0 }, ...LATENCY_COLUMNS,
       { key: 'eventsDropped', title: 'events dropped', digits: 0 }, { key: 'rssMiB', title: 'RSS MiB', digits: 1 },
@@ -227,7 +240,7 @@ export const SCENARIOS: Scenario[] = [
     about: 'seccomp-controlplane --no-kubernetes pushes each container\'s compiled policy; the engine thread answers from it: getppid of a container without policy keys (continue), mkdir of a MKDIR_TMPL container (emulated by the helper, "-bench-pod" suffix); no JS, no gRPC per call',
     script: 'fast-path',
     variants: [
-      { label: '(d) getppid, 1 thread', params: { threads: 1, syscall: 'getppid' }, referenceVariant: 'getppid, 1 thread' },
+      { label: '(d) getppid, 1 thread', params: { threads: 1, syscall: 'getppid' }, referenceVariant: 'getppid, 1 thread', pairsPerRound: TIGHT_PAIRS },
       { label: '(d) getppid, 8 threads', params: { threads: 8, syscall: 'getppid' }, referenceVariant: 'getppid, 8 threads' },
       { label: '(e) MKDIR_TMPL mkdir, 1 thread', params: { threads: 1, syscall: 'mkdir' }, referenceVariant: 'mkdir, 1 thread' },
     ],
