@@ -414,3 +414,45 @@ test('decision channel 8 parallel workers: every notification arrives once on th
     { pending: 0, channelDecisions: seen.size, decisionsDropped: 0, eventsDropped: 0 },
   );
 });
+
+test('decision channel with nobody watching: no event per notification or answer, a tally counts them; respond() and a watcher still see each', async (t) => {
+  const h = new Harness(t);
+  h.engine.setDetailedEvents(false);
+  const client = await h.attachChannel(h.open(1));
+  let answerOnChannel = true;
+  client.onFrame = (frame) => {
+    if (frame.type === 'notification' && answerOnChannel) client.decide([decision(frame.notification, ChannelDecisionKind.Continue)]);
+  };
+  const script = 'for i in 1 2 3 4; do (for j in $(seq 1 25); do mkdir "$0/$i-$j"; done) & done; wait';
+  const result = await h.run(['--syscalls', 'mkdir,mkdirat'], ['/bin/sh', '-c', script, h.dir]).exit;
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(fs.readdirSync(h.dir).filter((name) => /^\d+-\d+$/.test(name)).length, 100);
+  const asked = client.notifications().length;
+  assert.ok(asked >= 100, `${asked} notifications on the channel`);
+  // The counts come in tallies, at the batch delay.
+  const counted = () => h.events.reduce((sum, e) => sum + (e.type === 'tally' && e.by === AnsweredBy.ANSWERED_BY_CONTROL_PLANE ? e.count : 0), 0);
+  await h.until(() => (counted() === asked ? true : undefined), `tallies counting the ${asked} decisions (${counted()} so far)`);
+  assert.equal(h.events.filter((e) => e.type === 'notification' || e.type === 'answered').length, 0, 'no event each');
+
+  // Decided through respond() (gRPC, the control plane's other way) instead: JS counts it from `notified`.
+  answerOnChannel = false;
+  const byRespond = path.join(h.dir, 'by-respond');
+  const respondRun = h.mkdir(byRespond);
+  const n = await client.waitNotification(mkdirOf(byRespond), 'the mkdir');
+  const responded = h.engine.respond(Number(n.handle), n.id, { kind: 'continue' }, 1);
+  assert.deepEqual({ status: responded.status, notified: responded.notified }, { status: 'ok', notified: { nr: n.syscallNr, arch: n.arch } });
+  assert.equal((await respondRun.exit).code, 0);
+
+  // Someone watches: the notification and its answer are events again, the answer not standing for it.
+  h.engine.setDetailedEvents(true);
+  answerOnChannel = true;
+  const watched = path.join(h.dir, 'watched');
+  assert.equal((await h.mkdir(watched).exit).code, 0);
+  const event = await h.waitFor(isEventMkdirOf(watched), 'its notification event');
+  assert.equal(event.viaChannel, true);
+  const answered = await h.waitFor((e) => e.type === 'answered' && e.id === event.id, 'its answered event');
+  assert.ok(answered.type === 'answered');
+  assert.deepEqual({ by: answered.by, notified: answered.notified }, { by: AnsweredBy.ANSWERED_BY_CONTROL_PLANE, notified: null });
+  assert.equal(counted(), asked, 'nothing more tallied');
+  assert.equal(h.engine.stats().decisionsDropped, 0);
+});

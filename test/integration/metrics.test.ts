@@ -23,8 +23,9 @@ test('seccomp-dataplane --metrics-addr: notifications by syscall, answers by who
   assert.equal((await fetch(`${url}/nothing`)).status, 404);
 });
 
-test('seccomp-controlplane --metrics-addr: /healthz says ok once attached, and metrics count decisions', async (t) => {
-  const dp = await startDataPlane(t);
+test('seccomp-controlplane --metrics-addr: /healthz says ok once attached, and metrics count decisions (the data plane\'s too, with nobody watching)', async (t) => {
+  const dp = await startDataPlane(t, ['--metrics-addr', '127.0.0.1:0']);
+  const dpUrl = await metricsUrl(dp.proc);
   // --fast-path=false: with policy.v1 the data plane answers the continue natively, and this
   // counts the control plane's own decisions.
   const cp = await startControlPlane(t, dp, ['--no-kubernetes', '--fast-path=false', '--metrics-addr', '127.0.0.1:0']);
@@ -36,4 +37,13 @@ test('seccomp-controlplane --metrics-addr: /healthz says ok once attached, and m
   const body = await (await fetch(`${url}/metrics`)).text();
   assert.match(body, /^seccomp_agent_controlplane_decisions_total\{action="continue"\} 1$/m);
   assert.match(body, /^seccomp_agent_controlplane_attached 1$/m);
+  // Asked over the decision channel while nobody watches: no event each, counted in the engine's tally.
+  let dpBody = '';
+  for (const deadline = Date.now() + 5000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 20))) {
+    dpBody = await (await fetch(`${dpUrl}/metrics`)).text();
+    if (/^seccomp_agent_answers_total\{answered_by="control_plane"\} 1$/m.test(dpBody)) break;
+  }
+  assert.match(dpBody, /^seccomp_agent_answers_total\{answered_by="control_plane"\} 1$/m);
+  assert.match(dpBody, /^seccomp_agent_notifications_total\{syscall="mkdir"\} 1$/m);
+  assert.match(dpBody, /^seccomp_agent_decision_latency_seconds_count\{answered_by="control_plane"\} 1$/m);
 });
