@@ -120,7 +120,7 @@ export class DataPlane {
     const { containers, counters, hub, engine } = this;
     const ledger = (this.ledger = new AnswerLedger(counters, containers, hub));
     const sessions = (this.sessions = new SessionRegistry(config, log, engine, containers, hub));
-    const decisions = new DecisionApplier(config, log, engine, containers, counters, ledger, sessions, hub, addon.suffixedPath, (nr, arch) => this.syscallName(nr, arch));
+    const decisions = new DecisionApplier(config, log, engine, containers, counters, ledger, sessions, hub, addon.suffixedPath);
     const policies = new PolicyApplier(log, engine, containers, counters, sessions);
     this.events = new EngineEvents({
       config, log, engine, containers, counters, hub, ledger, sessions, decisions, policies,

@@ -28,18 +28,7 @@ export class DecisionApplier {
     private readonly hub: WatchHub,
     /** The addon's suffixedPath: builds a mkdir decision's path from its suffix (MKDIR_SUFFIX_FEATURE). */
     private readonly suffixedPath: SuffixedPath,
-    private readonly syscallName: (nr: number, arch: number) => string,
   ) {}
-
-  /**
-   * engine.respond, counting the notification when JS never had an event for it (asked over the
-   * decision channel while nobody watched: the engine reports that as `notified`).
-   */
-  private respond(handle: ContainerHandle, id: bigint, decision: Parameters<DecisionEngine['respond']>[2], session: number): RespondResult {
-    const result = this.engine.respond(handle, id, decision, session);
-    if (result.notified) this.ledger.countNotifications(this.syscallName(result.notified.nr, result.notified.arch));
-    return result;
-  }
 
   onDecisions(session: AttachSession, decisions: Decision[]): void {
     for (const decision of decisions) {
@@ -84,7 +73,7 @@ export class DecisionApplier {
 
   /** Answers a notification with the default action now, for whichever session holds it. */
   answerWithDefault(handle: ContainerHandle, id: bigint, containerId: string, syscall: string, by: AnsweredBy): void {
-    const result = this.respond(handle, id, this.config.defaultAction, 0);
+    const result = this.engine.respond(handle, id, this.config.defaultAction, 0);
     if (result.status === 'unknown' || result.status === 'late') return; // the engine answered it already and reported so
     this.ledger.record(handle, id, containerId, syscall, by, outcomeOf(this.config.defaultAction, result.status === 'gone'), result.latencyNs);
   }
@@ -96,7 +85,7 @@ export class DecisionApplier {
     const nativeDecision = toNativeDecision(decision, this.containers.initPidOf(handle), this.suffixedPath);
     if (typeof nativeDecision === 'string') {
       // Answer with the default now (only if this session owns it) rather than leave it to the deadline.
-      const result = this.respond(handle, decision.id, this.config.defaultAction, session.number);
+      const result = this.engine.respond(handle, decision.id, this.config.defaultAction, session.number);
       if (result.status === 'unknown' || result.status === 'late') return this.rejectUnknown(session, decision, result.status === 'late');
       this.counters.decisionsInvalid++;
       this.reject(session, decision, 'invalid', `${nativeDecision}; the default action answered`);
@@ -105,7 +94,7 @@ export class DecisionApplier {
     }
     let result: RespondResult;
     try {
-      result = this.respond(handle, decision.id, nativeDecision, session.number);
+      result = this.engine.respond(handle, decision.id, nativeDecision, session.number);
     } catch (err) {
       // The engine refused its arguments (e.g. a mkdir decision for a mount): the notification is still pending.
       this.counters.decisionsInvalid++;

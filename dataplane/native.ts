@@ -146,7 +146,7 @@ export interface AnsweredEvent {
   latencyNs: bigint;
   /**
    * Set when no 'notification' event was sent for it (setDetailedEvents(false) and answered
-   * natively, or asked over the decision channel): this event counts as its notification too.
+   * natively): this event counts as its notification too.
    */
   notified: { nr: number; arch: number } | null;
   /** by FAST_PATH: the index of the rule of the container's policy that answered (-1 otherwise). */
@@ -154,10 +154,8 @@ export interface AnsweredEvent {
 }
 
 /**
- * Answers the engine thread gave by itself (by DEFAULT_NO_CONTROL_PLANE or FAST_PATH), or a control
- * plane over the decision channel (CONTROL_PLANE), while nobody watches (setDetailedEvents(false)),
- * counted natively instead of one 'answered' event each (and, for the channel's, no 'notification'
- * event either): per
+ * Answers the engine thread gave by itself (by DEFAULT_NO_CONTROL_PLANE or FAST_PATH) while nobody
+ * watches (setDetailedEvents(false)), counted natively instead of one 'answered' event each: per
  * batch, one of these per container, syscall, who answered and whether the target was gone. Each
  * stands for `count` notifications and their answers.
  */
@@ -266,8 +264,6 @@ export type RespondStatus = 'ok' | 'unknown' | 'late' | 'gone' | 'accepted';
 export interface RespondResult {
   status: RespondStatus;
   latencyNs: bigint;
-  /** Set when JS had no 'notification' event for it (asked over the decision channel while nobody watched): count it. */
-  notified?: { nr: number; arch: number };
 }
 
 export interface NativeStats {

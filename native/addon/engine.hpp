@@ -169,10 +169,8 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   void SetDetailedEvents(bool detailed) { detailed_events_.store(detailed, std::memory_order_relaxed); }
   void SetDecisionTimeoutNs(uint64_t ns);
   // JS thread. Answers a notification `session` owns (0: whatever its owner); kUnknown when it is
-  // not pending or another session owns it. *unseen: set when JS had no event for the
-  // notification (asked over the decision channel while nobody watched): JS counts it.
-  RespondStatus Respond(uint32_t handle, uint64_t id, const Answer& answer, uint64_t session, uint64_t* latency_ns,
-                        Unseen* unseen);
+  // not pending or another session owns it.
+  RespondStatus Respond(uint32_t handle, uint64_t id, const Answer& answer, uint64_t session, uint64_t* latency_ns);
   // JS thread. The control plane answers (handle, id) later on purpose (a Hold): its deadline moves
   // to now + hold_ns + the decision timeout. kUnknown / kLate as Respond (nothing is answered).
   RespondStatus ExtendDeadline(uint32_t handle, uint64_t id, uint64_t hold_ns, uint64_t session);
@@ -303,11 +301,6 @@ class Engine : private ChannelSessions, private PendingTable::Owners {
   // Under mu_: the 'answered' event of an entry the pending table answered; `by` for an owned one
   // (a held one was never seen by JS: by no control plane, and this event counts it).
   void PushSettled(const PendingTable::Answered& a, AnsweredBy by, bool urgent);
-  // What an answer's event must count for an entry JS had no event of (held, or asked over the
-  // channel while nobody watched); Unseen() when JS had one.
-  static Unseen UnseenOf(const PendingEntry& entry) {
-    return entry.owner == nullptr || !entry.reported ? Unseen{entry.notification.nr, entry.notification.arch} : Unseen();
-  }
 
   // engine_rules.cpp
   // A lane (or the JS thread in Restore, `lane` null and mu_ held): the container's policy applied

@@ -444,7 +444,6 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     uint64_t session = 0;
     if (!ParseSession(env, info[3], "respond(handle, id, decision, session)", 0, &session)) return env.Undefined();
     uint64_t latency = 0;
-    Unseen unseen;
     Engine::RespondStatus status;
     Engine::EmulatedDecision emulated;
     bool is_emulated = false;
@@ -464,7 +463,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
     } else {
       Answer answer;
       if (!ParseAnswer(env, info[2], true, &answer)) return env.Undefined();
-      status = engine_->Respond(handle, id, answer, session, &latency, &unseen);
+      status = engine_->Respond(handle, id, answer, session, &latency);
     }
     Napi::Object result = Napi::Object::New(env);
     result.Set("status", status == Engine::RespondStatus::kOk         ? "ok"
@@ -473,12 +472,6 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
                          : status == Engine::RespondStatus::kLate     ? "late"
                                                                       : "unknown");
     result.Set("latencyNs", Napi::BigInt::New(env, latency));
-    if (unseen.nr != Unseen::kNone) {
-      Napi::Object notified = Napi::Object::New(env);
-      notified.Set("nr", unseen.nr);
-      notified.Set("arch", unseen.arch);
-      result.Set("notified", notified);
-    }
     return result;
   }
 

@@ -74,7 +74,7 @@ Engine::RespondStatus Engine::RespondEmulated(uint32_t handle, uint64_t id, cons
       *latency_ns = a.latency_ns;
       drained = a.drained;
       failed = true;
-      PushAnswered(handle, id, AnsweredBy::kControlPlane, answer, a.result, a.latency_ns, true, UnseenOf(a.entry), -1, decision.kind);
+      PushAnswered(handle, id, AnsweredBy::kControlPlane, answer, a.result, a.latency_ns, true, Unseen(), -1, decision.kind);
       if (a.result == SendResult::kFailed) {
         queue_->PushError("NOTIF_SEND of EPERM for the emulated " + std::string(EmulatedTitle(decision.kind)) +
                           " of notification " + std::to_string(id) + " of container " + std::to_string(handle) +
@@ -83,7 +83,7 @@ Engine::RespondStatus Engine::RespondEmulated(uint32_t handle, uint64_t id, cons
     } else {
       const PendingEntry entry = pending_.Take(handle, id, &drained);
       *latency_ns = Elapsed(entry.notification.received_ns, MonotonicNs());
-      DispatchEmulationLocked(entry, decision, AnsweredBy::kControlPlane, -1, UnseenOf(entry));
+      DispatchEmulationLocked(entry, decision, AnsweredBy::kControlPlane, -1, Unseen());
     }
   }
   if (failed || drained) queue_->Flush();

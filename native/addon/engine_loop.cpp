@@ -330,9 +330,6 @@ Engine::Outcome Engine::DecideUnanswered(Lane* lane, Container* container, const
   Event& event = *event_in;
   uint64_t owner = 0;
   bool held = false;
-  // Asked over the channel while nobody watches: JS gets no event for it; its answer is counted
-  // (tallied, or its 'answered' event stands for it), as the default and fast paths' answers are.
-  bool quiet = false;
   ChannelConn* conn = nullptr;
   if (lane == primary_ && (active_session_.load(std::memory_order_acquire) != 0 ||
                            hold_until_ns_.load(std::memory_order_relaxed) > n.received_ns)) {
@@ -347,10 +344,9 @@ Engine::Outcome Engine::DecideUnanswered(Lane* lane, Container* container, const
       if (held) {
         pending_.Add(container, nullptr, n, deadline, HoldStrings(event, strings, blob));
       } else {
-        conn = session->channel;  // freed only by this thread
-        quiet = conn != nullptr && !detailed_events_.load(std::memory_order_relaxed);
-        pending_.Add(container, session, n, deadline, HeldStrings(), /*reported=*/!quiet);
+        pending_.Add(container, session, n, deadline);
         owner = session->id;
+        conn = session->channel;  // freed only by this thread
       }
     }
   }
@@ -363,12 +359,6 @@ Engine::Outcome Engine::DecideUnanswered(Lane* lane, Container* container, const
     // On the channel the control plane has it at the end of this iteration; JS only reports it,
     // so its event may wait for the batch. Otherwise JS forwards it: due at once.
     event.via_channel = conn != nullptr && channel_->QueueNotification(conn, event, strings, container->container_id);
-    if (quiet && event.via_channel) return Outcome::kAsked;
-    if (quiet) {
-      // Not queued after all (JS forwards it): it gets its event, and its answer counts nothing more.
-      std::lock_guard<std::mutex> lock(mu_);
-      pending_.SetReported(n.handle, n.id, true);
-    }
     queue_->Push(event, strings, blob, !event.via_channel);
     return Outcome::kAsked;
   }
@@ -490,9 +480,12 @@ Event Engine::AnsweredEvent(uint32_t handle, uint64_t id, AnsweredBy by, const A
 // Any thread, under mu_.
 void Engine::PushSettled(const PendingTable::Answered& a, AnsweredBy by, bool urgent) {
   const Notification& n = a.entry.notification;
-  // Held, and no control plane came: JS never saw it, so this answer counts it.
-  PushAnswered(n.handle, n.id, a.entry.owner == nullptr ? AnsweredBy::kNoControlPlane : by, a.sent, a.result, a.latency_ns,
-               urgent, UnseenOf(a.entry));
+  if (a.entry.owner == nullptr) {
+    // Held, and no control plane came: JS never saw it, so this answer counts it.
+    PushAnswered(n.handle, n.id, AnsweredBy::kNoControlPlane, a.sent, a.result, a.latency_ns, urgent, Unseen{n.nr, n.arch});
+  } else {
+    PushAnswered(n.handle, n.id, by, a.sent, a.result, a.latency_ns, urgent);
+  }
 }
 
 }  // namespace seccomp_agent

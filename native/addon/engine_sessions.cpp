@@ -209,13 +209,8 @@ void Engine::ApplyDecisions(ChannelConn* conn, uint64_t session, const decision_
     if (a.result == SendResult::kFailed) {
       queue_->PushError("NOTIF_SEND of a channel decision for notification " + std::to_string(n.id) + " of container " +
                         std::to_string(n.handle) + " failed: " + ErrnoText(a.err) + "; answered it with the default action");
-    } else if (!a.entry.reported && by == AnsweredBy::kControlPlane && !detailed_events_.load(std::memory_order_relaxed)) {
-      // Nobody watches and JS never had its notification: counted with the others, no event each
-      // (two events per decision were most of the data plane's JS work under a control-plane flood).
-      TallyAnswer(primary_, n.handle, n.nr, n.arch, by, a.result, a.latency_ns, NowOf(primary_));
-      return;
     }
-    PushAnswered(n.handle, n.id, by, a.sent, a.result, a.latency_ns, false, UnseenOf(a.entry));
+    PushAnswered(n.handle, n.id, by, a.sent, a.result, a.latency_ns, false);
   };
   for (size_t i = 0; i < count; i++) {
     const decision_channel::DecisionBody& d = decisions[i];
@@ -245,9 +240,8 @@ Engine::RespondStatus Engine::ExtendDeadline(uint32_t handle, uint64_t id, uint6
 }
 
 Engine::RespondStatus Engine::Respond(uint32_t handle, uint64_t id, const Answer& answer, uint64_t session,
-                                      uint64_t* latency_ns, Unseen* unseen) {
+                                      uint64_t* latency_ns) {
   *latency_ns = 0;
-  *unseen = Unseen();
   if (handed_over_) return RespondStatus::kUnknown;  // the successor answers everything now
   PendingTable::Answered a;
   {
@@ -263,7 +257,6 @@ Engine::RespondStatus Engine::Respond(uint32_t handle, uint64_t id, const Answer
     a = pending_.Settle(handle, id, reason == DecisionReason::kOk ? answer : DefaultAction(), DefaultAction(),
                         &js_buffers_);
     *latency_ns = a.latency_ns;
-    *unseen = UnseenOf(a.entry);
   }
   if (a.drained) queue_->Flush();
   if (a.result == SendResult::kOk) return RespondStatus::kOk;

@@ -16,14 +16,13 @@ bool SameAnswer(const Answer& a, const Answer& b) {
 // allocation of a few dozen bytes fails under overcommit, and each entry stands for a task the
 // kernel holds blocked (bounded by the containers' own task limits).
 void PendingTable::Add(PendingTarget* target, PendingOwner* owner, const Notification& n, uint64_t deadline_ns,
-                       HeldStrings held, bool reported) {
+                       HeldStrings held) {
   const PendingKey key{n.handle, n.id};
   PendingEntry entry;
   entry.target = target;
   entry.owner = owner;
   entry.notification = n;
   entry.deadline_ns = deadline_ns;
-  entry.reported = reported;
   entry.journal_slot = journal_ != nullptr ? journal_->AddInFlight(n) : InFlightJournal::kNoSlot;
   entries_.emplace(key, entry);
   target->pending_count++;
@@ -39,11 +38,6 @@ void PendingTable::Add(PendingTarget* target, PendingOwner* owner, const Notific
 const PendingEntry* PendingTable::Find(uint32_t handle, uint64_t id) const {
   auto it = entries_.find(PendingKey{handle, id});
   return it == entries_.end() ? nullptr : &it->second;
-}
-
-void PendingTable::SetReported(uint32_t handle, uint64_t id, bool reported) {
-  auto it = entries_.find(PendingKey{handle, id});
-  if (it != entries_.end()) it->second.reported = reported;
 }
 
 bool PendingTable::Extend(uint32_t handle, uint64_t id, uint64_t deadline_ns) {

@@ -67,9 +67,6 @@ struct PendingEntry {
   Notification notification;      // as received; received_ns is where latencies start
   uint64_t deadline_ns = 0;
   uint32_t journal_slot = InFlightJournal::kNoSlot;
-  // JS had an event for the notification. False for one asked over the decision channel while
-  // nobody watched: its answer's event (or tally) stands for it (Engine::UnseenOf).
-  bool reported = true;
 };
 
 class PendingTable {
@@ -104,13 +101,10 @@ class PendingTable {
 
   // Engine thread (a new notification) or JS thread (Restore, before the engine thread runs):
   // journals it and keeps it until `deadline_ns`. `owner` null: held, with `held` its strings.
-  // `reported`: PendingEntry::reported.
   void Add(PendingTarget* target, PendingOwner* owner, const Notification& n, uint64_t deadline_ns,
-           HeldStrings held = HeldStrings(), bool reported = true);
+           HeldStrings held = HeldStrings());
   // Any thread. The entry for (handle, id), or null. Valid until the table changes.
   const PendingEntry* Find(uint32_t handle, uint64_t id) const;
-  // Under mu_. Whether JS had an event for (handle, id)'s notification; nothing when not pending.
-  void SetReported(uint32_t handle, uint64_t id, bool reported);
   // Any thread (under mu_). Moves (handle, id)'s deadline to `deadline_ns` when that is later;
   // false when it is not pending. The heap is not touched (the engine thread reads its top without
   // mu_): ExpireDue finds the old item, sees the later deadline, and re-queues it then.
