@@ -60,7 +60,7 @@ function formatComparison(ratio: Ratio, value: number | undefined): string {
   return `${value.toFixed(2)}×`;
 }
 
-export function renderScenario(scenario: Scenario, result: ScenarioResult, runs: number): string[] {
+export function renderScenario(scenario: Scenario, result: ScenarioResult): string[] {
   const ratios = scenario.ratios ?? [];
   const header = ['', ...scenario.columns.map((c) => c.title), ...ratios.map((r) => r.title)];
   const hasTargets = result.rows.some((row) => row.targets.length > 0);
@@ -80,7 +80,8 @@ export function renderScenario(scenario: Scenario, result: ScenarioResult, runs:
     if (row.errors.length > 0 && row.runs.length > 0) {
       lines.push(`  ${row.variant}: ${row.errors.length} of ${row.runs.length + row.errors.length} runs failed: ${row.errors[0]}`);
     }
-    if (row.runs.length > runs) lines.push(`  ${row.variant}: medians of ${row.runs.length} runs (${row.runs.length / runs} pairs a round: its target is within a few percent of its reference)`);
+    const pairs = scenario.variants.find((v) => v.label === row.variant)?.pairsPerRound ?? 1;
+    if (pairs > 1) lines.push(`  ${row.variant}: medians of ${row.runs.length} runs (${pairs} pairs a round: its target is within a few percent of its reference)`);
   }
   return lines;
 }
@@ -93,7 +94,7 @@ export function renderReport(report: BenchReport, scenarios: Scenario[]): string
   ];
   for (const result of report.scenarios) {
     const scenario = scenarios.find((s) => s.id === result.id);
-    if (scenario) lines.push(...renderScenario(scenario, result, report.runs), '');
+    if (scenario) lines.push(...renderScenario(scenario, result), '');
   }
   if (report.targets.length > 0) {
     const passed = report.targets.filter((t) => t.pass).length;

@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import { startControlPlane } from '../support/controlplane';
 import { startDataPlane } from '../support/dataplane';
 import { metricsUrl } from '../support/processes';
+import { waitUntil } from '../support/wait';
 import { runUnderFilter } from '../support/workload';
 
 test('seccomp-dataplane --metrics-addr: notifications by syscall, answers by who answered, latency, containers, control plane attached, listener sockets, start origin', async (t) => {
@@ -39,10 +40,10 @@ test('seccomp-controlplane --metrics-addr: /healthz says ok once attached, and m
   assert.match(body, /^seccomp_agent_controlplane_attached 1$/m);
   // The data plane counts the same notification and answer once, after its events' batch delay.
   let dpBody = '';
-  for (const deadline = Date.now() + 5000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 20))) {
+  await waitUntil(async () => {
     dpBody = await (await fetch(`${dpUrl}/metrics`)).text();
-    if (/^seccomp_agent_answers_total\{answered_by="control_plane"\} 1$/m.test(dpBody)) break;
-  }
+    return /^seccomp_agent_answers_total\{answered_by="control_plane"\} /m.test(dpBody);
+  }, 5000, () => `the data plane's control_plane answers in its metrics:\n${dpBody}`);
   assert.match(dpBody, /^seccomp_agent_answers_total\{answered_by="control_plane"\} 1$/m);
   assert.match(dpBody, /^seccomp_agent_notifications_total\{syscall="mkdir"\} 1$/m);
   assert.match(dpBody, /^seccomp_agent_decision_latency_seconds_count\{answered_by="control_plane"\} 1$/m);
