@@ -28,6 +28,11 @@ export function referenceOf(scenario: Scenario, variant: Variant, all: Scenario[
   return { scenario: referenceScenario, variant: referenceScenario.variants[index], index };
 }
 
+/** Pairs (a reference run, then the row's) made each round for `variant`. */
+export function pairsPerRound(variant: Variant): number {
+  return variant.pairsPerRound ?? 1;
+}
+
 /** One round: every row of the selected scenarios in order, each with the reference it is paired with. */
 export function roundSteps(selected: Scenario[], all: Scenario[]): RunStep[] {
   return selected.flatMap((scenario) => scenario.variants.map((variant, index) => ({
@@ -52,8 +57,11 @@ export function medianOverPairs(row: PairedRuns, value: (run: Metrics, reference
 
 /** The paired reference runs' median of one metric (what a table prints as "bare C"). */
 export function referenceMedian(row: PairedRuns, key: string): number | undefined {
-  return medianOverPairs(row, (_run, reference) => reference?.[key]);
+  return medianOverPairs(row, referenceValue(key));
 }
+
+/** A pair's reference run's figure (for medianOverPairs). */
+export const referenceValue = (key: string) => (_run: Metrics, reference: Metrics | undefined): number | undefined => reference?.[key];
 
 export const pairedRatio = (key: string) => (run: Metrics, reference: Metrics | undefined): number | undefined =>
   reference && run[key] !== undefined && reference[key] ? run[key] / reference[key] : undefined;

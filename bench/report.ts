@@ -5,6 +5,7 @@ import { machineLine } from './machine';
 import type { ScenarioParams, Metrics } from './scenario-process';
 import { comparisonKey, type Ratio, type Scenario } from './scenarios';
 import type { TargetResult } from './targets';
+import { pairsPerRound } from './pairing';
 
 export interface RowResult {
   variant: string;
@@ -80,7 +81,8 @@ export function renderScenario(scenario: Scenario, result: ScenarioResult): stri
     if (row.errors.length > 0 && row.runs.length > 0) {
       lines.push(`  ${row.variant}: ${row.errors.length} of ${row.runs.length + row.errors.length} runs failed: ${row.errors[0]}`);
     }
-    const pairs = scenario.variants.find((v) => v.label === row.variant)?.pairsPerRound ?? 1;
+    const variant = scenario.variants.find((v) => v.label === row.variant);
+    const pairs = variant ? pairsPerRound(variant) : 1;
     if (pairs > 1) lines.push(`  ${row.variant}: medians of ${row.runs.length} runs (${pairs} pairs a round: its target is within a few percent of its reference)`);
   }
   return lines;

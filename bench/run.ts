@@ -12,7 +12,7 @@ import { describeMachine, machineLine } from './machine';
 import { renderReport, type BenchReport, type RowResult, type ScenarioResult } from './report';
 import type { Metrics, ScenarioParams } from './scenario-process';
 import { comparisonKey, SCENARIOS, type Scenario } from './scenarios';
-import { medianOverPairs, pairedDifference, pairedRatio, referenceMedian, roundSteps } from './pairing';
+import { medianOverPairs, pairedDifference, pairedRatio, pairsPerRound, referenceMedian, roundSteps } from './pairing';
 import { medianMetrics } from './stats';
 import { evaluate, TARGETS, type TargetResult } from './targets';
 
@@ -198,7 +198,7 @@ async function main(): Promise<void> {
   for (let run = 1; run <= options.runs; run++) {
     for (const { scenario, variant, index, reference } of steps) {
       const row = rows.get(key(scenario.id, variant.label))!;
-      for (let pair = 1; pair <= (variant.pairsPerRound ?? 1); pair++) {
+      for (let pair = 1; pair <= pairsPerRound(variant); pair++) {
         const folder = `${scenario.id}-${index}-${pair}`;
         const paired = reference
           ? await measure(run, reference.scenario, reference.variant, `${folder}-reference`, ` (paired with ${scenario.id} / ${variant.label})`)

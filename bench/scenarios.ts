@@ -61,6 +61,7 @@ export interface Scenario {
 
 /** Pairs a round for the rows judged within 5-10% of bare C ((b), (d) and (b)'s context rows). */
 const TIGHT_PAIRS = 3;
+const tight = (variant: Variant): Variant => ({ ...variant, pairsPerRound: TIGHT_PAIRS });
 
 /** The per-syscall rows: the notify round trip (getppid) and the path-string one (mkdir). */
 const WORKLOAD_VARIANTS: Variant[] = [
@@ -151,10 +152,8 @@ export const SCENARIOS: Scenario[] = [
       + '"own fd table": its answering thread unshares its file table (unshare(CLONE_FILES)), so the kernel takes no reference on the file of each epoll_wait and ioctl, as for a single-threaded process',
     script: 'reference',
     variants: [
-      { label: 'getppid, 1 thread', params: { threads: 1, syscall: 'getppid', idleThreads: 1 }, pairsPerRound: TIGHT_PAIRS },
-      {
-        label: 'getppid, 1 thread, own fd table', params: { threads: 1, syscall: 'getppid', idleThreads: 1, ownFdTable: true }, referenceVariant: 'getppid, 1 thread', pairsPerRound: TIGHT_PAIRS,
-      },
+      tight({ label: 'getppid, 1 thread', params: { threads: 1, syscall: 'getppid', idleThreads: 1 } }),
+      tight({ label: 'getppid, 1 thread, own fd table', params: { threads: 1, syscall: 'getppid', idleThreads: 1, ownFdTable: true }, referenceVariant: 'getppid, 1 thread' }),
     ],
     columns: [{ key: 'callsPerSec', title: 'calls/s', digits: 0 }, ...LATENCY_COLUMNS],
     reference: 'reference',
@@ -175,7 +174,7 @@ export const SCENARIOS: Scenario[] = [
     title: '(b) data plane, default path (no control plane)',
     about: 'seccomp-dataplane answers continue natively on its epoll thread; JS hears of it afterwards',
     script: 'dataplane-default',
-    variants: WORKLOAD_VARIANTS.map((v) => (v.label === 'getppid, 1 thread' ? { ...v, pairsPerRound: TIGHT_PAIRS } : v)),
+    variants: WORKLOAD_VARIANTS.map((v) => (v.label === 'getppid, 1 thread' ? tight(v) : v)),
     columns: [
       { key: 'callsPerSec', title: 'calls/s', digits: 0 }, ...LATENCY_COLUMNS,
       { key: 'eventsDropped', title: 'events dropped', digits: 0 }, { key: 'rssMiB', title: 'RSS MiB', digits: 1 },
@@ -240,7 +239,7 @@ export const SCENARIOS: Scenario[] = [
     about: 'seccomp-controlplane --no-kubernetes pushes each container\'s compiled policy; the engine thread answers from it: getppid of a container without policy keys (continue), mkdir of a MKDIR_TMPL container (emulated by the helper, "-bench-pod" suffix); no JS, no gRPC per call',
     script: 'fast-path',
     variants: [
-      { label: '(d) getppid, 1 thread', params: { threads: 1, syscall: 'getppid' }, referenceVariant: 'getppid, 1 thread', pairsPerRound: TIGHT_PAIRS },
+      tight({ label: '(d) getppid, 1 thread', params: { threads: 1, syscall: 'getppid' }, referenceVariant: 'getppid, 1 thread' }),
       { label: '(d) getppid, 8 threads', params: { threads: 8, syscall: 'getppid' }, referenceVariant: 'getppid, 8 threads' },
       { label: '(e) MKDIR_TMPL mkdir, 1 thread', params: { threads: 1, syscall: 'mkdir' }, referenceVariant: 'mkdir, 1 thread' },
     ],
