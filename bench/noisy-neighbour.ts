@@ -13,6 +13,9 @@
 // The victim is always on the native path of its configuration (default without a control plane,
 // else the fast path): the question is what the neighbour does to another container, and only a
 // native path can be compared with a bare C responder (a control-plane decision alone is ~5×).
+// neighbourPollingThreads (bare only): the neighbour's responder keeps threads busy-polling beside
+// its answering one, as the agent's planes do while decisions are in flight between them: what
+// always-runnable threads alone cost the victim on this machine.
 // victimOwnResponder: the neighbour floods the agent as in the row of its path, the victim is on a
 // bare C responder of its own: what the agent's CPU load alone does to another container's answers.
 // The neighbour floods until the victim is done (SIGTERM ends its measured seconds).
@@ -58,12 +61,12 @@ interface Setup {
   stop(): Promise<void>;
 }
 
-async function setUp(children: Children, dir: string, kind: NeighbourPath): Promise<Setup> {
+async function setUp(children: Children, dir: string, kind: NeighbourPath, neighbourPollingThreads: number): Promise<Setup> {
   if (kind === 'bare' || kind === 'bare-shared') {
     const victimSocket = path.join(dir, 'victim-responder.sock');
     const neighbourSocket = kind === 'bare' ? path.join(dir, 'neighbour-responder.sock') : victimSocket;
     await startResponder(children, victimSocket, 'victim responder');
-    if (kind === 'bare') await startResponder(children, neighbourSocket, 'neighbour responder');
+    if (kind === 'bare') await startResponder(children, neighbourSocket, 'neighbour responder', { pollingThreads: neighbourPollingThreads });
     return { victimSocket, neighbourSocket, neighbourRunArgs: [], victimRunArgs: [], pushes: false, stop: async () => undefined };
   }
   const dataplane = await startDataPlane(children, dir);
@@ -151,7 +154,8 @@ async function checkPaths(kind: NeighbourPath, setup: Setup, dir: string, victim
 async function measure(children: Children, dir: string, params: ScenarioParams): Promise<Record<string, number>> {
   const kind: NeighbourPath = params.neighbourPath ?? 'default';
   checkTools(kind === 'bare' || kind === 'bare-shared' ? ['seccompRun', 'workload', 'responder'] : ['seccompRun', 'workload', 'dataplaneMain', 'controlplaneMain']);
-  const setup = await setUp(children, dir, kind);
+  if (params.neighbourPollingThreads && kind !== 'bare') throw new Error('neighbourPollingThreads is for the bare pair only');
+  const setup = await setUp(children, dir, kind, params.neighbourPollingThreads ?? 0);
   const victimApart = params.victimOwnResponder === true && kind !== 'bare' && kind !== 'bare-shared';
   if (victimApart) {
     // The agent's CPU load without its sharing: the victim on a bare C responder of its own.

@@ -24,6 +24,8 @@ export interface ScenarioParams {
   neighbourPath?: NeighbourPath;
   /** noisy-neighbour: the victim on a bare C responder of its own while the neighbour floods the agent. */
   victimOwnResponder?: boolean;
+  /** noisy-neighbour, bare: threads busy-polling beside the neighbour's responder, as the agent's do while decisions are in flight (context). */
+  neighbourPollingThreads?: number;
   /** reference: sleeping threads beside the bare C responder's one (a multi-threaded process, as Node is). */
   idleThreads?: number;
   /** reference: the answering thread of a multi-threaded responder with a file table of its own (unshare(CLONE_FILES)). */

@@ -117,13 +117,19 @@ const NEIGHBOUR_ROWS: Array<{ path: 'default' | 'fast-path' | 'control-plane' | 
 const NOISY_REFERENCE: Scenario = {
   id: 'noisy-neighbour-reference',
   title: 'noisy neighbour, reference: the same two workloads, each against its own bare C responder (issue 17)',
-  about: 'two seccomp-bench-responders; the neighbour floods its own with N threads while the victim (one thread of getppid) is measured against the other ("one responder for both": a single responder thread serves both, as one engine thread would (the data plane with --engine-threads 1); "victim\'s own responder": the neighbour floods the agent\'s path, the victim has a bare C responder: the agent\'s CPU load without its sharing)',
+  about: 'two seccomp-bench-responders; the neighbour floods its own with N threads while the victim (one thread of getppid) is measured against the other ("one responder for both": a single responder thread serves both, as one engine thread would (the data plane with --engine-threads 1); "victim\'s own responder": the neighbour floods the agent\'s path, the victim has a bare C responder: the agent\'s CPU load without its sharing; "polling thread": threads of the neighbour\'s responder that busy-poll as the agent\'s do (3 µs looks, then sched_yield) and answer nothing)',
   script: 'noisy-neighbour',
   variants: [
     ...NEIGHBOUR_LOADS.map(({ load, params }): Variant => ({ label: `neighbour ${load}`, params: { ...params, neighbourPath: 'bare' } })),
     // Context, not a denominator: what serving both containers from one thread costs a bare C responder.
     ...NEIGHBOUR_LOADS.filter(({ params }) => params.syscall === 'getppid')
       .map(({ load, params }): Variant => ({ label: `neighbour ${load}, one responder for both`, params: { ...params, neighbourPath: 'bare-shared' } })),
+    // Context: what always-runnable threads alone cost the victim on this machine. Under a flood the
+    // agent's control-plane path keeps two (lane 0 and the control plane polling their rings).
+    ...[1, 2].map((polling): Variant => ({
+      label: `neighbour getppid × 8, its responder with ${polling} polling thread${polling === 1 ? '' : 's'}`,
+      params: { threads: 8, syscall: 'getppid', neighbourPath: 'bare', neighbourPollingThreads: polling },
+    })),
     // Context: the agent's CPU load without its sharing. The neighbour floods the agent's path, the victim has a responder of its own.
     ...NEIGHBOUR_ROWS.map((row): Variant => ({
       label: `neighbour on the agent's ${row.title} × 8, victim's own responder`,

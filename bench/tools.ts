@@ -109,6 +109,8 @@ export function startIdleContainer(children: Children, listenerSocket: string, i
 export interface ResponderShape {
   /** Sleeping threads: a multi-threaded process. */
   idleThreads?: number;
+  /** Threads that busy-poll the whole run (a look for 3 µs, then sched_yield), as the agent's pollers do. */
+  pollingThreads?: number;
   /** The answering thread with a file table of its own (unshare(CLONE_FILES)), beside its idle threads. */
   ownFdTable?: boolean;
   /** SYNC_WAKE_UP left off: answered callers woken where the scheduler likes. */
@@ -120,6 +122,7 @@ export async function startResponder(children: Children, listenerSocket: string,
   const child = children.start(name, TOOLS.responder, [
     listenerSocket,
     ...(shape.idleThreads ? ['--idle-threads', String(shape.idleThreads)] : []),
+    ...(shape.pollingThreads ? ['--polling-threads', String(shape.pollingThreads)] : []),
     ...(shape.ownFdTable ? ['--own-fd-table'] : []),
     ...(shape.spreadWakeUps ? ['--no-sync-wake-up'] : []),
   ]);

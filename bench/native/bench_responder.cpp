@@ -1,6 +1,6 @@
 // seccomp-bench-responder: the bare C reference agent of `npm run bench`.
 //
-//   seccomp-bench-responder SOCKET_PATH [--idle-threads N] [--own-fd-table] [--no-sync-wake-up]
+//   seccomp-bench-responder SOCKET_PATH [--idle-threads N] [--polling-threads N] [--own-fd-table] [--no-sync-wake-up]
 //
 // Accepts runtime connections on SOCKET_PATH the way the data plane does (notify fd by
 // SCM_RIGHTS in the first sendmsg, JSON until EOF, `fds` naming "seccompFd") and answers every
@@ -10,6 +10,11 @@
 // --idle-threads N adds N threads that only sleep: the process is then multi-threaded, as every
 // Node process (the data plane) is, which can make each switch to and from it cost more
 // (docs/benchmarks.md, stop 37: +0.13 µs a call on one phase of the bench's VM, nothing on another).
+// --polling-threads N adds N threads that busy-poll for the whole run as the agent's threads do
+// while decisions are in flight between its planes (a look at a word, then sched_yield): never
+// asleep, yielding to any runnable task. They answer nothing; what they cost another container is
+// this machine's price of an always-runnable thread (docs/benchmarks.md, stop 43; a context row of
+// the bench, not a reference).
 // --own-fd-table gives the answering thread a file table of its own (unshare(CLONE_FILES)) after
 // the idle threads start: the kernel then takes no reference on each syscall's file (fdget's
 // single-user shortcut), as in a single-threaded process. What the multi-threaded cost is made of
@@ -33,6 +38,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -234,12 +240,22 @@ void* SleepForever(void*) {
   return nullptr;
 }
 
-// Starts `count` idle threads; they inherit the blocked SIGTERM/SIGINT, so the main thread's
-// signalfd still receives them.
-bool StartIdleThreads(long count) {
+// A polling thread: looks at a word nobody writes, yields the CPU, and again, as the agent's pollers
+// look at their rings while decisions are in flight (engine_loop.cpp's AwaitRings, the control
+// plane's ChannelConnection.poll).
+std::atomic<uint64_t> g_polled_word{0};
+
+void* PollForever(void*) {
+  while (g_polled_word.load(std::memory_order_acquire) == 0) sched_yield();
+  return nullptr;
+}
+
+// Starts `count` threads running `body`; they inherit the blocked SIGTERM/SIGINT, so the main
+// thread's signalfd still receives them.
+bool StartThreads(long count, void* (*body)(void*)) {
   for (long i = 0; i < count; i++) {
     pthread_t thread;
-    const int err = pthread_create(&thread, nullptr, SleepForever, nullptr);
+    const int err = pthread_create(&thread, nullptr, body, nullptr);
     if (err != 0) {
       fprintf(stderr, "seccomp-bench-responder: pthread_create: %s\n", strerror(err));
       return false;
@@ -261,6 +277,7 @@ int Listen(const char* path) {
 
 int main(int argc, char** argv) {
   long idle_threads = 0;
+  long polling_threads = 0;
   bool own_fd_table = false;
   bool usage = argc < 2 || argv[1][0] == '-';
   for (int i = 2; i < argc && !usage; i++) {
@@ -268,17 +285,18 @@ int main(int argc, char** argv) {
       g_sync_wake_up = false;
     } else if (strcmp(argv[i], "--own-fd-table") == 0) {
       own_fd_table = true;
-    } else if (strcmp(argv[i], "--idle-threads") == 0 && i + 1 < argc) {
+    } else if ((strcmp(argv[i], "--idle-threads") == 0 || strcmp(argv[i], "--polling-threads") == 0) && i + 1 < argc) {
+      long* count = argv[i][2] == 'i' ? &idle_threads : &polling_threads;
       char* end = nullptr;
       const char* value = argv[++i];
-      idle_threads = strtol(value, &end, 10);
-      usage = *value == '\0' || *end != '\0' || idle_threads < 0 || idle_threads > 64;
+      *count = strtol(value, &end, 10);
+      usage = *value == '\0' || *end != '\0' || *count < 0 || *count > 64;
     } else {
       usage = true;
     }
   }
   if (usage) {
-    fprintf(stderr, "usage: seccomp-bench-responder SOCKET_PATH [--idle-threads N (0..64)] [--own-fd-table] [--no-sync-wake-up]\n");
+    fprintf(stderr, "usage: seccomp-bench-responder SOCKET_PATH [--idle-threads N (0..64)] [--polling-threads N (0..64)] [--own-fd-table] [--no-sync-wake-up]\n");
     return 2;
   }
   const char* path = argv[1];
@@ -291,7 +309,7 @@ int main(int argc, char** argv) {
     perror("seccomp-bench-responder: sigprocmask");
     return 1;
   }
-  if (!StartIdleThreads(idle_threads)) return 1;
+  if (!StartThreads(idle_threads, SleepForever) || !StartThreads(polling_threads, PollForever)) return 1;
   // Before any fd is made: the table copied here holds only stdio.
   if (own_fd_table && unshare(CLONE_FILES) != 0) {
     perror("seccomp-bench-responder: unshare(CLONE_FILES)");

@@ -41,8 +41,13 @@ export interface ChannelIo {
 const EAGAIN = 11;
 /** The engine answers a Hello at once; a Ready this late means it is not serving. */
 const HANDSHAKE_MS = 5000;
-/** Looks at the notifications ring per turn of the busy poll (docs/benchmarks.md, stop 31: 0.5–0.7 µs off a decision). */
-const RING_LOOKS_PER_TURN = 200;
+/**
+ * Looks at the notifications ring per turn of the busy poll (docs/benchmarks.md, stop 31: 0.5–0.7 µs
+ * off a decision), the CPU yielded after each empty one: a look costs ~60 ns, a yield a syscall,
+ * and a poller that looks for a while before it yields keeps another container's woken thread
+ * waiting that long (stop 43).
+ */
+const RING_LOOKS_PER_TURN = 16;
 /** The handshake's reads spin this long, then look every millisecond. */
 const HANDSHAKE_SPIN_MS = 10;
 
@@ -233,18 +238,21 @@ export class ChannelConnection {
     }
     const io = this.options.io!;
     if (this.ring !== null) {
-      // A look costs ~60 ns and no syscall, a turn of libuv an epoll_pwait: several looks (~13 µs)
-      // per turn, then libuv's (timers, gRPC, the socket).
+      // A turn of libuv is an epoll_pwait: several looks per turn, then libuv's (timers, gRPC, the
+      // socket). Between two looks a task runnable on this CPU goes first. Spinning through the
+      // slice starved the very workloads it waits for when the CPUs are taken (a neighbour with 2
+      // threads on this path: 4,700–5,500 calls a second at a 465 µs p50 against 31,000–38,000 at
+      // 47–50 µs with a yield a turn, docs/benchmarks.md, stop 36), and spinning between yields
+      // delays other containers' wake-ups by as long (stop 43).
       let n = io.ringTake(this.ring, this.ringBuffer);
-      for (let look = 1; n === 0 && look < RING_LOOKS_PER_TURN; look++) n = io.ringTake(this.ring, this.ringBuffer);
+      for (let look = 1; n === 0 && look < RING_LOOKS_PER_TURN; look++) {
+        io.yieldCpu();
+        n = io.ringTake(this.ring, this.ringBuffer);
+      }
       if (n > 0) {
         if (!this.consume(this.ringReader, this.ringBuffer, n, 'ring')) return;
         this.busyUntil = process.hrtime.bigint() + this.busyPollNs;
       } else if (n === 0) {
-        // Nothing in a turn's looks: a task runnable on this CPU goes first. Spinning through the
-        // slice starved the very workloads it waits for when the CPUs are taken: a neighbour with
-        // 2 threads on this path made 4,700–5,500 calls a second at a 465 µs p50 against 31,000–
-        // 38,000 at 47–50 µs with the yield (docs/benchmarks.md, stop 36).
         io.yieldCpu();
       } else if (n < 0) {
         this.fail('bad ring: the engine\'s index of the notifications ring is impossible');
