@@ -88,12 +88,29 @@ async function mkdirs(h: Harness, names: string[], gapMs = 0): Promise<number[]>
   return took;
 }
 
-test('decision rings: a control plane that busy-polls gets them; every notification and decision crosses in them, each once', async (t) => {
+test('decision rings: a control plane that busy-polls gets them, yielding after every empty look; every notification and decision crosses in them, each once', async (t) => {
   const h = new Harness(t, { busyPollUs: 200 });
   const token = h.open(1);
   const addon = io();
   let yields = 0;
-  const channelIo: ChannelIo = { ...addon, yieldCpu: () => (yields++, addon.yieldCpu()) };
+  // Looks that found the ring empty, one after another with no yield between (a woken thread of
+  // another container would wait that long for this CPU).
+  let emptyLooksInARow = 0;
+  let mostEmptyLooksInARow = 0;
+  const channelIo: ChannelIo = {
+    ...addon,
+    yieldCpu: () => {
+      yields++;
+      emptyLooksInARow = 0;
+      addon.yieldCpu();
+    },
+    ringTake: (ring, into) => {
+      const n = addon.ringTake(ring, into);
+      emptyLooksInARow = n === 0 ? emptyLooksInARow + 1 : 0;
+      mostEmptyLooksInARow = Math.max(mostEmptyLooksInARow, emptyLooksInARow);
+      return n;
+    },
+  };
   const { connection, seen } = controlPlane(t, h, token, { busyPollMs: 200, channelIo });
   await waitUntil(() => seen.ready !== null, 10_000, 'the Ready');
   assert.deepEqual(seen.ready, { type: 'ready', session: 1n, ring: true });
@@ -108,6 +125,7 @@ test('decision rings: a control plane that busy-polls gets them; every notificat
   assert.equal(mkdirNotifications.length, names.length, 'each mkdir once');
   assert.equal(connection.framesRead.socket, 0, 'no notification on the socket');
   assert.ok(yields > 0, 'a turn that found the ring empty yielded the CPU');
+  assert.equal(mostEmptyLooksInARow, 1, 'every empty look is followed by a yield before the next look');
   assert.equal(connection.framesRead.ring, seen.notifications.length);
   await h.until(() => (h.events.filter((e) => e.type === 'answered' && e.by === AnsweredBy.ANSWERED_BY_CONTROL_PLANE).length >= names.length ? true : undefined), 'the answers');
   const stats = h.engine.stats();
