@@ -117,7 +117,7 @@ const NEIGHBOUR_ROWS: Array<{ path: 'default' | 'fast-path' | 'control-plane' | 
 const NOISY_REFERENCE: Scenario = {
   id: 'noisy-neighbour-reference',
   title: 'noisy neighbour, reference: the same two workloads, each against its own bare C responder (issue 17)',
-  about: 'two seccomp-bench-responders; the neighbour floods its own with N threads while the victim (one thread of getppid) is measured against the other ("one responder for both": a single responder thread serves both, as one engine thread would (the data plane with --engine-threads 1); "victim\'s own responder": the neighbour floods the agent\'s path, the victim has a bare C responder: the agent\'s CPU load without its sharing; "polling thread": threads of the neighbour\'s responder that busy-poll as the agent\'s do (3 µs looks, then sched_yield) and answer nothing)',
+  about: 'two seccomp-bench-responders; the neighbour floods its own with N threads while the victim (one thread of getppid) is measured against the other ("one responder for both": a single responder thread serves both, as one engine thread would (the data plane with --engine-threads 1); "victim\'s own responder": the neighbour floods the agent\'s path, the victim has a bare C responder: the agent\'s CPU load without its sharing; "polling thread": threads of the neighbour\'s responder that busy-poll as the agent\'s do (a look, then sched_yield) and answer nothing)',
   script: 'noisy-neighbour',
   variants: [
     ...NEIGHBOUR_LOADS.map(({ load, params }): Variant => ({ label: `neighbour ${load}`, params: { ...params, neighbourPath: 'bare' } })),

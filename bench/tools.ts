@@ -109,7 +109,7 @@ export function startIdleContainer(children: Children, listenerSocket: string, i
 export interface ResponderShape {
   /** Sleeping threads: a multi-threaded process. */
   idleThreads?: number;
-  /** Threads that busy-poll the whole run (a look for 3 µs, then sched_yield), as the agent's pollers do. */
+  /** Threads that busy-poll the whole run (a look, then sched_yield), as the agent's pollers do. */
   pollingThreads?: number;
   /** The answering thread with a file table of its own (unshare(CLONE_FILES)), beside its idle threads. */
   ownFdTable?: boolean;
