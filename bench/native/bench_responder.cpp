@@ -286,7 +286,7 @@ int main(int argc, char** argv) {
     } else if (strcmp(argv[i], "--own-fd-table") == 0) {
       own_fd_table = true;
     } else if ((strcmp(argv[i], "--idle-threads") == 0 || strcmp(argv[i], "--polling-threads") == 0) && i + 1 < argc) {
-      long* count = argv[i][2] == 'i' ? &idle_threads : &polling_threads;
+      long* count = strcmp(argv[i], "--idle-threads") == 0 ? &idle_threads : &polling_threads;
       char* end = nullptr;
       const char* value = argv[++i];
       *count = strtol(value, &end, 10);
